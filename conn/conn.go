@@ -1,0 +1,66 @@
+// Package conn is Wirelane's UDP transport: batched sockets, sticky source
+// addresses, UDP GSO/GRO, and the per-peer route cache that the send path
+// borrows without taking a lock (the "noref" send path).
+//
+// The contract between the protocol engine (device/) and the transport:
+//
+//	device                           conn
+//	------                           ----
+//	peer.routes  RouteCache   --->   one atomic.Pointer[Route] per peer
+//	send worker  rcu.Reader   --->   read section around one batch
+//	             Bind.Send(bufs, route)   (route is borrowed, never stored)
+//	receive      ReceiveFunc  <---   batches of (buf, size, Endpoint)
+//
+// Endpoints are values (netip types); nothing on the receive path allocates
+// per datagram.
+package conn
+
+import (
+	"errors"
+	"net/netip"
+)
+
+// IdealBatchSize is the largest number of datagrams moved by one
+// ReceiveFunc call or one Bind.Send call.
+const IdealBatchSize = 128
+
+// Endpoint is a peer's remote address together with the local (sticky)
+// source address a datagram from it arrived on. It is a comparable value:
+// two Endpoints are the same place exactly when they are ==.
+type Endpoint struct {
+	// Dst is the remote address and port.
+	Dst netip.AddrPort
+	// Src is the local address the last datagram from Dst arrived on; the
+	// zero Addr means "let the kernel choose".
+	Src netip.Addr
+	// SrcIfindex is the interface index Src was seen on (0 = unknown).
+	SrcIfindex int32
+}
+
+// ReceiveFunc reads at least one datagram into bufs. It returns how many
+// elements of bufs, sizes and eps are filled. len(sizes) and len(eps) must be
+// at least len(bufs), and len(bufs) must not exceed Bind.BatchSize(). After
+// Bind.Close every ReceiveFunc returns net.ErrClosed.
+type ReceiveFunc func(bufs [][]byte, sizes []int, eps []Endpoint) (n int, err error)
+
+// Bind is a UDP listener for IPv4 and IPv6 on one port.
+type Bind interface {
+	// Open binds the sockets to port (0 = any) and returns one ReceiveFunc
+	// per socket and the port actually bound.
+	Open(port uint16) (fns []ReceiveFunc, actualPort uint16, err error)
+	// Close closes the sockets. It waits for a grace period so that once it
+	// returns no Send is still writing to the closed sockets.
+	Close() error
+	// SetMark sets SO_MARK (fwmark) on the sockets; 0 clears it.
+	SetMark(mark uint32) error
+	// Send writes bufs as datagrams to r's destination, from r's sticky
+	// source when it has one. r is borrowed: Send must not keep it past
+	// its return. len(bufs) must not exceed BatchSize().
+	Send(bufs [][]byte, r *Route) error
+	// BatchSize is the number of buffers the ReceiveFuncs fill at most and
+	// the number Send accepts at most.
+	BatchSize() int
+}
+
+// ErrBindAlreadyOpen is returned by Open on an open Bind.
+var ErrBindAlreadyOpen = errors.New("conn: bind is already open")

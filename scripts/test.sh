@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The project's test command (README.md, .ci/run): installs what the tests
+# need when run as root, checks formatting and vet, runs every test (the
+# root-only end-to-end tests included when run as root), the race detector on
+# the concurrent packages, and a short run of every fuzz target.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZTIME="${FUZZTIME:-5s}"
+
+if [ "$(id -u)" = 0 ]; then
+	need=()
+	for p in wg:wireguard-tools iperf3:iperf3 ping:iputils-ping ncat:ncat openvpn:openvpn ip:iproute2 iptables:iptables openssl:openssl; do
+		command -v "${p%%:*}" >/dev/null 2>&1 || need+=("${p#*:}")
+	done
+	if [ "${#need[@]}" -gt 0 ]; then
+		echo "== installing ${need[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	fi
+else
+	echo "== not root: end-to-end tests that need root or /dev/net/tun will skip"
+fi
+
+echo "== gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$bad" ]; then echo "gofmt needed:"; echo "$bad"; exit 1; fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test (race detector on the concurrent packages)"
+go test -race -count=1 -timeout 20m ./conn/... ./device/... ./internal/...
+
+echo "== go test (everything)"
+go test -count=1 -timeout 30m ./...
+
+echo "== fuzz ($FUZZTIME each)"
+for pkg in $(go list ./...); do
+	dir=$(go list -f '{{.Dir}}' "$pkg")
+	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+		echo "-- $pkg $f"
+		go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg" >/tmp/fuzz.$$ 2>&1 || { cat /tmp/fuzz.$$; exit 1; }
+	done
+done
+rm -f /tmp/fuzz.$$
+echo "== all tests passed"

@@ -1,0 +1,45 @@
+// Package tun provides the TUN devices Wirelane reads packets from and writes
+// packets to: Linux TUN devices (with TSO/GRO offloads, through
+// golang.zx2c4.com/wireguard/tun) and in-memory devices for tests and
+// benchmarks.
+package tun
+
+import (
+	"os"
+
+	wgtun "golang.zx2c4.com/wireguard/tun"
+)
+
+// Event is a change of state reported by a Device.
+type Event = wgtun.Event
+
+// Events a Device reports.
+const (
+	EventUp        = wgtun.EventUp
+	EventDown      = wgtun.EventDown
+	EventMTUUpdate = wgtun.EventMTUUpdate
+)
+
+// Device is a TUN device that moves batches of IP packets. It has the same
+// shape as golang.zx2c4.com/wireguard/tun.Device, so Linux devices created by
+// that package satisfy it directly.
+type Device interface {
+	// File returns the device's file, or nil for an in-memory device.
+	File() *os.File
+	// Read reads one or more packets, each placed at bufs[i][offset:], and
+	// sets sizes[i]. It returns the number of packets read.
+	Read(bufs [][]byte, sizes []int, offset int) (n int, err error)
+	// Write writes the packets bufs[i][offset:]. The device may use the
+	// bytes before offset as scratch space (virtio header).
+	Write(bufs [][]byte, offset int) (int, error)
+	// MTU returns the device's MTU.
+	MTU() (int, error)
+	// Name returns the device's name.
+	Name() (string, error)
+	// Events returns the channel of device events; it is closed by Close.
+	Events() <-chan Event
+	// Close closes the device.
+	Close() error
+	// BatchSize is the largest number of packets one Read or Write moves.
+	BatchSize() int
+}
