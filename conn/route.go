@@ -7,21 +7,25 @@ import (
 )
 
 // Route is an immutable snapshot of everything the send path needs to reach
-// one peer: the endpoint, its family, a ready-made destination address and a
-// ready-made sticky-source control message. Once published by a RouteCache
-// nothing writes to a Route again, so senders may read it without a lock.
+// one peer: the endpoint, its family, a ready-made destination address (both
+// as *net.UDPAddr and as a raw sockaddr for sendmmsg) and a ready-made
+// sticky-source control message. Once published by a RouteCache nothing
+// writes to a Route again, so senders may read it without a lock.
 type Route struct {
 	// Endpoint is the destination and the sticky source.
 	Endpoint Endpoint
 	// Gen is the cache's generation at publication; it only grows.
 	Gen uint64
 
+	v6      bool         // destination is IPv6 (not 4in6)
 	udpAddr *net.UDPAddr // ready-made destination for x/net batch writes
 	ctrl    []byte       // ready-made IP_PKTINFO / IPV6_PKTINFO; nil when no sticky source
+	sa      rawSockaddr  // ready-made sockaddr_in / sockaddr_in6
+	saLen   uint32       // bytes of sa the kernel reads
 }
 
 // IsV6 reports whether the route's destination is an IPv6 (not 4in6) address.
-func (r *Route) IsV6() bool { return r.Endpoint.Dst.Addr().Unmap().Is6() }
+func (r *Route) IsV6() bool { return r.v6 }
 
 // UDPAddr returns the ready-made destination address. It must not be modified.
 func (r *Route) UDPAddr() *net.UDPAddr { return r.udpAddr }
@@ -32,20 +36,25 @@ func (r *Route) Control() []byte { return r.ctrl }
 
 // NewRoute builds an owned route for ep with generation gen. Callers outside
 // a RouteCache use it for one-off sends (handshake replies to an address that
-// is not yet a peer's endpoint) and tests.
+// is not yet a peer's endpoint) and tests. It allocates; the send path never
+// calls it.
 func NewRoute(ep Endpoint, gen uint64) *Route {
 	ep.Dst = normalize(ep.Dst)
 	r := &Route{Endpoint: ep, Gen: gen}
+	r.v6 = ep.Dst.Addr().Is6()
 	r.udpAddr = net.UDPAddrFromAddrPort(ep.Dst)
 	r.ctrl = stickyControl(ep)
+	r.saLen = putSockaddr(&r.sa, ep.Dst)
 	return r
 }
 
 // RouteCache holds one peer's current route. Senders borrow it with Borrow
-// (one atomic load); writers publish a new owned copy with Set when handshake
-// state changes.
+// (one atomic load); writers publish a new owned copy with Set, Roam,
+// ClearSrc or Clear when handshake state changes. A writer that must know no
+// sender still uses the previous route follows the publication with
+// RCU.Synchronize (Replace does both).
 type RouteCache struct {
-	cur atomic.Pointer[Route] // the published route; written only under mu
+	cur atomic.Pointer[Route] // the published route; stored only under mu, loaded anywhere
 
 	mu  sync.Mutex // serialises writers
 	gen uint64     // guarded by mu
@@ -62,6 +71,10 @@ func (c *RouteCache) Set(ep Endpoint) (*Route, bool) {
 	ep.Dst = normalize(ep.Dst)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.setLocked(ep)
+}
+
+func (c *RouteCache) setLocked(ep Endpoint) (*Route, bool) {
 	if cur := c.cur.Load(); cur != nil && cur.Endpoint == ep {
 		return cur, false
 	}
@@ -69,6 +82,47 @@ func (c *RouteCache) Set(ep Endpoint) (*Route, bool) {
 	r := NewRoute(ep, c.gen)
 	c.cur.Store(r)
 	return r, true
+}
+
+// Replace publishes a route for ep like Set and, when that changed the
+// route, waits for a grace period of d: once Replace returns, no sender
+// inside a read section of d still holds the previous route, so no packet
+// leaves for the old destination any more. It reports whether the route
+// changed. It must not be called inside a read section of d.
+func (c *RouteCache) Replace(ep Endpoint, d *RCU) bool {
+	_, changed := c.Set(ep)
+	if changed && d != nil {
+		d.Synchronize()
+	}
+	return changed
+}
+
+// Roam applies one received batch to the cache. eps are the endpoints the
+// batch's datagrams for this peer arrived from, in arrival order, and
+// authed[i] tells whether datagram i authenticated (nil means all did; a
+// short authed counts the missing entries as not authenticated). Only
+// authenticated datagrams may move an endpoint, and the last one wins: Roam
+// publishes at most one route per batch and none when the last authenticated
+// endpoint (destination and sticky source) equals the current one. The
+// unchanged case takes no lock. It reports whether a route was published.
+func (c *RouteCache) Roam(eps []Endpoint, authed []bool) bool {
+	last := -1
+	for i := len(eps) - 1; i >= 0; i-- {
+		if authed == nil || (i < len(authed) && authed[i]) {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return false
+	}
+	ep := eps[last]
+	ep.Dst = normalize(ep.Dst)
+	if cur := c.cur.Load(); cur != nil && cur.Endpoint == ep {
+		return false
+	}
+	_, changed := c.Set(ep)
+	return changed
 }
 
 // ClearSrc publishes a copy of the current route without its sticky source,

@@ -1,0 +1,109 @@
+// Command wirelane-bench compares Wirelane with wireguard-go on this
+// machine, in one run, and prints a table of medians, ranges and ratios:
+//
+//	go run ./cmd/wirelane-bench [--quick] [--duration 3s] [--repeats 5]
+//	                            [--only inproc,netns,handshake,memory,bound]
+//	                            [--markdown]
+//
+// Progress goes to standard error as one updating line; the table goes to
+// standard output. The netns section needs root and is skipped otherwise.
+// docs/benchmarks.md explains every figure.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/wirelane/wirelane/internal/bench"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("wirelane-bench", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "smoke run of a few seconds (CI): proves the harness works, measures nothing")
+	duration := fs.Duration("duration", 0, "measured window of each throughput run (default 3s, 150ms with --quick)")
+	repeats := fs.Int("repeats", 0, "runs per engine and case; engines alternate (default 5, 1 with --quick)")
+	only := fs.String("only", "", "comma-separated sections: "+strings.Join(bench.AllSections, ","))
+	peers := fs.Int("peers", 0, "peers for the memory section (default 10000, 500 with --quick)")
+	handshakes := fs.Int("handshakes", 0, "handshakes timed per repeat (default 2000, 100 with --quick)")
+	wgBin := fs.String("wireguard-go", "", "wireguard-go binary for netns (default: build it)")
+	wlBin := fs.String("wirelaned", "", "wirelaned binary for netns (default: build it)")
+	markdown := fs.Bool("markdown", false, "print the table as Markdown")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(os.Stderr, "wirelane-bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	cfg := bench.DefaultConfig()
+	if *quick {
+		cfg = bench.QuickConfig()
+	}
+	if *duration != 0 {
+		cfg.Duration = *duration
+	}
+	if *repeats != 0 {
+		cfg.Repeats = *repeats
+	}
+	if *peers != 0 {
+		cfg.Peers = *peers
+	}
+	if *handshakes != 0 {
+		cfg.Handshakes = *handshakes
+	}
+	sections, err := bench.ParseSections(*only)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wirelane-bench: --only: %v\n", err)
+		return 2
+	}
+	cfg.Sections = sections
+	cfg.WireguardGoBin, cfg.WirelanedBin = *wgBin, *wlBin
+
+	command := "go run ./cmd/wirelane-bench"
+	if len(args) > 0 {
+		command += " " + strings.Join(args, " ")
+	}
+	start := time.Now()
+	tty := isTerminal(os.Stderr)
+	progress := func(step, total int, what string) {
+		line := fmt.Sprintf("[%d/%d %s] %s", step, total, time.Since(start).Round(time.Second), what)
+		if tty {
+			fmt.Fprintf(os.Stderr, "\r\033[K%s", line)
+		} else {
+			fmt.Fprintln(os.Stderr, line)
+		}
+	}
+	rep, err := bench.Run(cfg, command, progress)
+	if tty {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+	if rep != nil {
+		write := rep.WriteText
+		if *markdown {
+			write = rep.WriteMarkdown
+		}
+		if werr := write(os.Stdout); werr != nil {
+			fmt.Fprintf(os.Stderr, "wirelane-bench: %v\n", werr)
+			return 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wirelane-bench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// isTerminal reports whether f is a character device (a terminal), where
+// the progress line can be rewritten in place.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,7 @@
+package main
+
+import "github.com/wirelane/wirelane/internal/daemon"
+
+// cmdDaemon runs the userspace daemon. The daemon re-executes this binary
+// with the same arguments to detach, which lands here again.
+func cmdDaemon(args []string) int { return daemon.Main(args) }

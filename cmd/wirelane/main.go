@@ -1,0 +1,163 @@
+// Command wirelane is Wirelane's user-facing tool: wg-quick's up, down,
+// strip and save; wg's genkey, pubkey, genpsk and show; and demo, which
+// builds and measures a tunnel between two network namespaces.
+//
+//	wirelane up|down|strip|save CONFIG_FILE|INTERFACE
+//	wirelane genkey | pubkey | genpsk
+//	wirelane show [--json] [INTERFACE|all|interfaces]
+//	wirelane demo [--duration D] [--mtu N] [--keep]
+//
+// `wirelane daemon IFNAME` (not listed in the usage) runs the userspace
+// daemon; `up` starts it by running this same binary.
+//
+// Exit status: 0 on success, 1 when the command failed, 2 for a usage
+// error (unknown command or flag, wrong arguments).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+const prog = "wirelane"
+
+// command is one subcommand.
+type command struct {
+	name    string
+	args    string // argument synopsis for the usage line
+	summary string
+	help    string // extra text after the usage line
+	hidden  bool
+	run     func(args []string) int
+}
+
+var commands []*command
+
+func init() {
+	commands = []*command{
+		{name: "up", args: "CONFIG_FILE|INTERFACE", summary: "create and configure a tunnel from a wg-quick file", help: upHelp, run: cmdUp},
+		{name: "down", args: "CONFIG_FILE|INTERFACE", summary: "remove a tunnel made by up", help: downHelp, run: cmdDown},
+		{name: "strip", args: "CONFIG_FILE|INTERFACE", summary: "print the file without wg-quick-only keys", help: stripHelp, run: cmdStrip},
+		{name: "save", args: "CONFIG_FILE|INTERFACE", summary: "write a running tunnel's configuration back to its file", help: saveHelp, run: cmdSave},
+		{name: "show", args: "[--json] [INTERFACE|all|interfaces]", summary: "show tunnels, peers, handshakes and transfer", help: showHelp, run: cmdShow},
+		{name: "genkey", summary: "print a new private key", help: genkeyHelp, run: cmdGenkey},
+		{name: "pubkey", summary: "read a private key on stdin, print its public key", help: pubkeyHelp, run: cmdPubkey},
+		{name: "genpsk", summary: "print a new preshared key", help: genpskHelp, run: cmdGenpsk},
+		{name: "demo", args: "[--duration D] [--mtu N] [--keep]", summary: "build a tunnel between two namespaces and measure it (root)", help: demoHelp, run: cmdDemo},
+		{name: "daemon", args: "[-f] IFNAME", summary: "run the userspace daemon", hidden: true, run: cmdDaemon},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s <command> [<args>]\n\nCommands:\n", prog)
+	for _, c := range commands {
+		if !c.hidden {
+			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		}
+	}
+	fmt.Fprintf(w, "\nRun '%s <command> --help' for a command's details.\n", prog)
+}
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		usage(os.Stdout)
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:])
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%s: unknown command %q\n", prog, args[0])
+	usage(os.Stderr)
+	return 2
+}
+
+func find(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	panic("no command " + name)
+}
+
+// errHelp tells the caller --help was printed (exit 0).
+var errHelp = flag.ErrHelp
+
+// parseFlags parses a command's flags with the standard rules (-x and --x
+// alike). It prints usage and returns (nil, 2) for bad flags, (nil, 0)
+// after --help.
+func parseFlags(fs *flag.FlagSet, name string, args []string, minArgs, maxArgs int) ([]string, int) {
+	c := find(name)
+	fs.SetOutput(io.Discard)
+	printUsage := func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: %s %s %s\n", prog, c.name, c.args)
+		if c.help != "" {
+			fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.help))
+		}
+		first := true
+		fs.VisitAll(func(f *flag.Flag) {
+			if first {
+				fmt.Fprintf(w, "\nFlags:\n")
+				first = false
+			}
+			kind, usage := flag.UnquoteUsage(f)
+			if kind != "" {
+				kind = " " + strings.ToUpper(kind)
+			}
+			def := ""
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+				def = " (default " + f.DefValue + ")"
+			}
+			fmt.Fprintf(w, "  --%s%s\n        %s%s\n", f.Name, kind, usage, def)
+		})
+	}
+	// Flags may come before or after the arguments ("show wg0 --json").
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, errHelp) {
+				printUsage(os.Stdout)
+				return nil, 0
+			}
+			fmt.Fprintf(os.Stderr, "%s %s: %v\n", prog, name, err)
+			printUsage(os.Stderr)
+			return nil, 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		if n := len(args) - fs.NArg(); n > 0 && args[n-1] == "--" {
+			rest = append(rest, fs.Args()...) // everything after "--" is an argument
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(rest) < minArgs || len(rest) > maxArgs {
+		fmt.Fprintf(os.Stderr, "%s %s: wrong number of arguments\n", prog, name)
+		printUsage(os.Stderr)
+		return nil, 2
+	}
+	return rest, -1
+}
+
+// fail prints "wirelane: err" and returns exit status 1.
+func fail(err error) int {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+	return 1
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -1,0 +1,693 @@
+package main
+
+// Tests that need root. Every `up`/`down` runs inside a fresh network
+// namespace (ip netns exec), so the host's interfaces, routes and rules are
+// never touched; the UAPI socket directory is shared, so interface names are
+// unique per test.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	tnetns "github.com/wirelane/wirelane/internal/netns"
+	"github.com/wirelane/wirelane/internal/wgquick"
+)
+
+var (
+	daemonOnce sync.Once
+	daemonVars []string // extra environment selecting the daemon
+	daemonDesc string
+	daemonErr  error
+)
+
+// daemonEnv picks the userspace daemon `up` starts: the built-in one when
+// this build has the WireGuard engine, else the reference wireguard-go built
+// from the module cache (WIRELANE_DAEMON), so that everything around the
+// daemon is still tested. The choice is logged.
+func daemonEnv(t *testing.T) []string {
+	t.Helper()
+	tnetns.Need(t)
+	daemonOnce.Do(func() {
+		ns := "wlprobe" + fmt.Sprint(os.Getpid())
+		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+			daemonErr = fmt.Errorf("ip netns add: %v: %s", err, out)
+			return
+		}
+		defer exec.Command("ip", "netns", "del", ns).Run()
+		name := tnetns.Unique("wlp")
+		cmd := exec.Command("ip", "netns", "exec", ns, self(t), "daemon", name)
+		cmd.Env = append(os.Environ(), cliEnv)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			exec.Command("ip", "-n", ns, "link", "del", name).Run()
+			waitSocketGone(name, 2*time.Second) // stops the probe daemon
+			daemonDesc = "built-in daemon (wirelane daemon)"
+			return
+		}
+		bin := filepath.Join(os.TempDir(), fmt.Sprintf("wirelane-test-wireguard-go-%d", os.Getpid()))
+		b := exec.Command("go", "build", "-o", bin, "golang.zx2c4.com/wireguard")
+		if bout, berr := b.CombinedOutput(); berr != nil {
+			daemonErr = fmt.Errorf("built-in daemon unusable (%s) and building wireguard-go failed: %v: %s", strings.TrimSpace(string(out)), berr, bout)
+			return
+		}
+		daemonVars = []string{"WIRELANE_DAEMON=" + bin}
+		daemonDesc = "reference wireguard-go via WIRELANE_DAEMON, because the built-in daemon failed: " + strings.TrimSpace(string(out))
+	})
+	if daemonErr != nil {
+		t.Skipf("no userspace daemon available: %v", daemonErr)
+	}
+	return append([]string{cliEnv}, daemonVars...)
+}
+
+// logDaemon names the daemon a test uses (once per test).
+func logDaemon(t *testing.T) []string {
+	t.Helper()
+	env := daemonEnv(t)
+	t.Logf("daemon: %s", daemonDesc)
+	return env
+}
+
+// wlIn runs wirelane inside ns.
+func wlIn(t *testing.T, ns *tnetns.NS, args ...string) (string, error) {
+	t.Helper()
+	return tnetns.Try(ns, daemonEnv(t), append([]string{self(t)}, args...)...)
+}
+
+// writeConf writes IFNAME.conf into a temp dir and returns its path.
+func writeConf(t *testing.T, ifname, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), ifname+".conf")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func genKey(t *testing.T) (priv, pub string) {
+	k, err := wgquick.GeneratePrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.String(), k.PublicKey().String()
+}
+
+var (
+	linkLocalRE = regexp.MustCompile(`fe80::|ff00::|multicast`)
+	spacesRE    = regexp.MustCompile(`\s+`)
+)
+
+// netState describes the namespace's network configuration in sorted,
+// comparable lines: links (name, MTU, up), global addresses, routes of
+// every table but local, and the IPv4 and IPv6 rules.
+func netState(t *testing.T, ns *tnetns.NS) string {
+	t.Helper()
+	var lines []string
+	add := func(prefix, out string) {
+		for _, l := range strings.Split(out, "\n") {
+			l = strings.TrimSpace(spacesRE.ReplaceAllString(l, " "))
+			if l == "" || linkLocalRE.MatchString(l) || strings.Contains(l, "table local") || strings.Contains(l, "valid_lft") {
+				continue
+			}
+			lines = append(lines, prefix+l)
+		}
+	}
+	links := tnetns.Run(t, ns, "ip", "-o", "link", "show")
+	for _, l := range strings.Split(links, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			continue
+		}
+		// "2: wl0: <POINTOPOINT,...,UP,LOWER_UP> mtu 1420 ..."
+		mtu := ""
+		for i := range f {
+			if f[i] == "mtu" && i+1 < len(f) {
+				mtu = f[i+1]
+			}
+		}
+		up := strings.Contains(f[2], ",UP") || strings.Contains(f[2], "<UP")
+		lines = append(lines, fmt.Sprintf("link %s mtu %s up %v", strings.TrimSuffix(f[1], ":"), mtu, up))
+	}
+	for _, fam := range []string{"-4", "-6"} {
+		addrs := tnetns.Run(t, ns, "ip", "-o", fam, "addr", "show")
+		for _, l := range strings.Split(addrs, "\n") {
+			f := strings.Fields(l)
+			if len(f) >= 4 && !strings.Contains(l, "scope link") {
+				lines = append(lines, "addr "+f[1]+" "+f[3])
+			}
+		}
+		add("route"+fam+" ", tnetns.Run(t, ns, "ip", fam, "route", "show", "table", "all"))
+		add("rule"+fam+" ", tnetns.Run(t, ns, "ip", fam, "rule", "show"))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// peerState is what `wirelane show --json` says about one interface,
+// without the changing counters.
+func peerState(t *testing.T, ns *tnetns.NS, ifname string) string {
+	t.Helper()
+	out, err := wlIn(t, ns, "show", "--json", ifname)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var doc wgquick.ShowJSON
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var b strings.Builder
+	for _, in := range doc.Interfaces {
+		fmt.Fprintf(&b, "interface %s pub %s port %d fwmark %d\n", in.Name, in.PublicKey, in.ListenPort, in.FwMark)
+		var peers []string
+		for _, p := range in.Peers {
+			peers = append(peers, fmt.Sprintf("peer %s psk %v endpoint %s allowed %v keepalive %d\n", p.PublicKey, p.HasPresharedKey, p.Endpoint, p.AllowedIPs, p.PersistentKeepalive))
+		}
+		sort.Strings(peers) // a daemon may list peers in any order
+		b.WriteString(strings.Join(peers, ""))
+	}
+	return b.String()
+}
+
+func socketGone(ifname string) error {
+	if _, err := os.Stat(filepath.Join(socketDir, ifname+".sock")); err == nil {
+		return fmt.Errorf("%s.sock still exists", ifname)
+	}
+	return nil
+}
+
+// noDaemonIn checks that no process runs inside the namespace any more.
+func noDaemonIn(ns *tnetns.NS) error {
+	out, _ := exec.Command("ip", "netns", "pids", ns.Name).Output()
+	if s := strings.TrimSpace(string(out)); s != "" {
+		return fmt.Errorf("processes still in %s: %s", ns.Name, s)
+	}
+	return nil
+}
+
+func fullTunnelConf(t *testing.T, extra string) (body, peerPub string) {
+	priv, _ := genKey(t)
+	_, peerPub = genKey(t)
+	_, peer2 := genKey(t)
+	psk, _ := wgquick.GeneratePresharedKey()
+	return fmt.Sprintf(`[Interface]
+PrivateKey = %s
+ListenPort = 51999
+Address = 10.77.0.1/24, fd77::1/64
+Address = 10.78.0.1
+%s
+[Peer]
+PublicKey = %s
+PresharedKey = %s
+AllowedIPs = 10.77.0.0/24, 10.90.0.0/16, 0.0.0.0/0, ::/0
+Endpoint = 127.0.0.1:51820
+PersistentKeepalive = 25
+
+[Peer]
+PublicKey = %s
+AllowedIPs = 10.91.0.0/16, fd91::/48
+Endpoint = [::1]:51821
+`, priv, extra, peerPub, psk, peer2), peerPub
+}
+
+func TestUpDown(t *testing.T) {
+	logDaemon(t)
+	ns := tnetns.New(t, "wlu")
+	ifname := tnetns.Unique("wlu")
+	marker := filepath.Join(t.TempDir(), "hooks")
+	body, peerPub := fullTunnelConf(t, fmt.Sprintf("PreUp = echo pre-%%i >> %s\nPostUp = echo up-%%i >> %s\nPreDown = echo predown-%%i >> %s\nPostDown = echo down-%%i >> %s", marker, marker, marker, marker))
+	conf := writeConf(t, ifname, body)
+	before := netState(t, ns)
+
+	out, err := wlIn(t, ns, "up", conf)
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	state := netState(t, ns)
+	for _, want := range []string{
+		"link " + ifname + " mtu 65456 up true", // loopback endpoint: 65536 - 80
+		"addr " + ifname + " 10.77.0.1/24",
+		"addr " + ifname + " 10.78.0.1/32",
+		"addr " + ifname + " fd77::1/64",
+		"route-4 10.90.0.0/16 dev " + ifname + " scope link",
+		"route-4 10.91.0.0/16 dev " + ifname + " scope link",
+		"route-4 default dev " + ifname + " table 51820 scope link",
+		"route-6 default dev " + ifname + " table 51820 metric 1024 pref medium",
+		"route-6 fd91::/48 dev " + ifname + " metric 1024 pref medium",
+		"rule-4 32764: from all lookup main suppress_prefixlength 0",
+		"rule-4 32765: not from all fwmark 0xca6c lookup 51820",
+		"rule-6 32764: from all lookup main suppress_prefixlength 0",
+		"rule-6 32765: not from all fwmark 0xca6c lookup 51820",
+	} {
+		if !strings.Contains(state+"\n", want+"\n") {
+			t.Errorf("after up, missing %q in:\n%s", want, state)
+		}
+	}
+	// 10.77.0.0/24 is covered by the address's own route: no second route.
+	if strings.Count(state, "route-4 10.77.0.0/24") != 1 {
+		t.Errorf("10.77.0.0/24 routed more than once:\n%s", state)
+	}
+	peers := peerState(t, ns, ifname)
+	for _, want := range []string{
+		fmt.Sprintf("port 51999 fwmark 51820"),
+		fmt.Sprintf("peer %s psk true endpoint 127.0.0.1:51820 allowed [10.77.0.0/24 10.90.0.0/16 0.0.0.0/0 ::/0] keepalive 25", peerPub),
+		"endpoint [::1]:51821 allowed [10.91.0.0/16 fd91::/48] keepalive 0",
+	} {
+		if !strings.Contains(peers, want) {
+			t.Errorf("peers lack %q:\n%s", want, peers)
+		}
+	}
+	if out, err := wlIn(t, ns, "up", conf); err == nil || !strings.Contains(out, "already exists") {
+		t.Errorf("second up: %v\n%s", err, out)
+	}
+	human, err := wlIn(t, ns, "show", ifname)
+	if err != nil || !strings.Contains(human, "interface: "+ifname) || !strings.Contains(human, "persistent keepalive: every 25 seconds") {
+		t.Errorf("show: %v\n%s", err, human)
+	}
+
+	out, err = wlIn(t, ns, "down", conf)
+	if err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+	if after := netState(t, ns); after != before {
+		t.Errorf("after down:\n%s\nwant:\n%s", after, before)
+	}
+	tnetns.Eventually(t, 5*time.Second, "daemon exit", func() error {
+		if err := socketGone(ifname); err != nil {
+			return err
+		}
+		return noDaemonIn(ns)
+	})
+	hooks, _ := os.ReadFile(marker)
+	if want := fmt.Sprintf("pre-%[1]s\nup-%[1]s\npredown-%[1]s\ndown-%[1]s\n", ifname); string(hooks) != want {
+		t.Errorf("hooks ran as\n%s\nwant\n%s", hooks, want)
+	}
+	if out, err := wlIn(t, ns, "down", conf); err == nil || !strings.Contains(out, "is not a WireGuard interface") {
+		t.Errorf("down twice: %v\n%s", err, out)
+	}
+}
+
+func TestFailedUpLeavesNothing(t *testing.T) {
+	logDaemon(t)
+	priv, _ := genKey(t)
+	_, pub := genKey(t)
+	head := "[Interface]\nPrivateKey = " + priv + "\nAddress = 10.66.0.1/24\n"
+	peer := "[Peer]\nPublicKey = " + pub + "\nAllowedIPs = 0.0.0.0/0, 10.99.0.0/16\nEndpoint = 127.0.0.1:51820\n"
+	tests := []struct {
+		name, body, wantErr string
+		setup               []string // run in the namespace first (part of "before")
+	}{
+		{"PostUp fails after routes and rules exist", head + "PostUp = exit 3\n" + peer, `hook "exit 3" failed`, nil},
+		{"PreUp fails before anything", head + "PreUp = false\n" + peer, `hook "false" failed`, nil},
+		{"endpoint does not resolve", head + "[Peer]\nPublicKey = " + pub + "\nAllowedIPs = 10.99.0.0/16\nEndpoint = no-such-host.invalid:51820\n", `.conf:7: Endpoint: cannot resolve "no-such-host.invalid"`, nil},
+		{"unknown table name", head + "Table = nosuchtable\n" + peer, `routing table "nosuchtable" is not a number`, nil},
+		{"same address twice", head + "Address = 10.66.0.1/24\n" + peer, "add address 10.66.0.1/24", nil},
+		{"route already taken", head + peer, "add route 10.99.0.0/16", []string{"ip route add 10.99.0.0/16 dev lo"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := tnetns.New(t, "wlf")
+			for _, s := range tt.setup {
+				tnetns.Run(t, ns, strings.Fields(s)...)
+			}
+			ifname := tnetns.Unique("wlf")
+			conf := writeConf(t, ifname, tt.body)
+			before := netState(t, ns)
+			out, err := wlIn(t, ns, "up", conf)
+			if err == nil {
+				t.Fatalf("up succeeded:\n%s", out)
+			}
+			if !strings.Contains(out, tt.wantErr) {
+				t.Errorf("output lacks %q:\n%s", tt.wantErr, out)
+			}
+			if after := netState(t, ns); after != before {
+				t.Errorf("state after failed up:\n%s\nwant:\n%s", after, before)
+			}
+			tnetns.Eventually(t, 5*time.Second, "daemon exit", func() error {
+				if err := socketGone(ifname); err != nil {
+					return err
+				}
+				return noDaemonIn(ns)
+			})
+		})
+	}
+}
+
+func TestSaveConfig(t *testing.T) {
+	logDaemon(t)
+	ns := tnetns.New(t, "wls")
+	ifname := tnetns.Unique("wls")
+	body, peerPub := fullTunnelConf(t, "SaveConfig = true\nMTU = 1300\nPostUp = true")
+	conf := writeConf(t, ifname, body)
+	if out, err := wlIn(t, ns, "up", conf); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	downDone := false
+	defer func() {
+		if !downDone {
+			wlIn(t, ns, "down", conf)
+		}
+	}()
+	// Change the running configuration, then save it.
+	_, newPeer := genKey(t)
+	tnetns.Run(t, ns, "ip", "address", "add", "10.79.0.1/24", "dev", ifname)
+	wc, err := wgctrl.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	np, _ := wgtypes.ParseKey(newPeer)
+	_, n92, _ := net.ParseCIDR("10.92.0.0/16")
+	if err := wc.ConfigureDevice(ifname, wgtypes.Config{Peers: []wgtypes.PeerConfig{{
+		PublicKey: np, AllowedIPs: []net.IPNet{*n92}, Endpoint: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4000},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := wlIn(t, ns, "save", conf); err != nil {
+		t.Fatalf("save: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(conf)
+	c, err := wgquick.Parse(conf, b)
+	if err != nil {
+		t.Fatalf("saved file does not parse: %v\n%s", err, b)
+	}
+	if fi, _ := os.Stat(conf); fi.Mode().Perm() != 0o600 {
+		t.Errorf("saved file mode %v", fi.Mode())
+	}
+	if c.Interface.MTU != 1300 || !c.Interface.SaveConfig || len(c.Interface.PostUp) != 1 || *c.Interface.FwMark != 51820 || *c.Interface.ListenPort != 51999 {
+		t.Errorf("interface part: %+v", c.Interface)
+	}
+	if len(c.Interface.Addresses) != 4 || len(c.Peers) != 3 {
+		t.Errorf("saved %d addresses, %d peers:\n%s", len(c.Interface.Addresses), len(c.Peers), b)
+	}
+	found := false
+	for _, p := range c.Peers {
+		if p.PublicKey.String() == newPeer && p.Endpoint == "127.0.0.1:4000" {
+			found = true
+		}
+		if p.PublicKey.String() == peerPub && (p.PresharedKey == nil || len(p.AllowedIPs) != 4) {
+			t.Errorf("first peer lost its settings: %+v", p)
+		}
+	}
+	if !found {
+		t.Errorf("new peer not saved:\n%s", b)
+	}
+
+	// SaveConfig = true: down writes the running state back first.
+	if err := wc.ConfigureDevice(ifname, wgtypes.Config{Peers: []wgtypes.PeerConfig{{PublicKey: np, Remove: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := wlIn(t, ns, "down", conf)
+	downDone = true
+	if err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+	b, _ = os.ReadFile(conf)
+	if c, err = wgquick.Parse(conf, b); err != nil || len(c.Peers) != 2 || strings.Contains(string(b), newPeer) {
+		t.Errorf("down did not save the running state (%v):\n%s", err, b)
+	}
+}
+
+// TestSameStateAsWGQuick brings the same files up with the real wg-quick
+// and with wirelane and compares the resulting interface state.
+func TestSameStateAsWGQuick(t *testing.T) {
+	env := logDaemon(t)
+	tnetns.Need(t, "wg-quick", "wg")
+	_, nftErr := exec.LookPath("nft")
+	_, iptErr := exec.LookPath("iptables-restore")
+	if nftErr != nil && iptErr != nil {
+		t.Skip("wg-quick needs nft or iptables-restore for a default route; neither is installed")
+	}
+	impl := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "WIRELANE_DAEMON="); ok {
+			impl = v
+		}
+	}
+	if impl == "" { // the built-in daemon, behind a wrapper wg-quick can run
+		impl = filepath.Join(t.TempDir(), "wirelane-daemon")
+		os.WriteFile(impl, []byte("#!/bin/sh\nexec "+self(t)+" daemon \"$@\"\n"), 0o755)
+	}
+	quickEnv := append(env, "WG_QUICK_USERSPACE_IMPLEMENTATION="+impl)
+	full, _ := fullTunnelConf(t, "MTU = 1400\nTable = auto")
+	auto, _ := fullTunnelConf(t, "FwMark = 0x1234") // automatic MTU; the fwmark doubles as the table
+	priv, _ := genKey(t)
+	_, pub := genKey(t)
+	split := "[Interface]\nPrivateKey = " + priv + "\nListenPort = 51444\nAddress = 10.44.0.2/16\nTable = 4321\n[Peer]\nPublicKey = " + pub +
+		"\nAllowedIPs = 10.44.0.0/16, 10.45.1.0/24, fd44::/64\nEndpoint = [::1]:4444\n"
+	for _, tt := range []struct{ name, body string }{
+		{"full tunnel", full}, {"full tunnel with FwMark and automatic MTU", auto}, {"numbered table", split},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := tnetns.New(t, "wlq")
+			ifname := tnetns.Unique("wlq")
+			conf := writeConf(t, ifname, tt.body)
+			before := netState(t, ns)
+			tnetns.RunEnv(t, ns, quickEnv, "wg-quick", "up", conf)
+			wantNet, wantPeers := netState(t, ns), peerState(t, ns, ifname)
+			tnetns.RunEnv(t, ns, quickEnv, "wg-quick", "down", conf)
+			tnetns.Eventually(t, 5*time.Second, "wg-quick's daemon exit", func() error { return socketGone(ifname) })
+			if s := netState(t, ns); s != before {
+				t.Fatalf("wg-quick down left:\n%s", s)
+			}
+
+			if out, err := wlIn(t, ns, "up", conf); err != nil {
+				t.Fatalf("up: %v\n%s", err, out)
+			}
+			gotNet, gotPeers := netState(t, ns), peerState(t, ns, ifname)
+			if out, err := wlIn(t, ns, "down", conf); err != nil {
+				t.Fatalf("down: %v\n%s", err, out)
+			}
+			if gotNet != wantNet {
+				t.Errorf("network state differs.\nwirelane:\n%s\nwg-quick:\n%s", gotNet, wantNet)
+			}
+			if gotPeers != wantPeers {
+				t.Errorf("device state differs.\nwirelane:\n%s\nwg-quick:\n%s", gotPeers, wantPeers)
+			}
+			if s := netState(t, ns); s != before {
+				t.Errorf("wirelane down left:\n%s", s)
+			}
+		})
+	}
+}
+
+func TestDemoRunsToCompletion(t *testing.T) {
+	env := logDaemon(t)
+	cmd := exec.Command(self(t), "demo", "--duration", "1s")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{"handshake: completed", "4/4 replies", "throughput: ", "bit/s", "latest handshake:", "cleanup:"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	links, _ := exec.Command("ip", "-o", "link", "show").Output()
+	if strings.Contains(string(links), fmt.Sprintf("wldemo%d", cmd.Process.Pid%1000000)) {
+		t.Errorf("demo left interfaces:\n%s", links)
+	}
+	tnetns.Eventually(t, 5*time.Second, "demo daemons exit", func() error {
+		m, _ := filepath.Glob(filepath.Join(socketDir, fmt.Sprintf("wldemo%d*", cmd.Process.Pid%1000000)))
+		if len(m) > 0 {
+			return fmt.Errorf("sockets left: %v", m)
+		}
+		return nil
+	})
+}
+
+func TestTableAndMTUChoices(t *testing.T) {
+	logDaemon(t)
+	priv, _ := genKey(t)
+	_, pub := genKey(t)
+	tests := []struct {
+		name, iface, peerExtra string
+		want, notWant          []string
+	}{
+		{"numbered table gets every route, no rules", "Table = 1234\n", "Endpoint = 127.0.0.1:51820\n",
+			[]string{"route-4 default dev IF table 1234 scope link", "route-4 10.50.0.0/16 dev IF table 1234 scope link", "link IF mtu 65456 up true"},
+			[]string{"rule-4 32765", "table 51820"}},
+		{"Table = off adds no routes", "Table = off\n", "",
+			[]string{"link IF mtu 1420 up true"}, // no endpoint, no default route: 1500 - 80
+			[]string{"route-4 default", "route-4 10.50.0.0/16", "rule-4 32765"}},
+		{"named table", "Table = main\nMTU = 1280\n", "",
+			[]string{"route-4 default dev IF scope link", "link IF mtu 1280 up true"},
+			[]string{"rule-4 32765"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := tnetns.New(t, "wlt")
+			ifname := tnetns.Unique("wlt")
+			conf := writeConf(t, ifname, "[Interface]\nPrivateKey = "+priv+"\n"+tt.iface+"[Peer]\nPublicKey = "+pub+"\nAllowedIPs = 0.0.0.0/0, 10.50.0.0/16\n"+tt.peerExtra)
+			if out, err := wlIn(t, ns, "up", conf); err != nil {
+				t.Fatalf("up: %v\n%s", err, out)
+			}
+			state := netState(t, ns) + "\n"
+			for _, w := range tt.want {
+				if w = strings.ReplaceAll(w, "IF", ifname); !strings.Contains(state, w+"\n") {
+					t.Errorf("missing %q in\n%s", w, state)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(state, strings.ReplaceAll(w, "IF", ifname)) {
+					t.Errorf("unexpected %q in\n%s", w, state)
+				}
+			}
+			if out, err := wlIn(t, ns, "down", conf); err != nil {
+				t.Fatalf("down: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+func TestInterruptedUpRollsBack(t *testing.T) {
+	env := logDaemon(t)
+	ns := tnetns.New(t, "wli")
+	ifname := tnetns.Unique("wli")
+	body, _ := fullTunnelConf(t, "PostUp = sleep 30")
+	conf := writeConf(t, ifname, body)
+	before := netState(t, ns)
+	p := tnetns.StartEnv(t, ns, env, self(t), "up", conf)
+	// Wait until up is inside its PostUp hook (the routes exist by then).
+	tnetns.Eventually(t, 10*time.Second, "up reaching PostUp", func() error {
+		if s := netState(t, ns); !strings.Contains(s, "table 51820") {
+			return fmt.Errorf("no policy route yet")
+		}
+		return nil
+	})
+	time.Sleep(100 * time.Millisecond)
+	p.Cmd.Process.Signal(os.Interrupt) // ip netns exec runs the command in place: this is wirelane
+	out, err := p.Wait(t, 10*time.Second)
+	if err == nil {
+		t.Fatalf("interrupted up exited 0:\n%s", out)
+	}
+	if !strings.Contains(out, "undoing") {
+		t.Errorf("no rollback reported:\n%s", out)
+	}
+	if after := netState(t, ns); after != before {
+		t.Errorf("state after interrupted up:\n%s\nwant:\n%s", after, before)
+	}
+	tnetns.Eventually(t, 5*time.Second, "daemon exit", func() error { return socketGone(ifname) })
+}
+
+func TestDNSWithoutResolvconf(t *testing.T) {
+	logDaemon(t)
+	if _, err := exec.LookPath("resolvconf"); err == nil {
+		t.Skip("resolvconf is installed: it is not per network namespace, so this test would change the host's resolver")
+	}
+	ns := tnetns.New(t, "wld")
+	ifname := tnetns.Unique("wld")
+	priv, _ := genKey(t)
+	conf := writeConf(t, ifname, "[Interface]\nPrivateKey = "+priv+"\nAddress = 10.3.0.1/24\nDNS = 10.3.0.53, corp.example\n")
+	out, err := wlIn(t, ns, "up", conf)
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "Warning: resolvconf is not installed; DNS settings were not applied") {
+		t.Errorf("no warning:\n%s", out)
+	}
+	if out, err := wlIn(t, ns, "down", conf); err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+}
+
+func TestDemoKeepAndItsRemovalCommand(t *testing.T) {
+	env := logDaemon(t)
+	cmd := exec.Command(self(t), "demo", "--duration", "0", "--keep")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	tag := fmt.Sprint(cmd.Process.Pid % 1000000)
+	nsA, nsB := "wl-demo-"+tag+"-a", "wl-demo-"+tag+"-b"
+	t.Cleanup(func() { // in case the test fails half way
+		exec.Command("ip", "-n", nsA, "link", "del", "wldemo"+tag+"a").Run()
+		exec.Command("ip", "-n", nsB, "link", "del", "wldemo"+tag+"b").Run()
+		exec.Command("ip", "netns", "del", nsA).Run()
+		exec.Command("ip", "netns", "del", nsB).Run()
+	})
+	if err != nil {
+		t.Fatalf("demo --keep: %v\n%s", err, out)
+	}
+	links := tnetns.Run(t, &tnetns.NS{Name: nsA}, "ip", "-o", "link", "show", "wldemo"+tag+"a")
+	if !strings.Contains(links, ",UP") {
+		t.Errorf("kept interface not up: %s", links)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	removal := strings.TrimSpace(lines[len(lines)-1])
+	if !strings.HasPrefix(removal, "ip -n "+nsA) {
+		t.Fatalf("last line is not the removal command: %q", removal)
+	}
+	if out, err := exec.Command("sh", "-c", removal).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", removal, err, out)
+	}
+	tnetns.Eventually(t, 5*time.Second, "daemons exit", func() error {
+		for _, n := range []string{"wldemo" + tag + "a", "wldemo" + tag + "b"} {
+			if err := socketGone(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if out, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(out), nsA) {
+		t.Errorf("namespace left:\n%s", out)
+	}
+}
+
+func TestShowSkipsStaleSockets(t *testing.T) {
+	env := logDaemon(t)
+	ns := tnetns.New(t, "wlsh")
+	ifname := tnetns.Unique("wlsh")
+	priv, _ := genKey(t)
+	conf := writeConf(t, ifname, "[Interface]\nPrivateKey = "+priv+"\nListenPort = 51777\n")
+	if out, err := wlIn(t, ns, "up", conf); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	defer wlIn(t, ns, "down", conf)
+	// A socket nobody accepts on, as a crashed daemon leaves it.
+	stale := tnetns.Unique("wlst")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(socketDir, stale+".sock"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+	defer os.Remove(filepath.Join(socketDir, stale+".sock"))
+
+	out, err := tnetns.Try(nil, env, self(t), "show", "--json")
+	if err != nil {
+		t.Fatalf("show --json: %v\n%s", err, out)
+	}
+	var doc wgquick.ShowJSON
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	found := false
+	for _, in := range doc.Interfaces {
+		if in.Name == stale {
+			t.Errorf("stale socket listed as an interface")
+		}
+		if in.Name == ifname && in.ListenPort == 51777 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("%s missing from:\n%s", ifname, out)
+	}
+	names, err := tnetns.Try(nil, env, self(t), "show", "interfaces")
+	if err != nil || !strings.Contains(names, ifname) || strings.Contains(names, stale) {
+		t.Errorf("show interfaces: %v: %q", err, names)
+	}
+}

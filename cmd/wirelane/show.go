@@ -1,0 +1,118 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/wirelane/wirelane/internal/wgquick"
+)
+
+const showHelp = `Shows the state of WireGuard interfaces as 'wg show' does: keys (private and
+preshared keys hidden), listening port, fwmark, and per peer the endpoint,
+allowed IPs, latest handshake, transfer and persistent keepalive.
+With no argument or "all", every interface; "interfaces" lists their names.
+
+--json prints one document for programs, with a stable schema (fields are
+only ever added):
+  {"schema": 1, "interfaces": [{"name", "public_key", "listen_port", "fwmark",
+    "peers": [{"public_key", "has_preshared_key", "endpoint", "allowed_ips",
+      "latest_handshake" (RFC 3339 or null), "latest_handshake_unix" (0 = never),
+      "rx_bytes", "tx_bytes", "persistent_keepalive" (seconds, 0 = off)}]}]}`
+
+func cmdShow(args []string) int {
+	flags := flag.NewFlagSet("show", flag.ContinueOnError)
+	asJSON := flags.Bool("json", false, "print JSON for programs (schema above)")
+	rest, st := parseFlags(flags, "show", args, 0, 1)
+	if st >= 0 {
+		return st
+	}
+	what := "all"
+	if len(rest) == 1 {
+		what = rest[0]
+	}
+	c, err := wgctrl.New()
+	if err != nil {
+		return fail(err)
+	}
+	defer c.Close()
+
+	var devs []*wgtypes.Device
+	switch what {
+	case "all", "interfaces":
+		devs, err = listDevices(c)
+		if err != nil {
+			return fail(fmt.Errorf("unable to list interfaces: %w", err))
+		}
+	default:
+		d, err := c.Device(what)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fail(fmt.Errorf("unable to access interface %s: no such WireGuard interface", what))
+		}
+		if err != nil {
+			return fail(fmt.Errorf("unable to access interface %s: %w", what, err))
+		}
+		devs = []*wgtypes.Device{d}
+	}
+	if *asJSON {
+		if err := wgquick.WriteJSON(os.Stdout, devs); err != nil {
+			return fail(err)
+		}
+		return 0
+	}
+	if what == "interfaces" {
+		names := make([]string, len(devs))
+		for i, d := range devs {
+			names[i] = d.Name
+		}
+		if len(names) > 0 {
+			fmt.Println(strings.Join(names, " "))
+		}
+		return 0
+	}
+	now := time.Now()
+	for i, d := range devs {
+		if i > 0 {
+			fmt.Println()
+		}
+		if err := wgquick.FormatDevice(os.Stdout, d, now); err != nil {
+			return fail(err)
+		}
+	}
+	return 0
+}
+
+// listDevices returns every userspace interface whose UAPI socket answers,
+// sorted by name. A socket left behind by a daemon that died (nobody
+// accepts on it) is skipped instead of failing the whole listing, so one
+// crashed tunnel cannot hide the others from `show` and its JSON users.
+func listDevices(c *wgctrl.Client) ([]*wgtypes.Device, error) {
+	socks, err := filepath.Glob(filepath.Join(socketDir, "*.sock"))
+	if err != nil {
+		return nil, err
+	}
+	var devs []*wgtypes.Device
+	for _, s := range socks {
+		name := strings.TrimSuffix(filepath.Base(s), ".sock")
+		d, err := c.Device(name)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+				continue // gone meanwhile, or a stale socket
+			}
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		devs = append(devs, d)
+	}
+	sort.Slice(devs, func(i, j int) bool { return devs[i].Name < devs[j].Name })
+	return devs, nil
+}

@@ -1,0 +1,316 @@
+package device
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/wirelane/wirelane/conn"
+	"github.com/wirelane/wirelane/device/allowedips"
+	"github.com/wirelane/wirelane/device/noise"
+	"github.com/wirelane/wirelane/tun"
+)
+
+// Options configures a Device.
+type Options struct {
+	// Logger receives diagnostics; nil discards them. Key material is never
+	// logged.
+	Logger *slog.Logger
+	// RefMode selects the conventional locked send path (endpoint under a
+	// per-peer mutex, device read lock per batch, a route built per send)
+	// so that the lock-free path can be measured against it.
+	RefMode bool
+	// Clock is the source of time for every timer; nil means real time.
+	Clock Clock
+}
+
+// identity is the device's private key and what is derived from it. It is
+// replaced as a whole, never modified.
+type identity struct {
+	local   *noise.Local
+	checker *noise.CookieChecker
+}
+
+// Device is a WireGuard interface: one private key, one UDP bind, one TUN
+// device and any number of peers.
+type Device struct {
+	log     *slog.Logger
+	clock   Clock
+	refMode bool
+	tun     tun.Device
+	bind    conn.Bind
+	tm      timing // read-only after Up (tests shorten it before)
+
+	// rcu is the grace-period domain of every goroutine that sends on the
+	// bind: one Reader per peer sender plus ctrlReader. It is the bind's own
+	// domain when the bind has one (conn.StdBind), so that one kind of grace
+	// period covers the device's read sections and the bind's.
+	rcu        *conn.RCU
+	ctrlMu     sync.Mutex   // serialises handshake sends, which share ctrlReader
+	ctrlReader *conn.Reader // guarded by ctrlMu
+
+	// cfgMu serialises configuration: Up, Down, Close, Set.
+	cfgMu      sync.Mutex
+	up         atomic.Bool // written under cfgMu
+	listenPort uint16      // configured port (0 = random); guarded by cfgMu
+	boundPort  atomic.Uint32
+	fwmark     uint32         // guarded by cfgMu
+	recvWG     sync.WaitGroup // receive goroutines of the open bind
+
+	// mu guards peers and peerList; RefMode senders read-lock it per batch.
+	mu       sync.RWMutex
+	peers    map[noise.PublicKey]*peer // guarded by mu
+	peerList []*peer                   // guarded by mu; creation order for Get
+
+	ident atomic.Pointer[identity] // nil when there is no private key
+
+	// allowedMu guards allowed; the data path read-locks it once per batch.
+	allowedMu sync.RWMutex
+	allowed   allowedips.Table[*peer]
+
+	indices *indexTable
+	pool    *pools
+	mtu     atomic.Int64
+
+	work       chan *batch     // batches to seal or open, for the crypto workers
+	handshakes chan *hsMessage // handshake messages, for the handshake workers
+	quit       chan struct{}   // closed by Close after peers and readers stopped
+	workersWG  sync.WaitGroup
+
+	underLoadUntil atomic.Int64 // unix nanoseconds (device clock)
+	forceUnderLoad atomic.Bool  // test hook
+	limiter        *rateLimiter
+	// cookieRepliesSent counts cookie replies sent (for tests and stats).
+	cookieRepliesSent atomic.Uint64
+	// cookieRepliesReceived counts cookie replies accepted from peers.
+	cookieRepliesReceived atomic.Uint64
+
+	removeSourceHook func() // unregisters clearAllSources from the bind; nil when none
+
+	tunDone   chan struct{} // closed when the TUN reader has exited
+	closeOnce sync.Once
+	closed    chan struct{} // closed once Close has finished
+	closing   atomic.Bool
+}
+
+// NewDevice returns a device that reads from t and sends on b. It starts the
+// workers and the TUN reader; call Up to open the bind.
+func NewDevice(t tun.Device, b conn.Bind, opts Options) *Device {
+	d := &Device{
+		log:        opts.Logger,
+		clock:      opts.Clock,
+		refMode:    opts.RefMode,
+		tun:        t,
+		bind:       b,
+		tm:         defaultTiming(),
+		peers:      make(map[noise.PublicKey]*peer),
+		indices:    newIndexTable(),
+		work:       make(chan *batch, 1024),
+		handshakes: make(chan *hsMessage, HandshakeQueueSize),
+		quit:       make(chan struct{}),
+		limiter:    newRateLimiter(),
+		tunDone:    make(chan struct{}),
+		closed:     make(chan struct{}),
+	}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	if d.clock == nil {
+		d.clock = realClock{}
+	}
+	if rb, ok := b.(interface{ RCU() *conn.RCU }); ok && rb.RCU() != nil {
+		d.rcu = rb.RCU()
+	} else {
+		d.rcu = new(conn.RCU)
+	}
+	d.ctrlReader = d.rcu.NewReader()
+	if sb, ok := b.(interface {
+		OnSourceInvalid(func()) (remove func())
+	}); ok {
+		// A local address or route changed: every sticky source may be
+		// stale. One route rebuild per peer per event.
+		d.removeSourceHook = sb.OnSourceInvalid(d.clearAllSources)
+	}
+	mtu, err := t.MTU()
+	if err != nil || mtu <= 0 {
+		mtu = 1420
+	}
+	d.mtu.Store(int64(mtu))
+	d.pool = newPools(mtu)
+	n := runtime.NumCPU()
+	for i := 0; i < n; i++ {
+		d.workersWG.Add(2)
+		go d.runCryptoWorker()
+		go d.runHandshakeWorker()
+	}
+	go d.runTUNReader()
+	go d.runTUNEvents()
+	return d
+}
+
+// Up opens the bind on the configured port and starts the peers. It is a
+// no-op on a device that is already up.
+func (d *Device) Up() error {
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	if d.closing.Load() {
+		return errors.New("device: closed")
+	}
+	if d.up.Load() {
+		return nil
+	}
+	if err := d.openBindLocked(d.listenPort); err != nil {
+		return err
+	}
+	d.up.Store(true)
+	d.mu.RLock()
+	peers := append([]*peer(nil), d.peerList...)
+	d.mu.RUnlock()
+	for _, p := range peers {
+		p.start()
+	}
+	for _, p := range peers {
+		if p.persistentKeepalive.Load() > 0 {
+			p.sendKeepalive()
+		}
+	}
+	return nil
+}
+
+// Down stops the peers and closes the bind. Sessions are kept.
+func (d *Device) Down() error {
+	d.cfgMu.Lock()
+	defer d.cfgMu.Unlock()
+	return d.downLocked()
+}
+
+func (d *Device) downLocked() error {
+	if !d.up.Load() {
+		return nil
+	}
+	d.up.Store(false)
+	d.mu.RLock()
+	peers := append([]*peer(nil), d.peerList...)
+	d.mu.RUnlock()
+	for _, p := range peers {
+		p.stop()
+	}
+	d.syncSenders()
+	return d.closeBindLocked()
+}
+
+// openBindLocked opens the bind and starts one receive goroutine per
+// ReceiveFunc. cfgMu must be held.
+func (d *Device) openBindLocked(port uint16) error {
+	fns, actual, err := d.bind.Open(port)
+	if err != nil {
+		return err
+	}
+	if d.fwmark != 0 {
+		if err := d.bind.SetMark(d.fwmark); err != nil {
+			d.bind.Close()
+			return err
+		}
+	}
+	d.boundPort.Store(uint32(actual))
+	for _, fn := range fns {
+		d.recvWG.Add(1)
+		go d.runReceive(fn)
+	}
+	return nil
+}
+
+// closeBindLocked closes the bind and waits for its receive goroutines.
+func (d *Device) closeBindLocked() error {
+	err := d.bind.Close()
+	d.recvWG.Wait()
+	d.boundPort.Store(0)
+	return err
+}
+
+// Close shuts the device down: peers, bind, TUN device and workers. It is
+// idempotent and safe to call from any goroutine.
+func (d *Device) Close() {
+	d.closeOnce.Do(func() {
+		d.closing.Store(true)
+		d.cfgMu.Lock()
+		d.downLocked()
+		d.cfgMu.Unlock()
+		d.tun.Close()
+		<-d.tunDone
+		close(d.quit)
+		d.workersWG.Wait()
+		d.mu.Lock()
+		peers := d.peerList
+		d.peers = make(map[noise.PublicKey]*peer)
+		d.peerList = nil
+		d.mu.Unlock()
+		for _, p := range peers {
+			p.zeroKeys()
+		}
+		if d.removeSourceHook != nil {
+			d.removeSourceHook()
+		}
+		d.ctrlReader.Release()
+		close(d.closed)
+	})
+}
+
+// Wait returns a channel closed once the device is closed, including when
+// the TUN device goes away.
+func (d *Device) Wait() <-chan struct{} { return d.closed }
+
+// isClosedErr reports whether err means a socket or device was closed.
+func isClosedErr(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, errClosedTUN)
+}
+
+var errClosedTUN = errors.New("device: tun closed")
+
+// runTUNEvents follows MTU changes and notices the TUN device going away.
+func (d *Device) runTUNEvents() {
+	for ev := range d.tun.Events() {
+		if ev&tun.EventMTUUpdate != 0 {
+			if mtu, err := d.tun.MTU(); err == nil && mtu > 0 && int64(mtu) != d.mtu.Load() {
+				d.log.Info("MTU changed", "mtu", mtu)
+				d.mtu.Store(int64(mtu))
+				d.pool.setMTU(mtu)
+			}
+		}
+	}
+}
+
+// underLoad reports whether handshakes must carry a valid mac2: the queue
+// has been at least UnderLoadQueueSize long within UnderLoadAfterTime.
+func (d *Device) underLoad() bool {
+	now := d.clock.Now().UnixNano()
+	if len(d.handshakes) >= UnderLoadQueueSize || d.forceUnderLoad.Load() {
+		d.underLoadUntil.Store(now + int64(UnderLoadAfterTime))
+		return true
+	}
+	return now < d.underLoadUntil.Load()
+}
+
+// debug reports whether debug logging is on, so that paths an attacker can
+// drive do not build log arguments for nothing.
+func (d *Device) debug() bool { return d.log.Enabled(context.Background(), slog.LevelDebug) }
+
+// clearAllSources forgets every peer's sticky source.
+func (d *Device) clearAllSources() {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, p := range d.peerList {
+		p.clearEndpointSrc()
+	}
+}
+
+// lookupPeer returns the peer with public key pk.
+func (d *Device) lookupPeer(pk noise.PublicKey) *peer {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.peers[pk]
+}

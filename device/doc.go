@@ -1,0 +1,62 @@
+// Package device is Wirelane's WireGuard protocol engine: peers, sessions,
+// handshakes, timers, cookies and the parallel data path between a TUN
+// device and a conn.Bind. The handshake cryptography lives in device/noise,
+// crypto-routing in device/allowedips and the replay window in
+// device/replay; this package ties them to time, sockets and packets.
+//
+// # Lifecycle
+//
+// NewDevice starts the crypto workers, the handshake workers and the TUN
+// reader; Up opens the bind and starts every peer's two sequential
+// goroutines; Down stops them; Close tears everything down, including the
+// TUN device and the bind, and Wait's channel closes. A TUN device that goes
+// away closes the device.
+//
+// # Data path
+//
+// The send and receive pipelines are drawn at the top of send.go and
+// receive.go. Work moves in batches (up to conn.IdealBatchSize packets for
+// one peer and one session): every lock, channel operation and timer event
+// is paid once per batch, never per packet, and buffers come from free
+// lists sized to the MTU, so steady state allocates nothing.
+//
+// The send path borrows each peer's route (conn.RouteCache.Borrow) inside
+// an RCU read section (conn.RCU): no lock and no allocation between the
+// sealed batch and Bind.Send. Roaming publishes a new route at most once per
+// received batch; an endpoint set through UAPI, a peer's removal and Close
+// also wait for a grace period, so once they return no packet goes to the
+// old place. Options.RefMode selects the
+// conventional locked path instead, for A/B measurements.
+//
+// # Sessions
+//
+// A peer holds up to three sessions: current (sends), previous (still
+// decrypts late packets) and next (a responder's new session, promoted when
+// its first packet arrives: key confirmation). Sessions are found on
+// receive through random 32-bit local indices. Send counters are reserved
+// per batch with one atomic add; the replay window is checked by the
+// peer's receive goroutine, in order.
+//
+// # Timers
+//
+// Every protocol timer of the whitepaper runs per peer (timers.go) on a
+// Clock, which tests replace to drive time without sleeping. The durations
+// are in constants.go under the whitepaper's names.
+//
+// # Denial of service
+//
+// Handshake messages go through a bounded queue. When it fills, the device
+// is under load: initiations and responses need a valid mac2, others are
+// answered with a cookie reply, and a per-source-IP token bucket limits the
+// handshake work done for each address.
+//
+// # Locking, outermost first
+//
+//	cfgMu (configuration) > mu (peer map)
+//	peer.hsMu > peer.kpMu > indices.mu
+//	peer.stageMu > pools.mu (stageMu is held while batches are queued,
+//	so that queue order is counter order)
+//	allowedMu, rateLimiter.mu: held alone
+//
+// Each field's guard is written beside it.
+package device

@@ -1,0 +1,146 @@
+package device
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/wirelane/wirelane/conn"
+	"github.com/wirelane/wirelane/device/noise"
+)
+
+// packet is one datagram or one TUN packet moving through the pipeline. Its
+// buffer is laid out as the transport message it becomes or came from:
+//
+//	[0:16)          transport header (type, receiver index, counter)
+//	[16:16+n)       plaintext (TUN packets are read and written at offset 16)
+//	then padding and the 16-byte tag
+//
+// A packet belongs to exactly one stage at a time, so its fields need no
+// lock: a stage hands it on through a channel or a batch's done mutex.
+type packet struct {
+	buf     []byte        // len == cap == the pool's buffer size
+	n       int           // bytes of buf in use (see the stage)
+	counter uint64        // transport counter (nonce)
+	ok      bool          // receive: authenticated by the decrypt worker
+	ep      conn.Endpoint // receive: where the datagram came from
+}
+
+// batch is up to one Bind batch of packets for one peer and one keypair.
+// The producer locks done before handing the batch to both the peer's
+// ordered queue and the crypto workers; the worker unlocks it after sealing
+// or opening every packet, and the peer's sequential goroutine waits on it.
+// That is one mutex hand-off per batch, never per packet.
+type batch struct {
+	done sync.Mutex
+	send bool      // encrypt (true) or decrypt (false)
+	peer *peer     // owner
+	kp   *keypair  // session whose keys the packets use
+	pkts []*packet // in order
+	bufs [][]byte  // scratch for Bind.Send / tun.Write
+}
+
+// pools recycles packets and batches. Buffers are sized to the TUN MTU plus
+// the transport overhead rather than to 64 KiB; packets of an older size are
+// dropped on return after an MTU change. The free lists are plain slices
+// under a mutex taken once per batch, so the garbage collector never
+// empties them and steady state allocates nothing.
+type pools struct {
+	size atomic.Int64 // buffer size for new packets
+
+	mu      sync.Mutex   // guards the free lists
+	packets []*packet    // guarded by mu
+	batches []*batch     // guarded by mu
+	maxFree atomic.Int64 // free packets kept: about poolBytes worth
+}
+
+// poolBytes bounds the memory the free list keeps, so that jumbo MTUs do
+// not pin thousands of 64 KiB buffers.
+const poolBytes = 64 << 20
+
+// bufferSize returns the packet buffer size for an MTU.
+func bufferSize(mtu int) int {
+	if mtu < MinBufferMTU {
+		mtu = MinBufferMTU
+	}
+	padded := (mtu + PaddingMultiple - 1) &^ (PaddingMultiple - 1)
+	return noise.MessageTransportHeaderSize + padded + noise.AEADTagSize
+}
+
+func newPools(mtu int) *pools {
+	p := &pools{}
+	p.setMTU(mtu)
+	return p
+}
+
+// setMTU makes new buffers fit mtu.
+func (p *pools) setMTU(mtu int) {
+	size := bufferSize(mtu)
+	p.size.Store(int64(size))
+	p.maxFree.Store(int64(max(512, poolBytes/size)))
+}
+
+// getPackets fills the nil entries of dst, and those whose buffer has an
+// old size after an MTU change, with packets.
+func (p *pools) getPackets(dst []*packet) {
+	size := int(p.size.Load())
+	p.mu.Lock()
+	for i := range dst {
+		if dst[i] != nil && len(dst[i].buf) == size {
+			continue
+		}
+		if n := len(p.packets); n > 0 {
+			pk := p.packets[n-1]
+			p.packets[n-1] = nil
+			p.packets = p.packets[:n-1]
+			if len(pk.buf) == size {
+				dst[i] = pk
+				continue
+			}
+		}
+		dst[i] = &packet{buf: make([]byte, size)}
+	}
+	p.mu.Unlock()
+}
+
+// putPackets returns packets to the pool.
+func (p *pools) putPackets(pkts []*packet) {
+	size := int(p.size.Load())
+	maxFree := int(p.maxFree.Load())
+	p.mu.Lock()
+	for _, pk := range pkts {
+		if pk == nil || len(pk.buf) != size || len(p.packets) >= maxFree {
+			continue
+		}
+		pk.n, pk.ok, pk.counter, pk.ep = 0, false, 0, conn.Endpoint{}
+		p.packets = append(p.packets, pk)
+	}
+	p.mu.Unlock()
+}
+
+// getBatch returns an empty batch.
+func (p *pools) getBatch() *batch {
+	p.mu.Lock()
+	if n := len(p.batches); n > 0 {
+		b := p.batches[n-1]
+		p.batches[n-1] = nil
+		p.batches = p.batches[:n-1]
+		p.mu.Unlock()
+		return b
+	}
+	p.mu.Unlock()
+	return &batch{pkts: make([]*packet, 0, conn.IdealBatchSize), bufs: make([][]byte, 0, conn.IdealBatchSize)}
+}
+
+// putBatch returns a batch and its packets to the pool.
+func (p *pools) putBatch(b *batch) {
+	p.putPackets(b.pkts)
+	clear(b.pkts)
+	clear(b.bufs[:cap(b.bufs)])
+	b.pkts, b.bufs = b.pkts[:0], b.bufs[:0]
+	b.peer, b.kp = nil, nil
+	p.mu.Lock()
+	if len(p.batches) < 1024 {
+		p.batches = append(p.batches, b)
+	}
+	p.mu.Unlock()
+}

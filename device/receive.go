@@ -1,0 +1,340 @@
+package device
+
+// The receive pipeline:
+//
+//	Bind ReceiveFunc (one goroutine per socket, batches)       sequential
+//	  -> classify: handshake messages to the handshake queue
+//	     (bounded; its length decides "under load")
+//	  -> transport: receiver index -> session (index read lock per batch)
+//	  -> group by session into batches -> the peer's ordered queue AND the
+//	     crypto workers
+//	crypto workers (runtime.NumCPU goroutines)                 parallel
+//	  -> open in place, unlock the batch
+//	peer receiver (one goroutine per peer)                     sequential
+//	  -> wait for the batch (one mutex hand-off per batch)
+//	  -> replay window, session limits, key confirmation
+//	  -> inner packet checks and crypto-routing (allowed IPs read lock per
+//	     batch): the inner source must belong to this peer
+//	  -> roaming: at most one route publish per batch, none when unchanged
+//	  -> TUN Write(batch), timers, buffers back to the pool
+
+import (
+	"encoding/binary"
+	"sync"
+	"time"
+
+	"github.com/wirelane/wirelane/conn"
+	"github.com/wirelane/wirelane/device/noise"
+)
+
+// runReceive reads datagrams from one socket until the bind closes.
+func (d *Device) runReceive(fn conn.ReceiveFunc) {
+	defer d.recvWG.Done()
+	bs := d.bind.BatchSize()
+	if bs <= 0 || bs > conn.IdealBatchSize {
+		bs = conn.IdealBatchSize
+	}
+	pkts := make([]*packet, bs)
+	bufs := make([][]byte, bs)
+	sizes := make([]int, bs)
+	eps := make([]conn.Endpoint, bs)
+	kps := make([]*keypair, bs)
+	var seen []*keypair
+	failures := 0
+	// With UDP GRO the bind needs room for whole coalesced trains (64 KiB)
+	// in every buffer; rather than circulating 64 KiB packets through the
+	// pipeline, this goroutine keeps one fixed set of landing buffers and
+	// copies each datagram into an MTU-sized packet.
+	offload, _ := d.bind.(interface{ Offload() (gso, gro bool) })
+	var landing [][]byte
+	for {
+		d.pool.getPackets(pkts)
+		gro := false
+		if offload != nil {
+			_, gro = offload.Offload()
+		}
+		if gro {
+			if landing == nil {
+				landing = make([][]byte, bs)
+				for i := range landing {
+					landing[i] = make([]byte, 1<<16-1)
+				}
+			}
+			copy(bufs, landing)
+		} else {
+			for i, pk := range pkts {
+				bufs[i] = pk.buf
+			}
+		}
+		n, err := fn(bufs, sizes, eps)
+		if gro {
+			for i := 0; i < n; i++ {
+				if sizes[i] > len(pkts[i].buf) {
+					sizes[i] = 0 // larger than our MTU allows: dropped
+					continue
+				}
+				copy(pkts[i].buf, bufs[i][:sizes[i]])
+			}
+		}
+		if err != nil {
+			if isClosedErr(err) {
+				break
+			}
+			failures++
+			d.log.Debug("receive failed", "err", err)
+			if failures > 64 {
+				time.Sleep(time.Millisecond) // do not spin on a broken socket
+			}
+			if n == 0 {
+				continue
+			}
+		} else {
+			failures = 0
+		}
+		seen = seen[:0]
+		d.indices.mu.RLock()
+		for i := 0; i < n; i++ {
+			kps[i] = nil
+			msg := pkts[i].buf[:sizes[i]]
+			switch noise.MessageType(msg) {
+			case noise.MessageTransportType:
+				idx, ctr, ok := noise.ParseTransportHeader(msg)
+				if !ok {
+					continue
+				}
+				e, ok := d.indices.m[idx]
+				if !ok || e.kp == nil {
+					continue
+				}
+				kps[i] = e.kp
+				pkts[i].n = sizes[i]
+				pkts[i].counter = ctr
+				pkts[i].ep = eps[i]
+				if !containsKeypair(seen, e.kp) {
+					seen = append(seen, e.kp)
+				}
+			case noise.MessageInitiationType, noise.MessageResponseType, noise.MessageCookieReplyType:
+				if !handshakeSizeOK(msg) {
+					continue
+				}
+				// Copied out so that a flood cannot pin data-path buffers.
+				hm := hsMessagePool.Get().(*hsMessage)
+				hm.n = copy(hm.buf[:], msg)
+				hm.ep = eps[i]
+				select {
+				case d.handshakes <- hm:
+				default:
+					hsMessagePool.Put(hm)
+				}
+			}
+		}
+		d.indices.mu.RUnlock()
+		for _, kp := range seen {
+			p := kp.peer
+			r := p.current()
+			b := d.pool.getBatch()
+			b.send, b.peer, b.kp = false, p, kp
+			for i := 0; i < n; i++ {
+				if kps[i] == kp {
+					b.pkts = append(b.pkts, pkts[i])
+					pkts[i] = nil
+					kps[i] = nil
+				}
+			}
+			if r == nil {
+				d.pool.putBatch(b)
+				continue
+			}
+			b.done.Lock()
+			select {
+			case r.inbound <- b:
+			case <-r.stopped:
+				b.done.Unlock()
+				d.pool.putBatch(b)
+				continue
+			}
+			select {
+			case d.work <- b:
+			case <-d.quit:
+				for _, pk := range b.pkts {
+					pk.ok = false
+				}
+				b.done.Unlock()
+			}
+		}
+		clear(kps)
+	}
+	d.pool.putPackets(pkts)
+}
+
+// hsMessage is a handshake message waiting for a handshake worker.
+type hsMessage struct {
+	buf [noise.MessageInitiationSize]byte
+	n   int
+	ep  conn.Endpoint
+}
+
+var hsMessagePool = sync.Pool{New: func() any { return new(hsMessage) }}
+
+// handshakeSizeOK reports whether msg has the exact size of its type.
+func handshakeSizeOK(msg []byte) bool {
+	switch noise.MessageType(msg) {
+	case noise.MessageInitiationType:
+		return len(msg) == noise.MessageInitiationSize
+	case noise.MessageResponseType:
+		return len(msg) == noise.MessageResponseSize
+	case noise.MessageCookieReplyType:
+		return len(msg) == noise.MessageCookieReplySize
+	}
+	return false
+}
+
+func containsKeypair(ks []*keypair, k *keypair) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// open authenticates and decrypts one transport message in place.
+func (d *Device) open(kp *keypair, pk *packet, nonce []byte) {
+	binary.LittleEndian.PutUint64(nonce[4:], pk.counter)
+	out, err := kp.receive.Open(pk.buf[tunOffset:tunOffset], nonce, pk.buf[tunOffset:pk.n], nil)
+	if err != nil {
+		pk.ok = false
+		return
+	}
+	pk.ok = true
+	pk.n = tunOffset + len(out)
+}
+
+// innerSource returns the source address bytes of an IP packet and its
+// length from its own header, or ok false when it is malformed.
+func innerSource(pkt []byte) (src []byte, length int, ok bool) {
+	if len(pkt) < 1 {
+		return nil, 0, false
+	}
+	switch pkt[0] >> 4 {
+	case 4:
+		if len(pkt) < 20 {
+			return nil, 0, false
+		}
+		l := int(binary.BigEndian.Uint16(pkt[2:4]))
+		if l < 20 || l > len(pkt) {
+			return nil, 0, false
+		}
+		return pkt[12:16], l, true
+	case 6:
+		if len(pkt) < 40 {
+			return nil, 0, false
+		}
+		l := int(binary.BigEndian.Uint16(pkt[4:6])) + 40
+		if l > len(pkt) {
+			return nil, 0, false
+		}
+		return pkt[8:24], l, true
+	}
+	return nil, 0, false
+}
+
+// runReceiver delivers the peer's opened batches: replay and limit checks,
+// key confirmation, crypto-routing, roaming, then one TUN write per batch.
+func (p *peer) runReceiver(r *peerRun) {
+	defer r.wg.Done()
+	d := p.d
+	for {
+		var b *batch
+		select {
+		case b = <-r.inbound:
+		case <-r.stopped:
+			return
+		}
+		b.done.Lock() // wait for the crypto worker
+		b.done.Unlock()
+		p.deliver(b)
+		d.pool.putBatch(b)
+	}
+}
+
+func (p *peer) deliver(b *batch) {
+	d := p.d
+	kp := b.kp
+	now := d.clock.Now()
+	if now.Sub(kp.created) >= d.tm.rejectAfterTime {
+		return
+	}
+	var last conn.Endpoint
+	valid, data := false, false
+	var rx uint64
+	bufs := b.bufs[:0]
+	locked := false
+	for _, pk := range b.pkts {
+		if !pk.ok || pk.counter >= RejectAfterMessages {
+			continue
+		}
+		if !kp.replay.Validate(pk.counter, RejectAfterMessages) {
+			continue
+		}
+		valid = true
+		last = pk.ep
+		rx += uint64(pk.n + noise.AEADTagSize)
+		plain := pk.buf[tunOffset:pk.n]
+		if len(plain) == 0 {
+			continue // keepalive
+		}
+		src, l, ok := innerSource(plain)
+		if !ok {
+			continue
+		}
+		if !locked {
+			d.allowedMu.RLock()
+			locked = true
+		}
+		if owner, ok := d.allowed.LookupBytes(src); !ok || owner != p {
+			continue
+		}
+		data = true
+		bufs = append(bufs, pk.buf[:tunOffset+l])
+	}
+	if locked {
+		d.allowedMu.RUnlock()
+	}
+	b.bufs = bufs
+	if !valid {
+		return
+	}
+	p.rxBytes.Add(rx)
+	if p.rotateOnConfirm(kp) {
+		p.timersHandshakeComplete()
+		defer p.flushStaged()
+	}
+	p.keepKeyFreshReceiving(kp, now)
+	p.timersAnyAuthenticatedPacketTraversal()
+	p.timersAnyAuthenticatedPacketReceived()
+	if data {
+		p.timersDataReceived()
+	}
+	p.setEndpoint(last) // roaming: one publish at most, none when unchanged
+	if len(bufs) > 0 {
+		if _, err := d.tun.Write(bufs, tunOffset); err != nil {
+			d.log.Debug("TUN write failed", "err", err)
+		}
+	}
+}
+
+// keepKeyFreshReceiving makes an initiator start a new handshake when
+// its session is close to expiry and data still arrives.
+func (p *peer) keepKeyFreshReceiving(kp *keypair, now time.Time) {
+	if !kp.isInitiator || now.Sub(kp.created) < p.d.tm.rekeyOnReceiveAge {
+		return
+	}
+	if kp != p.keypairs.current.Load() {
+		return
+	}
+	if p.timers.sentLastMinuteHandshake.Swap(true) {
+		return
+	}
+	p.startHandshake()
+}

@@ -1,0 +1,355 @@
+package device
+
+// The send pipeline:
+//
+//	TUN Read (one goroutine, batches)                         sequential
+//	  -> route by destination in allowed IPs (read lock per batch)
+//	  -> per-peer staging queue (bounded; no session: start a handshake)
+//	  -> nonce assignment: one atomic Add per peer per batch   per peer
+//	  -> batch to the peer's ordered queue AND the crypto workers
+//	crypto workers (runtime.NumCPU goroutines)                 parallel
+//	  -> pad, seal in place, unlock the batch
+//	peer sender (one goroutine per peer)                       sequential
+//	  -> wait for the batch (one mutex hand-off per batch)
+//	  -> RCU read section: borrow the route, Bind.Send(batch)   no lock
+//	  -> timers, counters, buffers back to the pool
+//
+// RefMode replaces the borrowed route by the conventional locked path:
+// device read lock and per-peer endpoint mutex per batch, and a route built
+// for every send.
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"time"
+
+	wgtun "golang.zx2c4.com/wireguard/tun"
+
+	"github.com/wirelane/wirelane/conn"
+	"github.com/wirelane/wirelane/device/noise"
+)
+
+const tunOffset = noise.MessageTransportHeaderSize
+
+// batchSize is the largest batch moved through the pipeline.
+func (d *Device) batchSize() int {
+	n := conn.IdealBatchSize
+	if b := d.bind.BatchSize(); b > 0 && b < n {
+		n = b
+	}
+	if b := d.tun.BatchSize(); b > 0 && b < n {
+		n = b
+	}
+	return n
+}
+
+// runTUNReader reads packets from the TUN device and routes them to peers.
+func (d *Device) runTUNReader() {
+	defer close(d.tunDone)
+	bs := d.batchSize()
+	pkts := make([]*packet, bs)
+	bufs := make([][]byte, bs)
+	sizes := make([]int, bs)
+	owners := make([]*peer, bs)
+	var peers []*peer
+	group := make([]*packet, 0, bs)
+	for {
+		d.pool.getPackets(pkts)
+		for i, pk := range pkts {
+			// Leave room for the tag after the plaintext.
+			bufs[i] = pk.buf[:len(pk.buf)-noise.AEADTagSize]
+		}
+		n, err := d.tun.Read(bufs, sizes, tunOffset)
+		if err != nil && n == 0 {
+			if errors.Is(err, wgtun.ErrTooManySegments) {
+				continue
+			}
+			if !d.closing.Load() {
+				// The TUN device went away (or broke): the device goes too.
+				if !errors.Is(err, os.ErrClosed) {
+					d.log.Error("TUN read failed, closing device", "err", err)
+				}
+				go d.Close()
+			}
+			break
+		}
+		if !d.up.Load() {
+			continue // buffers stay in pkts for the next read
+		}
+		peers = peers[:0]
+		d.allowedMu.RLock()
+		for i := 0; i < n; i++ {
+			owners[i] = nil
+			pkt := pkts[i].buf[tunOffset : tunOffset+sizes[i]]
+			var dst []byte
+			switch {
+			case len(pkt) >= 20 && pkt[0]>>4 == 4:
+				dst = pkt[16:20]
+			case len(pkt) >= 40 && pkt[0]>>4 == 6:
+				dst = pkt[24:40]
+			default:
+				continue
+			}
+			p, ok := d.allowed.LookupBytes(dst)
+			if !ok {
+				continue
+			}
+			owners[i] = p
+			pkts[i].n = sizes[i]
+			if len(peers) == 0 || (peers[len(peers)-1] != p && !containsPeer(peers, p)) {
+				peers = append(peers, p)
+			}
+		}
+		d.allowedMu.RUnlock()
+		for _, p := range peers {
+			group = group[:0]
+			for i := 0; i < n; i++ {
+				if owners[i] == p {
+					group = append(group, pkts[i])
+					pkts[i] = nil
+					owners[i] = nil
+				}
+			}
+			p.stagePackets(group)
+			p.flushStaged()
+		}
+		clear(group[:cap(group)])
+	}
+	d.pool.putPackets(pkts)
+}
+
+func containsPeer(ps []*peer, p *peer) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// stagePackets queues pkts for the peer, dropping the oldest packets
+// beyond MaxStagedPackets.
+func (p *peer) stagePackets(pkts []*packet) {
+	p.stageMu.Lock()
+	p.staged = append(p.staged, pkts...)
+	if over := len(p.staged) - MaxStagedPackets; over > 0 {
+		p.d.pool.putPackets(p.staged[:over])
+		n := copy(p.staged, p.staged[over:])
+		clear(p.staged[n:])
+		p.staged = p.staged[:n]
+	}
+	p.stageMu.Unlock()
+}
+
+// sendKeepalive sends an empty transport packet, unless data is already
+// waiting to go.
+func (p *peer) sendKeepalive() {
+	p.stageMu.Lock()
+	if len(p.staged) == 0 {
+		var one [1]*packet
+		p.d.pool.getPackets(one[:])
+		one[0].n = 0
+		p.staged = append(p.staged, one[0])
+	}
+	p.stageMu.Unlock()
+	p.flushStaged()
+}
+
+// flushStaged hands the staged packets to the crypto workers under the
+// current session, or starts a handshake when there is none.
+func (p *peer) flushStaged() {
+	d := p.d
+	r := p.current()
+	if r == nil {
+		p.dropStaged()
+		return
+	}
+	now := d.clock.Now()
+	p.stageMu.Lock()
+	if len(p.staged) == 0 {
+		p.stageMu.Unlock()
+		return
+	}
+	kp := p.keypairs.current.Load()
+	if !kp.canSend(now, &d.tm) {
+		p.stageMu.Unlock()
+		p.startHandshake()
+		return
+	}
+	bs := d.batchSize()
+	sent := 0
+	for sent < len(p.staged) {
+		chunk := p.staged[sent:min(sent+bs, len(p.staged))]
+		n := uint64(len(chunk))
+		first := kp.sendNonce.Add(n) - n
+		if first+n > RejectAfterMessages {
+			break // the session is spent; the rest waits for a new one
+		}
+		b := d.pool.getBatch()
+		b.send, b.peer, b.kp = true, p, kp
+		for i, pk := range chunk {
+			pk.counter = first + uint64(i)
+			b.pkts = append(b.pkts, pk)
+		}
+		sent += len(chunk)
+		b.done.Lock()
+		select {
+		case r.outbound <- b:
+		case <-r.stopped:
+			b.done.Unlock()
+			d.pool.putBatch(b)
+			continue
+		}
+		select {
+		case d.work <- b:
+		case <-d.quit:
+			for _, pk := range b.pkts {
+				pk.n = 0 // never sealed: the sender must drop it
+			}
+			b.done.Unlock()
+		}
+	}
+	n := copy(p.staged, p.staged[sent:])
+	clear(p.staged[n:])
+	p.staged = p.staged[:n]
+	p.stageMu.Unlock()
+	if n > 0 {
+		p.startHandshake()
+	}
+	p.keepKeyFreshSending(kp, now)
+}
+
+// keepKeyFreshSending starts a handshake when the current session is near
+// its message limit, or (for its initiator) its age limit.
+func (p *peer) keepKeyFreshSending(kp *keypair, now time.Time) {
+	if kp == nil {
+		return
+	}
+	if kp.sendNonce.Load() > p.d.tm.rekeyAfterMessages ||
+		(kp.isInitiator && now.Sub(kp.created) > p.d.tm.rekeyAfterTime) {
+		p.startHandshake()
+	}
+}
+
+// startHandshake sends an initiation from another goroutine unless one was
+// sent less than RekeyTimeout ago or is about to be.
+func (p *peer) startHandshake() {
+	last := p.lastInitSent.Load()
+	if last != 0 && p.d.clock.Now().UnixNano()-last < int64(p.d.tm.rekeyTimeout) {
+		return
+	}
+	if p.initPending.Swap(true) {
+		return
+	}
+	go func() {
+		defer p.initPending.Store(false)
+		p.sendInitiation(false)
+	}()
+}
+
+// runSender sends the peer's sealed batches in counter order.
+func (p *peer) runSender(r *peerRun) {
+	defer r.wg.Done()
+	d := p.d
+	reader := d.rcu.NewReader()
+	defer reader.Release()
+	for {
+		var b *batch
+		select {
+		case b = <-r.outbound:
+		case <-r.stopped:
+			return
+		}
+		b.done.Lock() // wait for the crypto worker
+		b.done.Unlock()
+		bufs := b.bufs[:0]
+		var bytes uint64
+		data := false
+		for _, pk := range b.pkts {
+			if pk.n == 0 {
+				continue // could not be sealed
+			}
+			bufs = append(bufs, pk.buf[:pk.n])
+			bytes += uint64(pk.n)
+			if pk.n > noise.MessageTransportOverhead {
+				data = true
+			}
+		}
+		b.bufs = bufs
+		var err error
+		sent := false
+		if len(bufs) > 0 {
+			if d.refMode {
+				// Device read lock, endpoint mutex, a route built per batch.
+				err = p.refEP.Send(d.bind, &d.mu, bufs)
+				sent = !errors.Is(err, conn.ErrNoRoute)
+			} else {
+				reader.Enter()
+				if rt := p.routes.Borrow(); rt != nil {
+					err = d.bind.Send(bufs, rt)
+					sent = true
+				}
+				reader.Exit()
+			}
+		}
+		d.pool.putBatch(b)
+		if !sent {
+			continue
+		}
+		if err != nil {
+			d.log.Debug("send failed", "peer", p.pub.String(), "err", err)
+			continue
+		}
+		p.txBytes.Add(bytes)
+		p.timersAnyAuthenticatedPacketTraversal()
+		p.timersAnyAuthenticatedPacketSent()
+		if data {
+			p.timersDataSent()
+		}
+	}
+}
+
+// seal pads and encrypts one packet in place; pk.n becomes the transport
+// message length (0 when the packet cannot be sealed).
+func (d *Device) seal(kp *keypair, pk *packet, nonce []byte) {
+	mtu := int(d.mtu.Load())
+	n := pk.n
+	padded := n
+	if n <= mtu {
+		padded = min((n+PaddingMultiple-1)&^(PaddingMultiple-1), mtu)
+	}
+	end := tunOffset + padded
+	if end+noise.AEADTagSize > len(pk.buf) {
+		pk.n = 0
+		return
+	}
+	clear(pk.buf[tunOffset+n : end])
+	noise.PutTransportHeader(pk.buf, kp.remoteIndex, pk.counter)
+	binary.LittleEndian.PutUint64(nonce[4:], pk.counter)
+	kp.send.Seal(pk.buf[:tunOffset], nonce, pk.buf[tunOffset:end], nil)
+	pk.n = end + noise.AEADTagSize
+}
+
+// runCryptoWorker seals and opens batches until the device closes.
+func (d *Device) runCryptoWorker() {
+	defer d.workersWG.Done()
+	nonce := make([]byte, 12)
+	for {
+		select {
+		case b := <-d.work:
+			if b.send {
+				for _, pk := range b.pkts {
+					d.seal(b.kp, pk, nonce)
+				}
+			} else {
+				for _, pk := range b.pkts {
+					d.open(b.kp, pk, nonce)
+				}
+			}
+			b.done.Unlock()
+		case <-d.quit:
+			return
+		}
+	}
+}

@@ -1,0 +1,380 @@
+package device
+
+import (
+	"bufio"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wirelane/wirelane/conn/conntest"
+	"github.com/wirelane/wirelane/device/noise"
+	"github.com/wirelane/wirelane/internal/uapi"
+	"github.com/wirelane/wirelane/tun/memtun"
+)
+
+func hexKey(k [32]byte) string { return hex.EncodeToString(k[:]) }
+
+func newSolo(t *testing.T) (*Device, *conntest.Network, *conntest.Bind) {
+	t.Helper()
+	nw := conntest.NewNetwork()
+	b := nw.NewBind(netip.MustParseAddr("192.0.2.1"))
+	d := NewDevice(memtun.New("solo", 1420), b, Options{})
+	t.Cleanup(d.Close)
+	return d, nw, b
+}
+
+func TestIpcSetGetRoundTrip(t *testing.T) {
+	d, _, _ := newSolo(t)
+	priv := mustKey(t)
+	p1, p2 := mustKey(t).PublicKey(), mustKey(t).PublicKey()
+	psk, _ := noise.GeneratePresharedKey()
+	cfg := fmt.Sprintf(`private_key=%s
+listen_port=51820
+fwmark=7
+public_key=%s
+preshared_key=%s
+endpoint=192.0.2.9:1234
+persistent_keepalive_interval=0
+allowed_ip=10.1.0.0/16
+allowed_ip=fd00:1::/64
+public_key=%s
+endpoint=[2001:db8::9]:4321
+allowed_ip=10.2.0.1/32
+`, hexKey(priv), hexKey(p1), hexKey(psk), hexKey(p2))
+	must(t, d.IpcSet(cfg))
+	got, err := d.IpcGet()
+	must(t, err)
+	for _, want := range []string{
+		"private_key=" + hexKey(priv) + "\n",
+		"listen_port=51820\n",
+		"fwmark=7\n",
+		"public_key=" + hexKey(p1) + "\npreshared_key=" + hexKey(psk) + "\n",
+		"endpoint=192.0.2.9:1234\n",
+		"allowed_ip=10.1.0.0/16\nallowed_ip=fd00:1::/64\n",
+		"public_key=" + hexKey(p2) + "\n",
+		"endpoint=[2001:db8::9]:4321\n",
+		"allowed_ip=10.2.0.1/32\n",
+		"last_handshake_time_sec=0\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("get answer lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Index(got, hexKey(p1)) > strings.Index(got, hexKey(p2)) {
+		t.Error("peers not in creation order")
+	}
+	if err := d.IpcSet("bogus_key=1\n"); err == nil {
+		t.Error("invalid line accepted")
+	}
+}
+
+func TestSetPrivateKeySemantics(t *testing.T) {
+	d, _, _ := newSolo(t)
+	raw := mustKey(t)
+	raw[0] |= 7 // unclamp
+	raw[31] |= 128
+	must(t, d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(raw))}))
+	clamped := raw
+	clamped.Clamp()
+	if got := d.ident.Load().local.PrivateKey(); got != clamped {
+		t.Fatal("private key not clamped")
+	}
+	// A peer with our own public key is ignored.
+	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(clamped.PublicKey())}}}))
+	if d.lookupPeer(clamped.PublicKey()) != nil {
+		t.Fatal("peer with our own public key was added")
+	}
+	// Setting a private key whose public key is a peer's removes the peer.
+	other := mustKey(t)
+	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(other.PublicKey())}}}))
+	if d.lookupPeer(other.PublicKey()) == nil {
+		t.Fatal("peer not added")
+	}
+	must(t, d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(other))}))
+	if d.lookupPeer(other.PublicKey()) != nil {
+		t.Fatal("peer with the new public key survived")
+	}
+	// All zeros clears the key; Get then omits it.
+	must(t, d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key{})}))
+	if d.ident.Load() != nil {
+		t.Fatal("zero key did not clear the identity")
+	}
+	got, err := d.IpcGet()
+	must(t, err)
+	if strings.Contains(got, "private_key=") {
+		t.Fatalf("cleared key still reported:\n%s", got)
+	}
+}
+
+func TestSetPeerSemantics(t *testing.T) {
+	d, _, _ := newSolo(t)
+	must(t, d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(mustKey(t)))}))
+	k1, k2, k3 := mustKey(t).PublicKey(), mustKey(t).PublicKey(), mustKey(t).PublicKey()
+	count := func(pub noise.PublicKey) int {
+		p := d.lookupPeer(pub)
+		if p == nil {
+			return -1
+		}
+		d.allowedMu.RLock()
+		defer d.allowedMu.RUnlock()
+		return d.allowed.Count(p)
+	}
+	// update_only does not create.
+	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(k1), UpdateOnly: true}}}))
+	if d.lookupPeer(k1) != nil {
+		t.Fatal("update_only created a peer")
+	}
+	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{
+		{PublicKey: uapi.Key(k1), AllowedIPs: prefixes("10.0.0.0/24", "10.0.1.0/24")},
+		{PublicKey: uapi.Key(k2), AllowedIPs: prefixes("10.0.2.0/24")},
+	}}))
+	// update_only changes an existing peer; allowed_ip=- removes one.
+	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{
+		PublicKey: uapi.Key(k1), UpdateOnly: true,
+		AllowedIPs: []uapi.AllowedIPChange{{Prefix: netip.MustParsePrefix("10.0.0.0/24"), Remove: true}},
+	}}}))
+	if count(k1) != 1 {
+		t.Fatalf("k1 has %d prefixes, want 1", count(k1))
+	}
+	// A prefix moves to the peer that inserts it last.
+	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(k2), AllowedIPs: prefixes("10.0.1.0/24")}}}))
+	if count(k1) != 0 || count(k2) != 2 {
+		t.Fatalf("after takeover k1 %d k2 %d", count(k1), count(k2))
+	}
+	// replace_allowed_ips.
+	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(k2), ReplaceAllowedIPs: true, AllowedIPs: prefixes("192.168.0.0/16")}}}))
+	if count(k2) != 1 {
+		t.Fatalf("replace_allowed_ips left %d prefixes", count(k2))
+	}
+	// remove.
+	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(k1), Remove: true}}}))
+	if d.lookupPeer(k1) != nil {
+		t.Fatal("peer not removed")
+	}
+	// replace_peers leaves only the peers of the request.
+	must(t, d.Set(&uapi.SetRequest{ReplacePeers: true, Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(k3)}}}))
+	if d.lookupPeer(k2) != nil || d.lookupPeer(k3) == nil {
+		t.Fatal("replace_peers did not replace")
+	}
+	d.allowedMu.RLock()
+	_, routed := d.allowed.Lookup(netip.MustParseAddr("192.168.1.1"))
+	d.allowedMu.RUnlock()
+	if routed {
+		t.Fatal("a removed peer's prefix still routes after replace_peers")
+	}
+}
+
+func TestSetListenPortAndFwmark(t *testing.T) {
+	d, nw, b := newSolo(t)
+	must(t, d.Set(&uapi.SetRequest{ListenPort: ptr(uint16(5000))}))
+	must(t, d.Up())
+	if b.Addr().Port() != 5000 {
+		t.Fatalf("bound to %v, want port 5000", b.Addr())
+	}
+	must(t, d.Set(&uapi.SetRequest{ListenPort: ptr(uint16(5001)), FwMark: ptr(uint32(51820))}))
+	if b.Addr().Port() != 5001 {
+		t.Fatalf("rebound to %v, want port 5001", b.Addr())
+	}
+	if b.Mark() != 51820 {
+		t.Fatalf("mark %d, want 51820", b.Mark())
+	}
+	squat := nw.NewBind(netip.MustParseAddr("192.0.2.1"))
+	if _, _, err := squat.Open(6000); err != nil {
+		t.Fatal(err)
+	}
+	err := d.Set(&uapi.SetRequest{ListenPort: ptr(uint16(6000))})
+	var ue *uapi.Error
+	if !errors.As(err, &ue) || ue.Errno != uapi.ErrnoAddrUse {
+		t.Fatalf("port in use: got %v, want errno %d", err, uapi.ErrnoAddrUse)
+	}
+	if b.Addr().Port() != 5001 {
+		t.Fatalf("after a failed rebind bound to %v, want the old port", b.Addr())
+	}
+	got, _ := d.IpcGet()
+	if !strings.Contains(got, "listen_port=5001\n") {
+		t.Fatalf("get after failed rebind:\n%s", got)
+	}
+}
+
+// streamTraffic injects packets A->B until stop is closed.
+func streamTraffic(p *pair, stop chan struct{}, wg *sync.WaitGroup) {
+	defer wg.Done()
+	pkt := ipPacket(ipA4, ipB4, []byte("stream"))
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		p.ta.Inject(pkt)
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+func TestEndpointReplacedNoLatePackets(t *testing.T) {
+	for _, ref := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refmode=%v", ref), func(t *testing.T) {
+			p := newPair(t, pairOpts{refMode: ref})
+			p.send(p.ta, p.tb, ipA4, ipB4, "warm up")
+			old := p.bb.Addr()
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go streamTraffic(p, stop, &wg)
+			defer func() { close(stop); wg.Wait() }()
+			waitFor(t, "traffic", func() bool { return p.nw.SentTo(old) > 20 })
+			elsewhere := netip.MustParseAddrPort("192.0.2.200:9")
+			must(t, p.a.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{
+				PublicKey: uapi.Key(p.kb.PublicKey()), Endpoint: &elsewhere,
+			}}}))
+			after := p.nw.SentTo(old)
+			waitFor(t, "traffic to the new endpoint", func() bool { return p.nw.SentTo(elsewhere) > 20 })
+			if n := p.nw.SentTo(old); n != after {
+				t.Fatalf("%d packets went to the old endpoint after Set returned", n-after)
+			}
+		})
+	}
+}
+
+func TestRemovePeerNoLatePackets(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	p.send(p.ta, p.tb, ipA4, ipB4, "warm up")
+	old := p.bb.Addr()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go streamTraffic(p, stop, &wg)
+	defer func() { close(stop); wg.Wait() }()
+	waitFor(t, "traffic", func() bool { return p.nw.SentTo(old) > 20 })
+	must(t, p.a.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(p.kb.PublicKey()), Remove: true}}}))
+	after := p.nw.SentTo(old)
+	time.Sleep(50 * time.Millisecond)
+	if n := p.nw.SentTo(old); n != after {
+		t.Fatalf("%d packets went to a removed peer after Set returned", n-after)
+	}
+}
+
+func TestRoamingOnAuthenticatedPacketsOnly(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	p.send(p.ta, p.tb, ipA4, ipB4, "warm up")
+	peerA := peerOf(p.b, p.ka)
+	gen := peerA.routes.Borrow().Gen
+	// Capture A's next data datagrams instead of delivering them.
+	var mu sync.Mutex
+	var captured [][]byte
+	p.nw.SetHook(func(dg conntest.Datagram) conntest.Action {
+		if kindOf(dg.Data) == "data" {
+			mu.Lock()
+			captured = append(captured, append([]byte(nil), dg.Data...))
+			mu.Unlock()
+			return conntest.Drop
+		}
+		return conntest.Pass
+	})
+	var pkts [][]byte
+	for i := 0; i < 8; i++ {
+		pkts = append(pkts, ipPacket(ipA4, ipB4, []byte{'m', byte(i)}))
+		p.ta.Inject(pkts[i])
+	}
+	waitFor(t, "captured datagrams", func() bool { mu.Lock(); defer mu.Unlock(); return len(captured) == 8 })
+	// A forged datagram from elsewhere (right index, bad tag) moves nothing.
+	forger := netip.MustParseAddrPort("198.51.100.1:666")
+	forged := append([]byte(nil), captured[0]...)
+	forged[len(forged)-1] ^= 1
+	p.nw.Inject(forger, p.bb.Addr(), forged)
+	time.Sleep(20 * time.Millisecond)
+	if ep, _ := peerA.routes.Endpoint(); ep.Dst != p.ba.Addr() || peerA.routes.Borrow().Gen != gen {
+		t.Fatalf("forged packet moved the endpoint to %v", ep.Dst)
+	}
+	// The genuine datagrams arriving from a new address move the endpoint,
+	// with one route publish for all of them.
+	moved := netip.MustParseAddrPort("203.0.113.5:7777")
+	for _, c := range captured {
+		p.nw.Inject(moved, p.bb.Addr(), c)
+	}
+	for _, pk := range pkts {
+		p.expect(p.tb, pk)
+	}
+	ep, _ := peerA.routes.Endpoint()
+	if ep.Dst != moved {
+		t.Fatalf("endpoint %v, want %v", ep.Dst, moved)
+	}
+	if g := peerA.routes.Borrow().Gen; g != gen+1 {
+		t.Fatalf("route generation went from %d to %d, want one publish", gen, g)
+	}
+}
+
+func TestServeConversation(t *testing.T) {
+	d, _, _ := newSolo(t)
+	c1, c2 := net.Pipe()
+	go uapi.Serve(c1, d)
+	defer c2.Close()
+	priv := mustKey(t)
+	peerKey := mustKey(t).PublicKey()
+	rd := bufio.NewReader(c2)
+	readAnswer := func() string {
+		var sb strings.Builder
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading answer: %v", err)
+			}
+			if line == "\n" {
+				return sb.String()
+			}
+			sb.WriteString(line)
+		}
+	}
+	fmt.Fprintf(c2, "set=1\nprivate_key=%s\nlisten_port=7777\npublic_key=%s\nallowed_ip=10.9.0.0/16\n\n", hexKey(priv), hexKey(peerKey))
+	if a := readAnswer(); a != "errno=0\n" {
+		t.Fatalf("set answered %q", a)
+	}
+	fmt.Fprintf(c2, "set=1\nlisten_port=nope\n\n")
+	if a := readAnswer(); a != "errno=-22\n" {
+		t.Fatalf("bad set answered %q", a)
+	}
+	fmt.Fprintf(c2, "get=1\n\n")
+	a := readAnswer()
+	for _, want := range []string{"private_key=" + hexKey(priv), "listen_port=7777", "public_key=" + hexKey(peerKey), "allowed_ip=10.9.0.0/16", "errno=0"} {
+		if !strings.Contains(a, want+"\n") {
+			t.Errorf("get answer lacks %q:\n%s", want, a)
+		}
+	}
+}
+
+func TestSendsNeedNoRouteWriterLock(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	p.send(p.ta, p.tb, ipA4, ipB4, "warm up")
+	unlock := peerOf(p.a, p.kb).routes.LockWriter()
+	defer unlock()
+	for i := 0; i < 20; i++ {
+		p.send(p.ta, p.tb, ipA4, ipB4, fmt.Sprintf("while the writer lock is held %d", i))
+	}
+}
+
+func TestSourceInvalidationRebuildsRoutesOnce(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	p.send(p.ta, p.tb, ipA4, ipB4, "a")
+	p.send(p.tb, p.ta, ipB4, ipA4, "b")
+	peerB := peerOf(p.a, p.kb)
+	r := peerB.routes.Borrow()
+	if !r.Endpoint.Src.IsValid() {
+		t.Fatal("no sticky source learned from received packets")
+	}
+	p.ba.InvalidateSources()
+	r2 := peerB.routes.Borrow()
+	if r2.Endpoint.Src.IsValid() || r2.Gen != r.Gen+1 || r2.Endpoint.Dst != r.Endpoint.Dst {
+		t.Fatalf("after invalidation: %+v (gen %d, was %d)", r2.Endpoint, r2.Gen, r.Gen)
+	}
+	p.ba.InvalidateSources()
+	if peerB.routes.Borrow().Gen != r2.Gen {
+		t.Fatal("a second event rebuilt a route that had no source")
+	}
+	p.send(p.ta, p.tb, ipA4, ipB4, "still delivered")
+}

@@ -1,0 +1,105 @@
+package bench
+
+// The bound: how fast this machine seals and opens 1420-byte WireGuard
+// payloads with golang.org/x/crypto's ChaCha20-Poly1305, on one core and on
+// all of them. (The other bound, plain veth throughput, is an engine of the
+// netns section.) Every data packet of either engine pays one seal and one
+// open, so a tunnel moving G Gbit/s through one machine needs at least
+// G/8 GB/s of each.
+
+import (
+	"crypto/rand"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+const boundSize = 1420
+
+// boundWindow caps one AEAD measurement; the figure is stable within a
+// second.
+const boundWindow = time.Second
+
+// aeadRate returns GB/s of plaintext sealed (or opened, when open is true)
+// by workers goroutines during window.
+func aeadRate(open bool, workers int, window time.Duration) (float64, error) {
+	key := make([]byte, chacha20poly1305.KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return 0, err
+	}
+	aead, err := chacha20poly1305.New(key)
+	if err != nil {
+		return 0, err
+	}
+	var stop atomic.Bool
+	var total atomic.Uint64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			plain := make([]byte, boundSize)
+			out := make([]byte, 0, boundSize+aead.Overhead())
+			nonce := make([]byte, aead.NonceSize())
+			sealed := aead.Seal(nil, nonce, plain, nil)
+			var n uint64
+			for !stop.Load() {
+				for i := 0; i < 64; i++ {
+					if open {
+						if _, err := aead.Open(out[:0], nonce, sealed, nil); err != nil {
+							errs <- err
+							return
+						}
+					} else {
+						out = aead.Seal(out[:0], nonce, plain, nil)
+					}
+				}
+				n += 64
+			}
+			total.Add(n)
+		}()
+	}
+	time.Sleep(window)
+	stop.Store(true)
+	wg.Wait()
+	elapsed := time.Since(start)
+	select {
+	case err := <-errs:
+		return 0, fmt.Errorf("open failed: %w", err)
+	default:
+	}
+	return float64(total.Load()) * boundSize / elapsed.Seconds() / 1e9, nil
+}
+
+// boundSection measures seal and open on one core and on all cores.
+func boundSection(r *Report, cfg Config, p *progress) error {
+	window := min(cfg.Duration, boundWindow)
+	cpus := runtime.GOMAXPROCS(0)
+	for rep := 0; rep < cfg.Repeats; rep++ {
+		for _, c := range []struct {
+			cas     string
+			open    bool
+			workers int
+			metric  string
+		}{
+			{CaseSeal, false, 1, MetricGBps1},
+			{CaseOpen, true, 1, MetricGBps1},
+			{CaseSeal, false, cpus, MetricGBpsAll},
+			{CaseOpen, true, cpus, MetricGBpsAll},
+		} {
+			p.step(fmt.Sprintf("bound %s %s, repeat %d/%d", c.cas, c.metric, rep+1, cfg.Repeats))
+			v, err := aeadRate(c.open, c.workers, window)
+			if err != nil {
+				return err
+			}
+			r.Add(SectionBound, c.cas, c.metric, EngineXCrypto, HigherIsBetter, v)
+		}
+	}
+	return nil
+}

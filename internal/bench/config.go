@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sections of the suite, in the order Run executes them.
+const (
+	SectionInproc    = "inproc"
+	SectionNetns     = "netns"
+	SectionHandshake = "handshake"
+	SectionMemory    = "memory"
+	SectionBound     = "bound"
+)
+
+// AllSections lists every section in run order.
+var AllSections = []string{SectionInproc, SectionNetns, SectionHandshake, SectionMemory, SectionBound}
+
+// Cases and metrics, as they appear in the table.
+const (
+	CaseMTU       = "1420 B"
+	CaseSmall     = "64 B"
+	CaseTCP1      = "TCP x1"
+	CaseTCP4      = "TCP x4"
+	CaseUDP       = "UDP 1392 B"
+	CaseHandshake = "full handshake"
+	CasePeers     = "peers via UAPI"
+	CaseSeal      = "seal 1420 B"
+	CaseOpen      = "open 1420 B"
+
+	MetricGbps         = "Gbit/s"
+	MetricMpps         = "Mpkt/s"
+	MetricCPUPerGB     = "CPU s/GB"
+	MetricAllocs       = "allocs/packet"
+	MetricLoss         = "loss %"
+	MetricHandshakes   = "handshakes/s/core"
+	MetricHeapPerPeer  = "heap B/peer"
+	MetricTotalPerPeer = "heap+stack B/peer"
+	MetricGBps1        = "GB/s 1 core"
+	MetricGBpsAll      = "GB/s all cores"
+)
+
+// Config selects what Run measures and for how long.
+type Config struct {
+	// Duration is the measured window of one throughput run.
+	Duration time.Duration
+	// Warmup runs after the tunnel carries its first packet and before the
+	// window opens.
+	Warmup time.Duration
+	// Repeats is how many times each engine is measured per case; engines
+	// alternate within every repeat.
+	Repeats int
+	// Sections to run (see AllSections).
+	Sections []string
+	// Handshakes is the number of full handshakes timed per repeat.
+	Handshakes int
+	// Peers is the number of peers added for the memory measurement.
+	Peers int
+	// Engines compared in process; default wireguard-go, wirelane,
+	// wirelane-ref.
+	Engines []string
+	// WireguardGoBin and WirelanedBin are daemon binaries for the netns
+	// section; empty means build them into a temporary directory.
+	WireguardGoBin, WirelanedBin string
+	// Quick marks a smoke run (reported in the notes).
+	Quick bool
+}
+
+// DefaultConfig is a full run: about five minutes on two cores.
+func DefaultConfig() Config {
+	return Config{
+		Duration:   3 * time.Second,
+		Warmup:     500 * time.Millisecond,
+		Repeats:    5,
+		Sections:   AllSections,
+		Handshakes: 2000,
+		Peers:      10000,
+		Engines:    []string{EngineWireguardGo, EngineWirelane, EngineWirelaneRef},
+	}
+}
+
+// QuickConfig is a smoke run of a few seconds: every figure is produced
+// once, too briefly to mean anything but "the harness works".
+func QuickConfig() Config {
+	c := DefaultConfig()
+	c.Duration = 150 * time.Millisecond
+	c.Warmup = 50 * time.Millisecond
+	c.Repeats = 1
+	c.Handshakes = 100
+	c.Peers = 500
+	c.Quick = true
+	return c
+}
+
+// Has reports whether the section is selected.
+func (c Config) Has(section string) bool {
+	for _, s := range c.Sections {
+		if s == section {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks the configuration for values that cannot run.
+func (c Config) Validate() error {
+	if c.Duration <= 0 {
+		return fmt.Errorf("duration %v: must be positive", c.Duration)
+	}
+	if c.Warmup < 0 {
+		return fmt.Errorf("warmup %v: must not be negative", c.Warmup)
+	}
+	if c.Repeats < 1 {
+		return fmt.Errorf("repeats %d: must be at least 1", c.Repeats)
+	}
+	if c.Handshakes < 1 {
+		return fmt.Errorf("handshakes %d: must be at least 1", c.Handshakes)
+	}
+	if c.Peers < 1 {
+		return fmt.Errorf("peers %d: must be at least 1", c.Peers)
+	}
+	for _, e := range c.Engines {
+		if _, err := engineByName(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseSections parses a comma-separated list of section names such as
+// "inproc,bound". Empty items are ignored; an unknown name is an error that
+// names its position. An empty list selects every section.
+func ParseSections(s string) ([]string, error) {
+	var out []string
+	pos := 0
+	for _, item := range strings.Split(s, ",") {
+		name := strings.TrimSpace(item)
+		if name != "" {
+			known := false
+			for _, k := range AllSections {
+				if k == name {
+					known = true
+				}
+			}
+			if !known {
+				return nil, fmt.Errorf("section %q at offset %d: unknown (want some of %s)", name, pos, strings.Join(AllSections, ","))
+			}
+			dup := false
+			for _, o := range out {
+				dup = dup || o == name
+			}
+			if !dup {
+				out = append(out, name)
+			}
+		}
+		pos += len(item) + 1
+	}
+	if len(out) == 0 {
+		return AllSections, nil
+	}
+	return out, nil
+}

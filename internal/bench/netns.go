@@ -1,0 +1,411 @@
+package bench
+
+// Real TUN devices in network namespaces, measured with iperf3. The
+// topology is the one the kernel's own WireGuard tests use:
+//
+//	root namespace: daemon A, daemon B, their UDP sockets on 127.0.0.1
+//	     | TUN A moved into nsA              | TUN B moved into nsB
+//	nsA: 10.88.E.1/24, iperf3 client  ---->  nsB: 10.88.E.2/24, iperf3 server
+//
+// One pair of namespaces per engine (E is its number), all set up before
+// the first measurement; each repeat then runs every test on every engine
+// in turn, rotating which engine goes first. The "veth" engine is a plain
+// veth pair at the same MTU between its two namespaces: the bound.
+//
+// Daemons (wireguard-go, wirelaned) run in the foreground as children of
+// this process and are stopped by their process ids; deleting a namespace
+// removes the TUN moved into it.
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// netnsMTU is the MTU of every tunnel and veth interface.
+const netnsMTU = 1420
+
+// netnsSetupSteps counts the progress steps before the measurements.
+const netnsSetupSteps = 2
+
+// netnsTest is one iperf3 client invocation.
+type netnsTest struct {
+	name string
+	args []string
+	udp  bool
+}
+
+var netnsTests = []netnsTest{
+	{CaseTCP1, []string{"-P", "1"}, false},
+	{CaseTCP4, []string{"-P", "4"}, false},
+	{CaseUDP, []string{"-u", "-b", "0", "-l", "1392"}, true},
+}
+
+// netnsEngines lists veth first, then the tunnel engines of cfg.
+func netnsEngines(cfg Config) []string {
+	return append([]string{EngineVeth}, cfg.Engines...)
+}
+
+// cmdTimeout bounds every helper command.
+const cmdTimeout = 60 * time.Second
+
+// run runs a command in namespace ns ("" = this one) and returns its
+// combined output; the error names the command.
+func run(ns string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	if ns != "" {
+		args = append([]string{"ip", "netns", "exec", ns}, args...)
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%q: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return out.String(), nil
+}
+
+// child is a background process started by the harness.
+type child struct {
+	cmd  *exec.Cmd
+	out  bytes.Buffer // written until done is closed
+	done chan struct{}
+}
+
+func startChild(env []string, args ...string) (*child, error) {
+	c := &child{cmd: exec.Command(args[0], args[1:]...), done: make(chan struct{})}
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+	c.cmd.WaitDelay = time.Second
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %q: %w", strings.Join(args, " "), err)
+	}
+	go func() { c.cmd.Wait(); close(c.done) }()
+	return c, nil
+}
+
+// stop ends the process by its id (SIGTERM, then SIGKILL after 3 s).
+func (c *child) stop() {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	c.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-c.done:
+	case <-time.After(3 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+func (c *child) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// netnsPair is one engine's pair of namespaces and what runs in them.
+type netnsPair struct {
+	engine     string
+	nsA, nsB   string
+	ifA, ifB   string
+	addrA      string // without prefix length
+	addrB      string
+	children   []*child
+	namespaces []string
+}
+
+// teardown stops the children in reverse order (the iperf3 server, then
+// the daemons) and deletes the namespaces with what was moved into them.
+func (p *netnsPair) teardown() {
+	for i := len(p.children) - 1; i >= 0; i-- {
+		p.children[i].stop()
+	}
+	for _, ns := range p.namespaces {
+		run("", "ip", "netns", "del", ns)
+	}
+}
+
+// freeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago.
+func freeUDPPort() (int, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port, nil
+}
+
+// daemonArgs returns the command line of an engine's daemon for ifname.
+func daemonArgs(engine string, bins netnsBins, ifname string) ([]string, error) {
+	switch engine {
+	case EngineWireguardGo:
+		return []string{bins.wireguardGo, "-f", ifname}, nil
+	case EngineWirelane:
+		return []string{bins.wirelaned, "-f", ifname}, nil
+	case EngineWirelaneRef:
+		return []string{bins.wirelaned, "-f", "--ref-mode", ifname}, nil
+	}
+	return nil, fmt.Errorf("no daemon for engine %q", engine)
+}
+
+type netnsBins struct{ wireguardGo, wirelaned string }
+
+// setupPair builds engine number idx's namespaces and link.
+func setupPair(engine string, idx int, tag string, bins netnsBins, keyDir string) (p *netnsPair, err error) {
+	p = &netnsPair{
+		engine: engine,
+		nsA:    fmt.Sprintf("wlb%s-%da", tag, idx), nsB: fmt.Sprintf("wlb%s-%db", tag, idx),
+		ifA: fmt.Sprintf("wlb%s%da", tag, idx), ifB: fmt.Sprintf("wlb%s%db", tag, idx),
+		addrA: fmt.Sprintf("10.88.%d.1", idx), addrB: fmt.Sprintf("10.88.%d.2", idx),
+	}
+	defer func() {
+		if err != nil {
+			p.teardown()
+			err = fmt.Errorf("%s: %w", engine, err)
+		}
+	}()
+	for _, ns := range []string{p.nsA, p.nsB} {
+		if _, err := run("", "ip", "netns", "add", ns); err != nil {
+			return p, err
+		}
+		p.namespaces = append(p.namespaces, ns)
+		if _, err := run(ns, "ip", "link", "set", "lo", "up"); err != nil {
+			return p, err
+		}
+	}
+	if engine == EngineVeth {
+		if _, err := run("", "ip", "link", "add", p.ifA, "type", "veth", "peer", "name", p.ifB); err != nil {
+			return p, err
+		}
+	} else {
+		if err := p.startTunnel(bins, keyDir); err != nil {
+			return p, err
+		}
+	}
+	for _, side := range []struct{ ifname, ns, addr string }{{p.ifA, p.nsA, p.addrA}, {p.ifB, p.nsB, p.addrB}} {
+		steps := [][]string{
+			{"", "ip", "link", "set", side.ifname, "netns", side.ns},
+			{side.ns, "ip", "addr", "add", side.addr + "/24", "dev", side.ifname},
+			{side.ns, "ip", "link", "set", side.ifname, "mtu", strconv.Itoa(netnsMTU), "up"},
+		}
+		for _, s := range steps {
+			if _, err := run(s[0], s[1:]...); err != nil {
+				return p, err
+			}
+		}
+	}
+	var pingErr error
+	for try := 0; try < 10; try++ {
+		if _, pingErr = run(p.nsA, "ping", "-c", "1", "-W", "1", p.addrB); pingErr == nil {
+			break
+		}
+	}
+	if pingErr != nil {
+		return p, fmt.Errorf("tunnel carries no ping: %w", pingErr)
+	}
+	srv, err := startChild(nil, "ip", "netns", "exec", p.nsB, "iperf3", "-s", "-B", p.addrB)
+	if err != nil {
+		return p, err
+	}
+	p.children = append(p.children, srv)
+	time.Sleep(200 * time.Millisecond)
+	if srv.exited() {
+		return p, fmt.Errorf("iperf3 server exited: %s", srv.out.String())
+	}
+	return p, nil
+}
+
+// startTunnel starts both daemons, waits for their UAPI sockets and
+// configures them with wg(8): each the other's peer at 127.0.0.1.
+func (p *netnsPair) startTunnel(bins netnsBins, keyDir string) error {
+	var pubs [2][]byte
+	var keyFiles [2]string
+	var ports [2]int
+	for i, ifname := range []string{p.ifA, p.ifB} {
+		args, err := daemonArgs(p.engine, bins, ifname)
+		if err != nil {
+			return err
+		}
+		c, err := startChild([]string{"LOG_LEVEL=error"}, args...)
+		if err != nil {
+			return err
+		}
+		p.children = append(p.children, c)
+		sock := filepath.Join("/var/run/wireguard", ifname+".sock")
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			if _, err := os.Stat(sock); err == nil {
+				if _, err := run("", "wg", "show", ifname); err == nil {
+					break
+				}
+			}
+			if c.exited() {
+				return fmt.Errorf("daemon %q exited: %s", strings.Join(args, " "), strings.TrimSpace(c.out.String()))
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("daemon %q: no UAPI socket %s within 15s", strings.Join(args, " "), sock)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		k, err := newKeyPair()
+		if err != nil {
+			return err
+		}
+		pubs[i] = k.pub
+		keyFiles[i] = filepath.Join(keyDir, ifname+".key")
+		if err := os.WriteFile(keyFiles[i], []byte(base64.StdEncoding.EncodeToString(k.priv)+"\n"), 0o600); err != nil {
+			return err
+		}
+		if ports[i], err = freeUDPPort(); err != nil {
+			return err
+		}
+	}
+	ifs := [2]string{p.ifA, p.ifB}
+	addrs := [2]string{p.addrA, p.addrB}
+	for i := range 2 {
+		o := 1 - i
+		if _, err := run("", "wg", "set", ifs[i], "private-key", keyFiles[i], "listen-port", strconv.Itoa(ports[i]),
+			"peer", base64.StdEncoding.EncodeToString(pubs[o]),
+			"endpoint", fmt.Sprintf("127.0.0.1:%d", ports[o]), "allowed-ips", addrs[o]+"/32"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// iperf runs one client test from nsA to nsB for d (whole seconds, at
+// least one).
+func (p *netnsPair) iperf(t netnsTest, d time.Duration) (iperfResult, error) {
+	secs := max(1, int(d.Round(time.Second)/time.Second))
+	args := append([]string{"iperf3", "-c", p.addrB, "-J", "-t", strconv.Itoa(secs)}, t.args...)
+	var last error
+	for try := 0; try < 3; try++ { // the server is busy for a moment after each test
+		out, err := run(p.nsA, args...)
+		res, perr := parseIperf([]byte(out), t.udp)
+		if perr == nil {
+			return res, nil
+		}
+		last = errors.Join(err, perr)
+		time.Sleep(300 * time.Millisecond)
+	}
+	return iperfResult{}, fmt.Errorf("%s %s: %w", p.engine, t.name, last)
+}
+
+// buildDaemons builds wireguard-go and wirelaned into dir, unless cfg names
+// binaries.
+func buildDaemons(cfg Config, dir string) (netnsBins, error) {
+	bins := netnsBins{wireguardGo: cfg.WireguardGoBin, wirelaned: cfg.WirelanedBin}
+	mod, err := run("", "go", "env", "GOMOD")
+	if err != nil {
+		return bins, err
+	}
+	root := filepath.Dir(strings.TrimSpace(mod))
+	build := func(out, pkg string) error {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %w: %s", pkg, err, strings.TrimSpace(string(b)))
+		}
+		return nil
+	}
+	if bins.wireguardGo == "" {
+		bins.wireguardGo = filepath.Join(dir, "wireguard-go")
+		if err := build(bins.wireguardGo, "golang.zx2c4.com/wireguard"); err != nil {
+			return bins, err
+		}
+	}
+	if bins.wirelaned == "" {
+		bins.wirelaned = filepath.Join(dir, "wirelaned")
+		if err := build(bins.wirelaned, "./cmd/wirelaned"); err != nil {
+			return bins, err
+		}
+	}
+	return bins, nil
+}
+
+// netnsTag makes this process's namespace and interface names unique
+// among concurrent runs.
+func netnsTag() string { return fmt.Sprintf("%04d", os.Getpid()%10000) }
+
+// netnsSection sets up every engine's namespaces, then alternates iperf3
+// runs between them.
+func netnsSection(r *Report, cfg Config, p *progress) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: needs root to create namespaces, TUN devices and veth pairs", ErrSkipped)
+	}
+	for _, tool := range []string{"ip", "wg", "iperf3", "ping", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%w: needs %s on PATH", ErrSkipped, tool)
+		}
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		return fmt.Errorf("%w: needs /dev/net/tun: %v", ErrSkipped, err)
+	}
+	dir, err := os.MkdirTemp("", "wirelane-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	engines := netnsEngines(cfg)
+	p.step("netns: build daemons")
+	var bins netnsBins
+	if len(engines) > 1 {
+		if bins, err = buildDaemons(cfg, dir); err != nil {
+			return err
+		}
+	}
+	p.step("netns: set up namespaces and tunnels")
+	tag := netnsTag()
+	var pairs []*netnsPair
+	defer func() {
+		for _, pr := range pairs {
+			pr.teardown()
+		}
+	}()
+	for i, e := range engines {
+		pr, err := setupPair(e, i, tag, bins, dir)
+		if err != nil {
+			r.Note("netns: %v (engine left out)", err)
+			continue
+		}
+		pairs = append(pairs, pr)
+	}
+	if len(pairs) == 0 {
+		return errors.New("no engine could be set up")
+	}
+	for rep := 0; rep < cfg.Repeats; rep++ {
+		for _, t := range netnsTests {
+			for i := range pairs {
+				pr := pairs[(i+rep)%len(pairs)]
+				p.step(fmt.Sprintf("netns %s %s, repeat %d/%d", t.name, pr.engine, rep+1, cfg.Repeats))
+				res, err := pr.iperf(t, cfg.Duration)
+				if err != nil {
+					return err
+				}
+				r.Add(SectionNetns, t.name, MetricGbps, pr.engine, HigherIsBetter, res.bitsPerSecond/1e9)
+				if t.udp {
+					r.Add(SectionNetns, t.name, MetricLoss, pr.engine, LowerIsBetter, res.lostPercent)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+)
+
+// TargetState is whether a target was reached.
+type TargetState int
+
+// Target states.
+const (
+	NotMeasured TargetState = iota
+	Met
+	NotMet
+)
+
+// Target is one of the project's performance goals, judged on a report.
+type Target struct {
+	Name     string
+	Want     string // the goal in words, e.g. ">= 2.00x wireguard-go"
+	Measured string // the measured ratio or value
+	State    TargetState
+}
+
+// Status returns "met", "not met" or "not measured".
+func (t Target) Status() string {
+	switch t.State {
+	case Met:
+		return "met"
+	case NotMet:
+		return "not met"
+	}
+	return "not measured"
+}
+
+// MaxSteadyAllocsPerPacket is the allocation rate below which the data path
+// counts as allocation-free: less than one allocation per 100 packets, the
+// remainder being timers and bookkeeping that do not grow with traffic.
+const MaxSteadyAllocsPerPacket = 0.01
+
+// Targets judges the report against the project's goals.
+func (r *Report) Targets() []Target {
+	var ts []Target
+	ratioAtLeast := func(name, section, cas, metric, engine, base string, min float64) {
+		t := Target{Name: name, Want: fmt.Sprintf(">= %.2fx %s", min, base)}
+		if v, ok := r.Ratio(section, cas, metric, engine, base); ok {
+			t.Measured = fmt.Sprintf("%.2fx", v)
+			t.State = judge(v >= min)
+		}
+		ts = append(ts, t)
+	}
+	ratioAtMost := func(name, section, cas, metric, engine, base string, max float64) {
+		t := Target{Name: name, Want: fmt.Sprintf("<= %.2fx %s", max, base)}
+		if v, ok := r.Ratio(section, cas, metric, engine, base); ok {
+			t.Measured = fmt.Sprintf("%.2fx", v)
+			t.State = judge(v <= max)
+		}
+		ts = append(ts, t)
+	}
+	gainAtLeast := func(name, section, cas, metric string, pct float64) {
+		t := Target{Name: name, Want: fmt.Sprintf(">= %+.0f%% over %s", pct, EngineWirelaneRef)}
+		if v, ok := r.Ratio(section, cas, metric, EngineWirelane, EngineWirelaneRef); ok {
+			t.Measured = fmt.Sprintf("%+.1f%%", (v-1)*100)
+			t.State = judge((v-1)*100 >= pct)
+		}
+		ts = append(ts, t)
+	}
+
+	ratioAtLeast("netns TCP 1 stream", "netns", CaseTCP1, MetricGbps, EngineWirelane, EngineWireguardGo, 2)
+	ratioAtLeast("netns TCP 4 streams", "netns", CaseTCP4, MetricGbps, EngineWirelane, EngineWireguardGo, 2)
+	ratioAtLeast("in-process MTU packets", "inproc", CaseMTU, MetricGbps, EngineWirelane, EngineWireguardGo, 2)
+	ratioAtLeast("in-process small packets", "inproc", CaseSmall, MetricMpps, EngineWirelane, EngineWireguardGo, 1.5)
+	for _, cas := range []string{CaseMTU, CaseSmall} {
+		t := Target{Name: "zero steady-state allocs/packet, " + cas, Want: fmt.Sprintf("< %g allocs/packet", MaxSteadyAllocsPerPacket)}
+		if m := r.Find("inproc", cas, MetricAllocs, EngineWirelane); m != nil && !math.IsNaN(m.Median()) {
+			t.Measured = formatNum(m.Median()) + " allocs/packet"
+			t.State = judge(m.Median() < MaxSteadyAllocsPerPacket)
+		}
+		ts = append(ts, t)
+	}
+	gainAtLeast("noref over ref, in-process MTU", "inproc", CaseMTU, MetricGbps, 4)
+	gainAtLeast("noref over ref, in-process small", "inproc", CaseSmall, MetricMpps, 4)
+	gainAtLeast("noref over ref, netns TCP 1 stream", "netns", CaseTCP1, MetricGbps, 4)
+	ratioAtLeast("handshakes/s per core", "handshake", CaseHandshake, MetricHandshakes, EngineWirelane, EngineWireguardGo, 1)
+	ratioAtMost("memory/peer (heap)", "memory", CasePeers, MetricHeapPerPeer, EngineWirelane, EngineWireguardGo, 1)
+	ratioAtMost("memory/peer (heap+stacks)", "memory", CasePeers, MetricTotalPerPeer, EngineWirelane, EngineWireguardGo, 1)
+	return ts
+}
+
+func judge(ok bool) TargetState {
+	if ok {
+		return Met
+	}
+	return NotMet
+}

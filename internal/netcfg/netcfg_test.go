@@ -1,0 +1,231 @@
+package netcfg
+
+import (
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// freshNS returns a Conf for a new, empty network namespace that vanishes
+// when the test ends (only the test holds it), with a veth link "dum0"
+// (peer "dum1"; this kernel has no dummy driver).
+func freshNS(t *testing.T) (*Conf, netns.NsHandle) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates a network namespace and links in it")
+	}
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := netns.New()
+	if serr := netns.Set(orig); serr != nil {
+		t.Fatalf("cannot return to the original namespace: %v", serr) // thread stays locked
+	}
+	runtime.UnlockOSThread()
+	orig.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	c, err := NewAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if err := c.h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "dum0"}, PeerName: "dum1"}); err != nil {
+		t.Fatal(err)
+	}
+	return c, ns
+}
+
+func countRoutes(t *testing.T, c *Conf, table int) int {
+	t.Helper()
+	n := 0
+	for _, fam := range Families {
+		rs, err := c.h.RouteListFiltered(fam, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.Protocol == unix.RTPROT_BOOT {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func ruleSummary(t *testing.T, c *Conf) string {
+	t.Helper()
+	var b strings.Builder
+	for _, fam := range Families {
+		rs, err := c.Rules(fam)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			b.WriteString(r.String() + "\n")
+		}
+	}
+	return b.String()
+}
+
+func TestChangesAndRollback(t *testing.T) {
+	c, _ := freshNS(t)
+	rulesBefore := ruleSummary(t, c)
+	if err := c.SetMTU("dum0", 1380); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetUp("dum0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"10.5.0.1/24", "fd05::1/64"} {
+		if err := c.AddAddress("dum0", netip.MustParsePrefix(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addrs, err := c.Addresses("dum0")
+	if err != nil || len(addrs) != 2 || addrs[0] != netip.MustParsePrefix("10.5.0.1/24") {
+		t.Fatalf("Addresses = %v, %v", addrs, err)
+	}
+	// The kernel's subnet route covers the /24 and narrower prefixes only.
+	for p, want := range map[string]bool{"10.5.0.0/24": true, "10.5.0.7/32": true, "10.5.0.0/16": false, "10.6.0.0/24": false, "fd05::/64": true} {
+		got, err := c.RouteCovered("dum0", netip.MustParsePrefix(p))
+		if err != nil || got != want {
+			t.Errorf("RouteCovered(%s) = %v, %v; want %v", p, got, err, want)
+		}
+	}
+	if err := c.AddRoute("dum0", netip.MustParsePrefix("10.6.0.0/16"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := c.RouteCovered("dum0", netip.MustParsePrefix("10.6.1.0/24")); !ok {
+		t.Error("route just added does not cover a narrower prefix")
+	}
+	free, err := c.FreeTable(51820)
+	if err != nil || free != 51820 {
+		t.Fatalf("FreeTable = %d, %v", free, err)
+	}
+	if err := c.AddRoute("dum0", netip.MustParsePrefix("0.0.0.0/0"), 51820); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddRoute("dum0", netip.MustParsePrefix("::/0"), 51820); err != nil {
+		t.Fatal(err)
+	}
+	if free, _ := c.FreeTable(51820); free != 51821 {
+		t.Errorf("FreeTable after use = %d, want 51821", free)
+	}
+	for _, fam := range Families {
+		if err := c.AddDefaultRouteRules(fam, 51820); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rules := ruleSummary(t, c)
+	if strings.Count(rules, "table 51820") != 2 || strings.Count(rules, "table 254") != 4 {
+		t.Errorf("rules after adding:\n%s", rules)
+	}
+	if mtu, ok := c.RouteMTU(netip.MustParseAddr("10.6.3.4")); !ok || mtu != 1380 {
+		t.Errorf("RouteMTU = %d, %v; want 1380", mtu, ok)
+	}
+	if n := countRoutes(t, c, 51820); n != 2 {
+		t.Errorf("%d routes in table 51820, want 2", n)
+	}
+
+	if err := c.Undo.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ruleSummary(t, c); got != rulesBefore {
+		t.Errorf("rules after rollback:\n%s\nwant:\n%s", got, rulesBefore)
+	}
+	if n := countRoutes(t, c, 51820) + countRoutes(t, c, unix.RT_TABLE_MAIN); n != 0 {
+		t.Errorf("%d routes left after rollback", n)
+	}
+	l, _ := c.Link("dum0")
+	if l.Attrs().MTU != 1500 || l.Attrs().Flags&1 != 0 {
+		t.Errorf("link after rollback: mtu %d flags %v", l.Attrs().MTU, l.Attrs().Flags)
+	}
+	if addrs, _ := c.Addresses("dum0"); len(addrs) != 0 {
+		t.Errorf("addresses left: %v", addrs)
+	}
+}
+
+func TestDeleteDefaultRouteRules(t *testing.T) {
+	c, _ := freshNS(t)
+	before := ruleSummary(t, c)
+	c.Undo = nil // a later process removes the rules, not the undo stack
+	for _, fam := range Families {
+		if err := c.AddDefaultRouteRules(fam, 51821); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, fam := range Families {
+		k, err := c.DeleteDefaultRouteRules(fam, 51821)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += k
+	}
+	if n != 4 {
+		t.Errorf("deleted %d rules, want 4", n)
+	}
+	if got := ruleSummary(t, c); got != before {
+		t.Errorf("rules left:\n%s", got)
+	}
+}
+
+func TestDeleteLinkAndErrNoLink(t *testing.T) {
+	c, _ := freshNS(t)
+	c.PushDeleteLink("dum0")
+	if err := c.Undo.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if c.LinkExists("dum0") {
+		t.Fatal("link still there")
+	}
+	c.PushDeleteLink("dum0") // already gone: not an error
+	if err := c.Undo.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetUp("nope0"); err == nil || !strings.Contains(err.Error(), "no such interface") {
+		t.Errorf("SetUp on a missing link: %v", err)
+	}
+}
+
+func TestResolveTable(t *testing.T) {
+	for s, want := range map[string]int{"main": 254, "local": 255, "1234": 1234, "0x10": 16} {
+		if got, err := ResolveTable(s); err != nil || got != want {
+			t.Errorf("ResolveTable(%q) = %d, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"0", "no-such-table-name"} {
+		if _, err := ResolveTable(s); err == nil {
+			t.Errorf("ResolveTable(%q) succeeded", s)
+		}
+	}
+}
+
+func TestUndoOrderAndErrors(t *testing.T) {
+	var u Undo
+	var got []int
+	u.Push("one", func() error { got = append(got, 1); return nil })
+	u.Push("two", func() error { got = append(got, 2); return os.ErrPermission })
+	u.Push("three", func() error { got = append(got, 3); return nil })
+	err := u.Rollback()
+	if len(got) != 3 || got[0] != 3 || got[2] != 1 {
+		t.Errorf("order = %v", got)
+	}
+	if err == nil || !strings.Contains(err.Error(), "undo two") {
+		t.Errorf("err = %v", err)
+	}
+	if u.Len() != 0 {
+		t.Error("stack not emptied")
+	}
+}

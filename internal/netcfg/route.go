@@ -1,0 +1,151 @@
+package netcfg
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// AddRoute adds a route for p through the interface in table (0 = main),
+// as `ip route add P dev NAME [table T]` does: link scope for IPv4,
+// protocol "boot". Removed on undo.
+func (c *Conf) AddRoute(name string, p netip.Prefix, table int) error {
+	l, err := c.Link(name)
+	if err != nil {
+		return err
+	}
+	r := &netlink.Route{
+		LinkIndex: l.Attrs().Index,
+		Dst:       ipNet(p),
+		Family:    family(p.Addr()),
+		Protocol:  unix.RTPROT_BOOT,
+		Table:     table,
+	}
+	if p.Addr().Is4() {
+		r.Scope = netlink.SCOPE_LINK
+	}
+	if table != 0 {
+		c.logf("ip %s route add %s dev %s table %d", famFlag(r.Family), p, name, table)
+	} else {
+		c.logf("ip %s route add %s dev %s", famFlag(r.Family), p, name)
+	}
+	if err := c.h.RouteAdd(r); err != nil {
+		return fmt.Errorf("add route %s dev %s: %w", p, name, err)
+	}
+	c.Undo.Push("route "+p.String(), func() error { return ignoreGone(c.h.RouteDel(r)) })
+	return nil
+}
+
+// RouteCovered reports whether the main table already routes p through the
+// interface with a route at least as wide (what `ip route show dev NAME
+// match P` finds); wg-quick then adds no route of its own.
+func (c *Conf) RouteCovered(name string, p netip.Prefix) (bool, error) {
+	l, err := c.Link(name)
+	if err != nil {
+		return false, err
+	}
+	routes, err := c.h.RouteListFiltered(family(p.Addr()), &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_MAIN},
+		netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range routes {
+		dst := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+		if p.Addr().Is6() {
+			dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+		}
+		if r.Dst != nil {
+			a, ok := netip.AddrFromSlice(r.Dst.IP)
+			ones, _ := r.Dst.Mask.Size()
+			if !ok {
+				continue
+			}
+			if p.Addr().Is4() {
+				a = a.Unmap()
+			}
+			dst = netip.PrefixFrom(a, ones)
+		}
+		if dst.Bits() <= p.Bits() && dst.Contains(p.Addr()) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// TableInUse reports whether table holds any IPv4 or IPv6 route.
+func (c *Conf) TableInUse(table int) (bool, error) {
+	for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
+		rs, err := c.h.RouteListFiltered(fam, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return false, err
+		}
+		if len(rs) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// FreeTable returns the first table number from start on that holds no
+// route (wg-quick's choice of fwmark and table for a default route).
+func (c *Conf) FreeTable(start int) (int, error) {
+	for t := start; t < start+1<<16; t++ {
+		used, err := c.TableInUse(t)
+		if err != nil {
+			return 0, err
+		}
+		if !used {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("no free routing table from %d on", start)
+}
+
+// RouteMTU returns the MTU of the route the kernel would use to reach
+// dst: the route's own mtu metric, else its interface's MTU. ok is false
+// when there is no route.
+func (c *Conf) RouteMTU(dst netip.Addr) (mtu int, ok bool) {
+	rs, err := c.h.RouteGet(net.IP(dst.AsSlice()))
+	if err != nil || len(rs) == 0 {
+		return 0, false
+	}
+	return c.mtuOf(rs[0])
+}
+
+func (c *Conf) mtuOf(r netlink.Route) (int, bool) {
+	if r.MTU > 0 {
+		return r.MTU, true
+	}
+	l, err := c.h.LinkByIndex(r.LinkIndex)
+	if err != nil {
+		return 0, false
+	}
+	return l.Attrs().MTU, true
+}
+
+// DefaultRouteMTU returns the MTU of the main table's first IPv4 default
+// route (what `ip route show default` lists first).
+func (c *Conf) DefaultRouteMTU() (int, bool) {
+	rs, err := c.h.RouteListFiltered(unix.AF_INET, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return 0, false
+	}
+	for _, r := range rs {
+		if r.Dst == nil || r.Dst.IP.IsUnspecified() {
+			if ones, _ := maskSize(r.Dst); ones == 0 {
+				return c.mtuOf(r)
+			}
+		}
+	}
+	return 0, false
+}
+
+func maskSize(n *net.IPNet) (int, int) {
+	if n == nil {
+		return 0, 0
+	}
+	return n.Mask.Size()
+}

@@ -1,0 +1,55 @@
+package wgquick
+
+import (
+	"errors"
+
+	"github.com/wirelane/wirelane/device/noise"
+)
+
+// Keys are the engine's own (device/noise): the same clamping, the same
+// constant-time base64 and the same X25519 as the handshake uses, so the
+// tool and the engine cannot disagree about a key.
+
+// KeyLen is the length in bytes of a Curve25519 or preshared key.
+const KeyLen = noise.KeySize
+
+// Key is a Curve25519 private or public key, or a preshared key. Its text
+// form is the 44-character standard base64 encoding `wg` uses.
+type Key [KeyLen]byte
+
+// ErrBadKey reports a key that is not 44 characters of canonical base64
+// encoding 32 bytes. The message matches what `wg` prints.
+var ErrBadKey = errors.New("Key is not the correct length or format")
+
+// ParseKey decodes the base64 text form of a key. It accepts exactly what
+// `wg` accepts: 44 characters ending in '=' with canonical trailing bits.
+func ParseKey(s string) (Key, error) {
+	k, err := noise.ParseBase64Key(s)
+	if err != nil {
+		return Key{}, ErrBadKey
+	}
+	return Key(k), nil
+}
+
+// String returns the base64 text form (44 characters), encoded in constant
+// time. Callers must not log the text of private or preshared keys.
+func (k Key) String() string { return noise.Base64Key(k) }
+
+// IsZero reports whether every byte of k is zero.
+func (k Key) IsZero() bool { return k == Key{} }
+
+// GeneratePresharedKey returns 32 random bytes from the system CSPRNG.
+func GeneratePresharedKey() (Key, error) {
+	k, err := noise.GeneratePresharedKey()
+	return Key(k), err
+}
+
+// GeneratePrivateKey returns a random Curve25519 private key, clamped as
+// RFC 7748 prescribes (and as `wg genkey` prints it).
+func GeneratePrivateKey() (Key, error) {
+	k, err := noise.GeneratePrivateKey()
+	return Key(k), err
+}
+
+// PublicKey returns the Curve25519 public key of the private key k.
+func (k Key) PublicKey() Key { return Key(noise.PrivateKey(k).PublicKey()) }

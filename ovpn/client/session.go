@@ -1,0 +1,415 @@
+// Package client is an OpenVPN 2.6 client session over UDP or TCP: hard
+// reset, TLS, key_method_2, push request/reply, data-channel keys,
+// keepalive, renegotiation and a clean exit. It exposes the tunnel as a
+// packet interface (ReadPacket/WritePacket of IP packets) so a TUN device
+// or a test can sit on top.
+//
+// Pipelines of a Session:
+//
+//	receive goroutines (one per socket; conn.StdBind batches or TCP frames):
+//	    handlePacket -> data opcode    -> data.Decrypt -> ping/exit handling
+//	                                                   -> rx queue -> ReadPacket
+//	                 -> control opcode -> control.Channel.HandlePacket
+//	WritePacket (any goroutine): copy to pooled buffer -> data.Encrypt -> transport.send
+//	    (UDP: conn.RouteCache.Borrow, one atomic load, then StdBind.Send)
+//	key-state goroutines: TLS handshake -> key_method_2 -> (first key) push -> keys -> message loop
+//	timer goroutine (1 s): keepalive ping, ping-restart, reneg-sec, lame-duck expiry
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wirelane/wirelane/ovpn/config"
+	"github.com/wirelane/wirelane/ovpn/control"
+	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/wire"
+	"github.com/wirelane/wirelane/ovpn/wrap"
+)
+
+// Options tune Dial beyond the configuration file.
+type Options struct {
+	// Logf receives diagnostics; secrets are never passed to it.
+	Logf func(format string, args ...any)
+	// HandshakeTimeout bounds each remote's connection attempt (default 60 s,
+	// OpenVPN's hand-window).
+	HandshakeTimeout time.Duration
+	// Username and Password are used for auth-user-pass when the
+	// configuration does not carry them.
+	Username, Password string
+	// DisableEKM leaves TLS_KEY_EXPORT out of IV_PROTO, so the server uses
+	// the older PRF key expansion.
+	DisableEKM bool
+	// WrapSocket, when set, runs fn (which creates the session's socket)
+	// and returns once fn has; tests use it to create the socket in another
+	// network namespace.
+	WrapSocket func(fn func()) error
+	// TransitionWindow is how long an old key keeps decrypting after a
+	// renegotiation (default 60 s).
+	TransitionWindow time.Duration
+}
+
+// Errors a Session reports.
+var (
+	ErrAuthFailed  = errors.New("client: authentication failed (AUTH_FAILED)")
+	ErrServerExit  = errors.New("client: server ended the session")
+	ErrRestart     = errors.New("client: server asked for a restart")
+	ErrPingRestart = errors.New("client: nothing received within ping-restart")
+	ErrClosed      = errors.New("client: session closed")
+	ErrTimeout     = errors.New("client: handshake timed out")
+)
+
+// Version is sent as IV_VER.
+const Version = "2.6.14"
+
+// Session is a connected OpenVPN client session.
+type Session struct {
+	// Immutable after dialRemote.
+	cfg    *config.Config
+	opts   Options
+	logf   func(string, ...any)
+	tr     transport
+	ctrl   *control.Channel
+	tlsCfg *tls.Config
+	remote string
+
+	data atomic.Pointer[data.Channel] // stored once, when the first push is processed
+
+	mu        sync.Mutex // guards the fields below
+	push      *control.PushReply
+	cipher    data.Cipher
+	useEKM    bool
+	primary   *keyCtx // newest authenticated key state
+	lame      *keyCtx // previous one, until the transition window ends
+	nextKeyID uint8
+	renegAt   time.Time
+
+	lastRecv atomic.Int64 // unix nanoseconds of the last authenticated packet
+	lastSend atomic.Int64 // unix nanoseconds of the last data packet sent
+	wrapErr  atomic.Value // last control unwrap error (string), for diagnostics
+
+	rx      chan *rxBuf    // received packets for ReadPacket
+	free    chan *rxBuf    // buffers returned by ReadPacket
+	txPool  sync.Pool      // *[]byte send buffers with head- and tailroom
+	closed  chan struct{}  // closed by fail
+	closeMu sync.Once      // makes fail run once
+	err     error          // written once by fail before closed is closed; read after
+	wg      sync.WaitGroup // receive and timer goroutines
+}
+
+// keyCtx is one authenticated key state on the client side.
+type keyCtx struct {
+	ks      *control.KeyState
+	conn    *tls.Conn
+	local   *control.KeyMethod2
+	created time.Time
+}
+
+// rxBuf is one received packet waiting for ReadPacket.
+type rxBuf struct {
+	b []byte
+	n int
+}
+
+const (
+	rxQueue  = 256
+	rxBufLen = 2048
+	maxPkt   = 65535
+)
+
+// Dial connects to the configuration's remotes in order and returns the
+// first session that completes the handshake and push.
+func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, error) {
+	if opts.HandshakeTimeout == 0 {
+		opts.HandshakeTimeout = 60 * time.Second
+	}
+	if opts.TransitionWindow == 0 {
+		opts.TransitionWindow = 60 * time.Second
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if cfg.AuthUserPass && cfg.Username == "" && opts.Username == "" {
+		return nil, errors.New("client: auth-user-pass needs a username (none in the configuration or options)")
+	}
+	tlsCfg, err := control.TLSConfig(control.TLSParams{CA: cfg.CA, Cert: cfg.Cert, Key: cfg.Key,
+		RemoteCertTLS: cfg.RemoteCertTLS, VerifyX509: cfg.VerifyX509, VerifyX509Typ: cfg.VerifyX509Typ,
+		MinVersion: tlsVersion(cfg.TLSVersionMin)})
+	if err != nil {
+		return nil, err
+	}
+	remotes := slices.Clone(cfg.Remotes)
+	if cfg.RemoteRandom {
+		rand.Shuffle(len(remotes), func(i, j int) { remotes[i], remotes[j] = remotes[j], remotes[i] })
+	}
+	var errs []error
+	for _, r := range remotes {
+		s, err := dialRemote(ctx, cfg, opts, tlsCfg, r)
+		if err == nil {
+			return s, nil
+		}
+		opts.Logf("openvpn: %s %s: %v", r.Proto, r.Address(), err)
+		errs = append(errs, fmt.Errorf("%s %s: %w", r.Proto, r.Address(), err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+func tlsVersion(s string) uint16 {
+	if s == "1.3" {
+		return tls.VersionTLS13
+	}
+	return tls.VersionTLS12
+}
+
+func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *tls.Config, r config.Remote) (*Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, opts.HandshakeTimeout)
+	defer cancel()
+	tr, err := openTransport(ctx, &opts, r.Family, r.Host, r.Port, r.Proto == config.TCP)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{cfg: cfg, opts: opts, logf: opts.Logf, tr: tr, tlsCfg: tlsCfg, remote: r.Address(),
+		rx: make(chan *rxBuf, rxQueue), free: make(chan *rxBuf, rxQueue), closed: make(chan struct{}), nextKeyID: 1}
+	for i := 0; i < rxQueue; i++ {
+		s.free <- &rxBuf{b: make([]byte, rxBufLen)}
+	}
+	s.txPool.New = func() any { b := make([]byte, sendHeadroom+data.Headroom+maxPkt+data.Tailroom); return &b }
+	var w wrap.Wrapper
+	switch {
+	case cfg.TLSCrypt != nil:
+		if w, err = wrap.NewTLSCrypt(cfg.TLSCrypt, false); err != nil {
+			tr.close()
+			return nil, err
+		}
+	case cfg.TLSAuth != nil:
+		digest, err := wrap.DigestByName(cfg.Auth)
+		if err != nil {
+			tr.close()
+			return nil, err
+		}
+		w = wrap.NewTLSAuth(cfg.TLSAuth, cfg.KeyDirection, digest)
+	}
+	s.ctrl, err = control.NewChannel(control.ChannelConfig{Client: true, Wrapper: w, Send: s.sendControl, Logf: s.logf,
+		OnSoftReset: func(ks *control.KeyState) { s.runKeyState(context.Background(), ks, false, nil) }})
+	if err != nil {
+		tr.close()
+		return nil, err
+	}
+	now := time.Now().UnixNano()
+	s.lastRecv.Store(now)
+	s.lastSend.Store(now)
+	tr.serve(&s.wg, s.handlePacket, s.fail)
+	ks, err := s.ctrl.Start(0)
+	if err != nil {
+		s.fail(err)
+		return nil, err
+	}
+	ready := make(chan error, 1)
+	go s.runKeyState(ctx, ks, true, ready)
+	select {
+	case err = <-ready:
+	case <-s.closed:
+		err = s.err
+	}
+	if err != nil {
+		s.fail(err)
+		s.wg.Wait()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.timers()
+	return s, nil
+}
+
+func (s *Session) timeoutError(cause error) error {
+	if _, ok := s.ctrl.RemoteSession(); !ok {
+		msg := "no reply from the server (unreachable, or wrong tls-auth/tls-crypt key)"
+		if e, ok := s.wrapErr.Load().(string); ok {
+			msg += "; last dropped packet: " + e
+		}
+		return fmt.Errorf("%w: %s: %v", ErrTimeout, msg, cause)
+	}
+	return fmt.Errorf("%w: TLS or key exchange did not finish: %v", ErrTimeout, cause)
+}
+
+// sendControl is the control channel's transport.
+func (s *Session) sendControl(pkt []byte) error {
+	buf := make([]byte, sendHeadroom+len(pkt))
+	copy(buf[sendHeadroom:], pkt)
+	return s.tr.send(buf, sendHeadroom, len(pkt))
+}
+
+// fail ends the session with err (first error wins).
+func (s *Session) fail(err error) {
+	s.closeMu.Do(func() {
+		s.err = err
+		close(s.closed)
+		s.ctrl.Close()
+		s.tr.close()
+	})
+}
+
+// Err returns why the session ended, or nil while it runs.
+func (s *Session) Err() error {
+	select {
+	case <-s.closed:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// Done is closed when the session ends.
+func (s *Session) Done() <-chan struct{} { return s.closed }
+
+// Pushed returns the server's pushed options.
+func (s *Session) Pushed() *control.PushReply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.push
+}
+
+// Cipher returns the negotiated data-channel cipher.
+func (s *Session) Cipher() data.Cipher {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cipher
+}
+
+// KeyID returns the key id of the current send key.
+func (s *Session) KeyID() uint8 {
+	if ch := s.data.Load(); ch != nil {
+		if k := ch.Primary(); k != nil {
+			return k.ID
+		}
+	}
+	return 0
+}
+
+// handlePacket processes one packet from the server; pkt has data.Tailroom
+// spare capacity and is only valid during the call.
+func (s *Session) handlePacket(pkt []byte) {
+	op, _ := wire.Header(pkt[0])
+	if !op.IsData() {
+		if err := s.ctrl.HandlePacket(pkt); err != nil {
+			s.wrapErr.Store(err.Error())
+			s.logf("openvpn: dropped control packet: %v", err)
+			return
+		}
+		s.lastRecv.Store(time.Now().UnixNano())
+		return
+	}
+	ch := s.data.Load()
+	if ch == nil {
+		return
+	}
+	payload, kind, err := ch.Decrypt(pkt)
+	if err != nil {
+		s.logf("openvpn: dropped data packet: %v", err)
+		return
+	}
+	s.lastRecv.Store(time.Now().UnixNano())
+	switch kind {
+	case data.KindPing, data.KindOCC:
+		return
+	case data.KindExit:
+		s.fail(ErrServerExit)
+		return
+	}
+	var rb *rxBuf
+	select {
+	case rb = <-s.free:
+	default:
+		return // queue full: drop, like a NIC ring
+	}
+	if len(payload) > len(rb.b) {
+		rb.b = make([]byte, len(payload))
+	}
+	rb.n = copy(rb.b, payload)
+	s.rx <- rb
+}
+
+// ReadPacket reads one IP packet from the tunnel into b. It returns the
+// session's error once it has ended.
+func (s *Session) ReadPacket(b []byte) (int, error) {
+	select {
+	case rb := <-s.rx:
+		n := copy(b, rb.b[:rb.n])
+		if len(rb.b) > rxBufLen {
+			rb.b = rb.b[:rxBufLen:rxBufLen]
+		}
+		s.free <- rb
+		return n, nil
+	case <-s.closed:
+		return 0, s.err
+	}
+}
+
+// WritePacket sends one IP packet through the tunnel. It may be called
+// concurrently and does not allocate.
+func (s *Session) WritePacket(p []byte) error {
+	select {
+	case <-s.closed:
+		return s.err
+	default:
+	}
+	if len(p) > maxPkt-64 {
+		return fmt.Errorf("client: packet of %d bytes too large", len(p))
+	}
+	return s.sendData(p)
+}
+
+func (s *Session) sendData(p []byte) error {
+	ch := s.data.Load()
+	if ch == nil {
+		return data.ErrNoKey
+	}
+	bp := s.txPool.Get().(*[]byte)
+	buf := (*bp)[sendHeadroom:]
+	copy(buf[data.Headroom:], p)
+	pkt, err := ch.Encrypt(buf, len(p))
+	if err == nil {
+		off := sendHeadroom + data.Headroom - (len(pkt) - len(p)) // where pkt starts in *bp
+		err = s.tr.send(*bp, off, len(pkt))
+		s.lastSend.Store(time.Now().UnixNano())
+	}
+	s.txPool.Put(bp)
+	return err
+}
+
+// Close ends the session: it tells the server (EXIT control message when
+// cc-exit was negotiated, else an OCC exit data packet), waits briefly for
+// the acknowledgement and closes the socket.
+func (s *Session) Close() error {
+	select {
+	case <-s.closed:
+		return nil
+	default:
+	}
+	s.mu.Lock()
+	kc, push := s.primary, s.push
+	s.mu.Unlock()
+	if kc != nil && push != nil && push.CCExit {
+		if err := control.WriteMessage(kc.conn, "EXIT"); err == nil {
+			deadline := time.Now().Add(2 * time.Second)
+			for !kc.ks.Idle() && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	} else {
+		_ = s.sendData(data.OCCExitPayload)
+	}
+	s.fail(ErrClosed)
+	s.wg.Wait()
+	return nil
+}

@@ -1,0 +1,78 @@
+package client
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirelane/wirelane/ovpn/config"
+	"github.com/wirelane/wirelane/ovpn/data"
+)
+
+func TestNextKeyIDSkipsZero(t *testing.T) {
+	var got []uint8
+	id := uint8(0)
+	for i := 0; i < 9; i++ {
+		id = nextKeyID(id)
+		got = append(got, id)
+	}
+	if fmt.Sprint(got) != "[1 2 3 4 5 6 7 1 2]" {
+		t.Fatalf("key id sequence %v", got)
+	}
+}
+
+func testConfig(t *testing.T, extra string) *config.Config {
+	p := newPKI(t, "CA")
+	cert, key := p.valid(t, "client", x509.ExtKeyUsageClientAuth)
+	text := fmt.Sprintf("client\nremote 127.0.0.1 9 udp\n<ca>\n%s</ca>\n<cert>\n%s</cert>\n<key>\n%s</key>\n%s", p.caPEM, cert, key, extra)
+	c, err := config.Parse([]byte(text), "t.ovpn", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestPeerInfoAndOptions(t *testing.T) {
+	s := &Session{cfg: testConfig(t, "data-ciphers CHACHA20-POLY1305:AES-256-GCM\n"), tr: &tcpTransport{}}
+	pi := s.peerInfo()
+	for _, want := range []string{"IV_PROTO=142\n", "IV_CIPHERS=CHACHA20-POLY1305:AES-256-GCM\n", "IV_NCP=2\n", "IV_VER=" + Version + "\n"} {
+		if !strings.Contains(pi, want) {
+			t.Errorf("peer-info lacks %q:\n%s", want, pi)
+		}
+	}
+	s.opts.DisableEKM = true
+	if !strings.Contains(s.peerInfo(), "IV_PROTO=134\n") {
+		t.Errorf("DisableEKM still announces TLS_KEY_EXPORT: %s", s.peerInfo())
+	}
+	o := s.optionsString(data.AES128GCM)
+	if !strings.HasPrefix(o, "V4,dev-type tun,") || !strings.Contains(o, "proto TCPv4_CLIENT") || !strings.Contains(o, "keysize 128") || !strings.HasSuffix(o, "tls-client") {
+		t.Errorf("options string %q", o)
+	}
+}
+
+func TestDialErrors(t *testing.T) {
+	_, err := Dial(context.Background(), testConfig(t, "auth-user-pass\n"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "username") {
+		t.Fatalf("auth-user-pass without credentials: %v", err)
+	}
+	// Nothing listens on UDP port 9 of loopback: the hard reset goes
+	// unanswered and Dial gives up with a timeout that says so.
+	start := time.Now()
+	_, err = Dial(context.Background(), testConfig(t, ""), Options{HandshakeTimeout: 500 * time.Millisecond})
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "no reply from the server") {
+		t.Fatalf("unreachable server: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	// A cancelled context stops the attempt at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Dial(ctx, testConfig(t, ""), Options{}); err == nil {
+		t.Fatal("dialled with a cancelled context")
+	}
+}

@@ -1,0 +1,75 @@
+package client
+
+// Once a second: keepalive ping after `ping` seconds of send silence,
+// ping-restart after silence from the server, renegotiation when reneg-sec
+// or the packet-id limit is reached, and expiry of the lame-duck key.
+
+import (
+	"context"
+	"time"
+
+	"github.com/wirelane/wirelane/ovpn/data"
+)
+
+// timers runs until the session ends.
+func (s *Session) timers() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closed:
+			return
+		case now := <-t.C:
+			s.tick(now)
+		}
+	}
+}
+
+func (s *Session) tick(now time.Time) {
+	s.mu.Lock()
+	ping, restart := s.cfg.Ping, s.cfg.PingRestart
+	if s.push != nil {
+		if s.push.Ping > 0 {
+			ping = s.push.Ping
+		}
+		if s.push.PingRestart > 0 {
+			restart = s.push.PingRestart
+		}
+	}
+	reneg := !s.renegAt.IsZero() && now.After(s.renegAt)
+	lame := s.lame
+	s.mu.Unlock()
+	if ping > 0 && now.Sub(time.Unix(0, s.lastSend.Load())) >= time.Duration(ping)*time.Second {
+		if err := s.sendData(data.PingPayload); err != nil {
+			s.logf("openvpn: keepalive: %v", err)
+		}
+	}
+	if restart > 0 && now.Sub(time.Unix(0, s.lastRecv.Load())) >= time.Duration(restart)*time.Second {
+		s.fail(ErrPingRestart)
+		return
+	}
+	if ch := s.data.Load(); ch != nil {
+		ch.DropSecondary(now, s.opts.TransitionWindow)
+		if k := ch.Primary(); k != nil && k.NeedsRekey() {
+			reneg = true
+		}
+	}
+	if lame != nil && now.Sub(lame.created) > s.opts.TransitionWindow+time.Duration(s.cfg.RenegSec)*time.Second {
+		s.mu.Lock()
+		if s.lame == lame {
+			s.lame = nil
+		}
+		s.mu.Unlock()
+		s.ctrl.Remove(lame.ks)
+	}
+	if reneg {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
+			defer cancel()
+			if err := s.Renegotiate(ctx); err != nil {
+				s.logf("openvpn: renegotiation: %v", err)
+			}
+		}()
+	}
+}

@@ -1,0 +1,209 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/wirelane/wirelane/conn"
+	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/wire"
+)
+
+// transport moves whole OpenVPN packets to and from the server.
+//
+// send takes the packet buf[off:off+n]; the two bytes before off are free
+// (TCP writes its length prefix there), so no transport copies.
+// serve starts the receive goroutines: each calls handle for every packet
+// from the server (pkt has at least data.Tailroom spare capacity, valid
+// only during the call) and fail when its socket breaks.
+type transport interface {
+	send(buf []byte, off, n int) error
+	serve(wg *sync.WaitGroup, handle func(pkt []byte), fail func(error))
+	close() error
+	name() string // "UDPv4", "TCPv4_CLIENT", ... for the options string
+}
+
+// sendHeadroom is the space every send buffer keeps before the packet.
+const sendHeadroom = 2
+
+// udpBatch is how many datagrams one receive call may return. The client
+// has one peer and handles packets one by one, so a small batch suffices.
+const udpBatch = 16
+
+// udpTransport sends through conn.StdBind to a route borrowed from the
+// session's conn.RouteCache with one atomic load per packet, like
+// WireGuard peers do.
+type udpTransport struct {
+	bind   *conn.StdBind
+	fns    []conn.ReceiveFunc
+	routes conn.RouteCache
+	server netip.AddrPort
+	pool   sync.Pool // *[1][]byte scratch for Send
+}
+
+func newUDP(server netip.AddrPort, wrap func(func()) error) (*udpTransport, error) {
+	// GRO stays off: packets are decrypted one at a time into the caller's
+	// buffers, and each needs its own tailroom.
+	t := &udpTransport{bind: conn.NewStdBindOptions(conn.Options{DisableGRO: true, DisableSourceWatch: true}), server: server}
+	var err error
+	open := func() { t.fns, _, err = t.bind.Open(0) }
+	if wrap != nil {
+		if werr := wrap(open); werr != nil {
+			return nil, werr
+		}
+	} else {
+		open()
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.routes.Set(conn.Endpoint{Dst: server})
+	t.pool.New = func() any { return new([1][]byte) }
+	return t, nil
+}
+
+func (t *udpTransport) send(buf []byte, off, n int) error {
+	bufs := t.pool.Get().(*[1][]byte)
+	bufs[0] = buf[off : off+n]
+	err := t.bind.Send(bufs[:], t.routes.Borrow())
+	bufs[0] = nil
+	t.pool.Put(bufs)
+	return err
+}
+
+func (t *udpTransport) serve(wg *sync.WaitGroup, handle func([]byte), fail func(error)) {
+	for _, fn := range t.fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			const stride = maxPkt + data.Tailroom
+			slab := make([]byte, udpBatch*stride)
+			bufs := make([][]byte, udpBatch)
+			for i := range bufs {
+				bufs[i] = slab[i*stride : i*stride+maxPkt]
+			}
+			sizes := make([]int, udpBatch)
+			eps := make([]conn.Endpoint, udpBatch)
+			for {
+				n, err := fn(bufs, sizes, eps)
+				if err != nil {
+					fail(fmt.Errorf("client: transport: %w", err))
+					return
+				}
+				for i := 0; i < n; i++ {
+					if eps[i].Dst != t.server || sizes[i] == 0 {
+						continue // not from the server
+					}
+					// Capacity runs to the end of this buffer's stride, so
+					// Decrypt has its tailroom without touching the next.
+					handle(slab[i*stride : i*stride+sizes[i] : (i+1)*stride])
+				}
+			}
+		}()
+	}
+}
+
+func (t *udpTransport) close() error { return t.bind.Close() }
+
+func (t *udpTransport) name() string {
+	if t.server.Addr().Unmap().Is4() {
+		return "UDPv4"
+	}
+	return "UDPv6"
+}
+
+// tcpTransport frames packets with a 16-bit length.
+type tcpTransport struct {
+	c   net.Conn
+	v6  bool
+	wmu sync.Mutex // serialises framed writes
+}
+
+func (t *tcpTransport) send(buf []byte, off, n int) error {
+	if off < sendHeadroom {
+		return fmt.Errorf("client: send buffer lacks headroom")
+	}
+	if n > wire.MaxTCPPacket {
+		return wire.ErrBadLength
+	}
+	binary.BigEndian.PutUint16(buf[off-2:], uint16(n))
+	t.wmu.Lock()
+	_, err := t.c.Write(buf[off-2 : off+n])
+	t.wmu.Unlock()
+	return err
+}
+
+func (t *tcpTransport) serve(wg *sync.WaitGroup, handle func([]byte), fail func(error)) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, maxPkt+data.Tailroom)
+		var hdr [2]byte
+		for {
+			if _, err := io.ReadFull(t.c, hdr[:]); err != nil {
+				fail(fmt.Errorf("client: transport: %w", err))
+				return
+			}
+			n := int(binary.BigEndian.Uint16(hdr[:]))
+			if n == 0 {
+				fail(fmt.Errorf("client: transport: %w", wire.ErrBadLength))
+				return
+			}
+			if _, err := io.ReadFull(t.c, buf[:n]); err != nil {
+				fail(fmt.Errorf("client: transport: %w", err))
+				return
+			}
+			handle(buf[:n])
+		}
+	}()
+}
+
+func (t *tcpTransport) close() error { return t.c.Close() }
+
+func (t *tcpTransport) name() string {
+	if t.v6 {
+		return "TCPv6_CLIENT"
+	}
+	return "TCPv4_CLIENT"
+}
+
+// openTransport resolves the remote and opens the socket, inside
+// o.WrapSocket when set.
+func openTransport(ctx context.Context, o *Options, family int, host string, port uint16, tcp bool) (transport, error) {
+	network := "ip"
+	if family != 0 {
+		network = fmt.Sprintf("ip%d", family)
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("client: %s has no address", host)
+	}
+	server := netip.AddrPortFrom(addrs[0].Unmap(), port)
+	if !tcp {
+		return newUDP(server, o.WrapSocket)
+	}
+	var c net.Conn
+	dial := func() {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, "tcp", server.String())
+	}
+	if o.WrapSocket != nil {
+		if werr := o.WrapSocket(dial); werr != nil {
+			return nil, werr
+		}
+	} else {
+		dial()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &tcpTransport{c: c, v6: server.Addr().Is6()}, nil
+}

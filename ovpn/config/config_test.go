@@ -1,0 +1,157 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/wrap"
+)
+
+func staticKeyText() string {
+	var k wrap.StaticKey
+	for i := range k {
+		k[i] = byte(i)
+	}
+	return string(k.Format())
+}
+
+const pem = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+
+func TestParseProviderStyleConfig(t *testing.T) {
+	text := `# a typical provider profile
+client
+dev tun
+proto udp
+remote vpn1.example.com 1194
+remote vpn2.example.com 443 tcp-client
+remote 192.0.2.1
+resolv-retry infinite
+nobind
+persist-key
+cipher AES-256-CBC
+data-ciphers AES-256-GCM:CHACHA20-POLY1305:?AES-999-GCM
+auth SHA256
+remote-cert-tls server
+verify-x509-name "CN=server one" subject
+key-direction 1
+reneg-sec 0
+keepalive 10 60
+auth-user-pass
+verb 3
+<ca>
+` + pem + `</ca>
+<tls-auth>
+` + staticKeyText() + `</tls-auth>
+`
+	c, err := Parse([]byte(text), "p.ovpn", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Remotes) != 3 || c.Remotes[0].Port != 1194 || c.Remotes[0].Proto != UDP ||
+		c.Remotes[1].Port != 443 || c.Remotes[1].Proto != TCP || c.Remotes[2].Port != 1194 {
+		t.Fatalf("remotes %+v", c.Remotes)
+	}
+	if c.Remotes[1].Address() != "vpn2.example.com:443" {
+		t.Fatal(c.Remotes[1].Address())
+	}
+	if len(c.DataCiphers) != 2 || c.DataCiphers[0] != data.AES256GCM || c.DataCiphers[1] != data.ChaCha20Poly1305 {
+		t.Fatalf("ciphers %v", c.DataCiphers)
+	}
+	if c.TLSAuth == nil || c.TLSAuth[5] != 5 || c.KeyDirection != wrap.Direction1 || c.Auth != "SHA256" {
+		t.Fatal("tls-auth not parsed")
+	}
+	if c.RemoteCertTLS != "server" || c.VerifyX509 != "CN=server one" || c.VerifyX509Typ != "subject" {
+		t.Fatalf("verify: %q %q %q", c.RemoteCertTLS, c.VerifyX509, c.VerifyX509Typ)
+	}
+	if c.RenegSec != 0 || c.Ping != 10 || c.PingRestart != 60 || !c.AuthUserPass || !c.Nobind || string(c.CA) != pem {
+		t.Fatalf("%+v", c)
+	}
+	var names []string
+	for _, w := range c.Warnings {
+		names = append(names, w.Directive)
+	}
+	got := strings.Join(names, ",")
+	for _, want := range []string{"resolv-retry", "persist-key", "cipher", "verb"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no warning for %s (warnings: %s)", want, got)
+		}
+	}
+	if c.Warnings[0].Line != 8 {
+		t.Errorf("resolv-retry warning on line %d, want 8", c.Warnings[0].Line)
+	}
+}
+
+func TestFilesRelativeToConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "ca.crt"), []byte(pem), 0o600)
+	os.WriteFile(filepath.Join(dir, "ta.key"), []byte(staticKeyText()), 0o600)
+	os.WriteFile(filepath.Join(dir, "up.txt"), []byte("alice\nsecret\n"), 0o600)
+	path := filepath.Join(dir, "c.conf")
+	os.WriteFile(path, []byte("client\nremote 127.0.0.1 1194 udp\nca ca.crt\ntls-crypt ta.key\nauth-user-pass up.txt\n"), 0o600)
+	c, err := ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(c.CA) != pem || c.TLSCrypt == nil || c.Username != "alice" || c.Password != "secret" {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestErrorsNameDirectiveAndLine(t *testing.T) {
+	base := "client\nremote h\n<ca>\n" + pem + "</ca>\nauth-user-pass\n"
+	for _, c := range []struct {
+		text, want  string
+		unsupported bool
+	}{
+		{base + "tls-crypt-v2 k\n", "x.ovpn:9: tls-crypt-v2", true},
+		{base + "compress lz4\n", "x.ovpn:9: compress", true},
+		{base + "crl-verify crl.pem\n", "x.ovpn:9: crl-verify", true},
+		{base + "proto sctp\n", "x.ovpn:9: proto: unknown protocol", false},
+		{base + "remote h 99999\n", "x.ovpn:9: remote: bad number", false},
+		{base + "dev tap0\n", "x.ovpn:9: dev: only tun", false},
+		{base + "<tls-auth>\nnot a key\n</tls-auth>\n", "x.ovpn:9: <tls-auth>", false},
+		{base + "<cert>\nx\n", "x.ovpn:9: <cert>: inline block not closed", false},
+		{base + "data-ciphers BF-CBC\n", "data-ciphers: data: unsupported cipher", false},
+		{base + "key-direction 2\n", "x.ovpn:9: key-direction", false},
+		{base + "verify-x509-name x bogus\n", "x.ovpn:9: verify-x509-name", false},
+		{base + "remote \"unterminated\n", "x.ovpn:9: unterminated quote", false},
+		{"remote h\n<ca>\n" + pem + "</ca>\n", "not a client configuration", false},
+		{"client\n<ca>\n" + pem + "</ca>\n", "no remote", false},
+		{"client\nremote h\nauth-user-pass\n", "no CA", false},
+	} {
+		_, err := Parse([]byte(c.text), "x.ovpn", "")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want error containing %q, got %v", c.want, err)
+			continue
+		}
+		if errors.Is(err, ErrUnsupported) != c.unsupported {
+			t.Errorf("%q: errors.Is(ErrUnsupported) = %v", c.want, !c.unsupported)
+		}
+	}
+	if _, err := Parse([]byte(base+"ca ca.crt\n"), "x.ovpn", ""); err == nil {
+		t.Error("file reference accepted without a directory")
+	}
+}
+
+func TestTokenize(t *testing.T) {
+	got, err := tokenize(`verify-x509-name "CN=a \"b\"" 'name' # comment`)
+	if err != nil || len(got) != 3 || got[1] != `CN=a "b"` || got[2] != "name" {
+		t.Fatalf("%q %v", got, err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("client\nremote h 1194 udp\n<ca>\n" + pem + "</ca>\nauth-user-pass\n"))
+	f.Add([]byte("client\n<tls-crypt>\n" + staticKeyText() + "</tls-crypt>\nkeepalive 1 2\n"))
+	f.Add([]byte("remote 'a b' \"c\nproto tcp6\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b, "f", "")
+		if err == nil && (len(c.Remotes) == 0 || len(c.CA) == 0) {
+			t.Fatal("accepted a config without remote or CA")
+		}
+	})
+}

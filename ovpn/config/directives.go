@@ -1,0 +1,367 @@
+package config
+
+import (
+	"strings"
+
+	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/wrap"
+)
+
+// securityDirectives change what is checked or which keys protect the
+// tunnel; ignoring them silently would weaken it, so they are errors.
+var securityDirectives = map[string]string{
+	"secret":                   "static-key mode",
+	"tls-crypt-v2":             "tls-crypt-v2",
+	"tls-server":               "server mode",
+	"server":                   "server mode",
+	"mode":                     "server mode",
+	"pkcs12":                   "PKCS#12 credentials",
+	"pkcs11-providers":         "PKCS#11 tokens",
+	"pkcs11-id":                "PKCS#11 tokens",
+	"cryptoapicert":            "Windows certificate store",
+	"management-external-key":  "external keys",
+	"management-external-cert": "external certificates",
+	"crl-verify":               "certificate revocation lists",
+	"verify-hash":              "certificate fingerprint pinning",
+	"peer-fingerprint":         "certificate fingerprint pinning",
+	"tls-verify":               "certificate verification scripts",
+	"ns-cert-type":             "Netscape certificate types (use remote-cert-tls)",
+	"remote-cert-ku":           "key-usage checks",
+	"remote-cert-eku":          "extended-key-usage checks by OID",
+	"x509-username-field":      "username fields",
+	"fragment":                 "fragmentation (changes the data framing)",
+	"compress":                 "compression (changes the data framing)",
+	"comp-lzo":                 "compression (changes the data framing)",
+	"connection":               "<connection> profiles",
+	"http-proxy":               "HTTP proxies",
+	"socks-proxy":              "SOCKS proxies",
+	"tls-cipher":               "TLS cipher restrictions",
+	"tls-ciphersuites":         "TLS cipher restrictions",
+	"tls-groups":               "TLS group restrictions",
+	"tls-cert-profile":         "TLS certificate profiles",
+	"auth-token-user":          "auth tokens",
+	"static-challenge":         "challenge/response authentication",
+}
+
+// ignoredDirectives are accepted with a warning: they concern the local
+// host (scripts, logging, privileges, routes the caller applies) or tuning.
+var ignoredDirectives = map[string]string{
+	"persist-key": "", "persist-tun": "", "persist-remote-ip": "", "persist-local-ip": "",
+	"resolv-retry": "", "mute-replay-warnings": "", "verb": "", "mute": "",
+	"script-security": "scripts are not run", "up": "scripts are not run", "down": "scripts are not run",
+	"route-up": "scripts are not run", "ipchange": "scripts are not run",
+	"redirect-gateway": "routes are applied by the caller", "route": "routes are applied by the caller",
+	"route-ipv6": "routes are applied by the caller", "route-nopull": "", "route-delay": "",
+	"block-outside-dns": "", "sndbuf": "", "rcvbuf": "", "float": "", "explicit-exit-notify": "exit is always notified",
+	"auth-nocache": "", "pull": "implied by client", "tun-mtu": "", "mssfix": "", "setenv": "",
+	"setenv-safe": "", "ignore-unknown-option": "", "user": "", "group": "", "log": "", "log-append": "",
+	"status": "", "connect-retry": "", "connect-retry-max": "", "connect-timeout": "", "server-poll-timeout": "",
+	"hand-window": "", "tran-window": "", "tls-timeout": "", "key-method": "", "dev-type": "",
+	"push-peer-info": "", "allow-compression": "", "auth-retry": "", "pull-filter": "", "suppress-timestamps": "",
+	"machine-readable-output": "", "writepid": "", "daemon": "", "dhcp-option": "DNS is applied by the caller",
+	"route-method": "", "register-dns": "", "lport": "", "bind": "", "dh": "", "topology": "", "replay-window": "",
+	"remote-random-hostname": "", "tun-mtu-extra": "", "link-mtu": "", "keepalive-timeout": "", "ncp-disable": "",
+	"data-ciphers-fallback": "only AEAD ciphers are used", "auth-retry-interval": "", "ifconfig-noexec": "", "route-noexec": "",
+	"tun-ipv6": "", "ping-timer-rem": "", "cd": "", "chroot": "", "management": "", "management-query-passwords": "",
+}
+
+func (p *parser) directive(args []string) error {
+	c := p.cfg
+	name := strings.ToLower(args[0])
+	args[0] = name
+	switch name {
+	case "client":
+		if err := p.want(args, 0, 0); err != nil {
+			return err
+		}
+		p.client = true
+	case "tls-client":
+		p.client = true
+	case "dev":
+		if err := p.want(args, 1, 1); err != nil {
+			return err
+		}
+		if !strings.HasPrefix(args[1], "tun") && args[1] != "null" {
+			return p.errorf(name, "only tun devices are supported, not %q", args[1])
+		}
+		c.Dev = args[1]
+	case "proto":
+		if err := p.want(args, 1, 1); err != nil {
+			return err
+		}
+		pr, fam, ok := parseProto(args[1])
+		if !ok {
+			return p.errorf(name, "unknown protocol %q", args[1])
+		}
+		p.proto, p.family = pr, fam
+	case "port", "rport":
+		if err := p.want(args, 1, 1); err != nil {
+			return err
+		}
+		v, err := p.uint(name, args[1], 65535)
+		if err != nil {
+			return err
+		}
+		p.port = uint16(v)
+	case "remote":
+		if err := p.want(args, 1, 3); err != nil {
+			return err
+		}
+		r := Remote{Host: args[1]}
+		if len(args) > 2 {
+			v, err := p.uint(name, args[2], 65535)
+			if err != nil {
+				return err
+			}
+			r.Port = uint16(v)
+		}
+		if len(args) > 3 {
+			pr, fam, ok := parseProto(args[3])
+			if !ok {
+				return p.errorf(name, "unknown protocol %q", args[3])
+			}
+			r.Proto, r.Family = pr, fam
+		}
+		c.Remotes = append(c.Remotes, r)
+	case "remote-random":
+		c.RemoteRandom = true
+	case "nobind":
+		c.Nobind = true
+	case "ca", "cert", "key":
+		if err := p.want(args, 1, 1); err != nil {
+			return err
+		}
+		b, err := p.readFile(name, args[1])
+		if err != nil {
+			return err
+		}
+		if b != nil {
+			switch name {
+			case "ca":
+				c.CA = b
+			case "cert":
+				c.Cert = b
+			default:
+				c.Key = b
+			}
+		}
+	case "tls-auth", "tls-crypt":
+		if err := p.want(args, 1, 2); err != nil {
+			return err
+		}
+		b, err := p.readFile(name, args[1])
+		if err != nil {
+			return err
+		}
+		if b != nil {
+			k, err := wrap.ParseStaticKey(b)
+			if err != nil {
+				return p.errorf(name, "%v", err)
+			}
+			if name == "tls-auth" {
+				c.TLSAuth = k
+			} else {
+				c.TLSCrypt = k
+			}
+		}
+		if len(args) == 3 {
+			if name == "tls-crypt" {
+				return p.errorf(name, "takes no key direction")
+			}
+			if err := p.keyDirection(args[2]); err != nil {
+				return err
+			}
+		}
+	case "key-direction":
+		if err := p.want(args, 1, 1); err != nil {
+			return err
+		}
+		return p.keyDirection(args[1])
+	case "auth":
+		if err := p.want(args, 1, 1); err != nil {
+			return err
+		}
+		if _, err := wrap.DigestByName(args[1]); err != nil {
+			return p.errorf(name, "%v", err)
+		}
+		c.Auth = args[1]
+	case "auth-user-pass":
+		if err := p.want(args, 0, 1); err != nil {
+			return err
+		}
+		c.AuthUserPass = true
+		if len(args) == 2 {
+			b, err := p.readFile(name, args[1])
+			if err != nil {
+				return err
+			}
+			if b != nil {
+				return p.userPass(string(b), name)
+			}
+		}
+	case "cipher":
+		if err := p.want(args, 1, 1); err != nil {
+			return err
+		}
+		p.cipher = args[1]
+	case "data-ciphers", "ncp-ciphers":
+		if err := p.want(args, 1, 1); err != nil {
+			return err
+		}
+		p.dataCiphers = args[1]
+	case "remote-cert-tls":
+		if err := p.want(args, 1, 1); err != nil {
+			return err
+		}
+		if args[1] != "server" && args[1] != "client" {
+			return p.errorf(name, "want server or client, got %q", args[1])
+		}
+		c.RemoteCertTLS = args[1]
+	case "verify-x509-name":
+		if err := p.want(args, 1, 2); err != nil {
+			return err
+		}
+		c.VerifyX509, c.VerifyX509Typ = args[1], "subject"
+		if len(args) == 3 {
+			switch args[2] {
+			case "subject", "name", "name-prefix":
+				c.VerifyX509Typ = args[2]
+			default:
+				return p.errorf(name, "unknown type %q", args[2])
+			}
+		}
+	case "reneg-sec":
+		if err := p.want(args, 1, 2); err != nil {
+			return err
+		}
+		v, err := p.uint(name, args[1], 1<<30)
+		if err != nil {
+			return err
+		}
+		c.RenegSec = v
+	case "reneg-bytes", "reneg-pkts":
+		p.warn(name, "ignored; renegotiation is by time and packet-id limit")
+	case "ping", "ping-restart":
+		if err := p.want(args, 1, 1); err != nil {
+			return err
+		}
+		v, err := p.uint(name, args[1], 1<<20)
+		if err != nil {
+			return err
+		}
+		if name == "ping" {
+			c.Ping = v
+		} else {
+			c.PingRestart = v
+		}
+	case "keepalive":
+		if err := p.want(args, 2, 2); err != nil {
+			return err
+		}
+		a, err := p.uint(name, args[1], 1<<20)
+		if err != nil {
+			return err
+		}
+		b, err := p.uint(name, args[2], 1<<20)
+		if err != nil {
+			return err
+		}
+		c.Ping, c.PingRestart = a, b
+	case "tls-version-min":
+		if err := p.want(args, 1, 2); err != nil {
+			return err
+		}
+		if args[1] != "1.2" && args[1] != "1.3" {
+			return p.errorf(name, "want 1.2 or 1.3, got %q", args[1])
+		}
+		c.TLSVersionMin = args[1]
+	default:
+		if what, ok := securityDirectives[name]; ok {
+			if name == "comp-lzo" && len(args) == 2 && args[1] == "no" {
+				p.warn(name, "compression framing is not supported; accepted because it is off")
+				return nil
+			}
+			return p.errorf(name, "%s: %w", what, ErrUnsupported)
+		}
+		if why, ok := ignoredDirectives[name]; ok {
+			if why == "" {
+				why = "ignored"
+			}
+			p.warn(name, why)
+			return nil
+		}
+		p.warn(name, "unknown directive ignored")
+	}
+	return nil
+}
+
+func (p *parser) keyDirection(s string) error {
+	switch s {
+	case "0":
+		p.cfg.KeyDirection = wrap.Direction0
+	case "1":
+		p.cfg.KeyDirection = wrap.Direction1
+	default:
+		return p.errorf("key-direction", "want 0 or 1, got %q", s)
+	}
+	p.keyDirSet = true
+	return nil
+}
+
+func (p *parser) finish() (*Config, error) {
+	c := p.cfg
+	p.line = 0
+	if !p.client {
+		return nil, p.errorf("", "not a client configuration (add `client`); server mode is not supported")
+	}
+	if len(c.Remotes) == 0 {
+		return nil, p.errorf("remote", "no remote given")
+	}
+	for i := range c.Remotes {
+		r := &c.Remotes[i]
+		if r.Port == 0 {
+			r.Port = p.port
+			if r.Port == 0 {
+				r.Port = 1194
+			}
+		}
+		if r.Proto == "" {
+			r.Proto, r.Family = p.proto, p.family
+			if r.Proto == "" {
+				r.Proto = UDP
+			}
+		}
+	}
+	if len(c.CA) == 0 {
+		return nil, p.errorf("ca", "no CA certificate given; the server cannot be verified")
+	}
+	if (len(c.Cert) == 0) != (len(c.Key) == 0) {
+		return nil, p.errorf("cert", "cert and key must be given together")
+	}
+	if len(c.Cert) == 0 && !c.AuthUserPass {
+		return nil, p.errorf("cert", "no client certificate and no auth-user-pass")
+	}
+	if c.TLSAuth != nil && c.TLSCrypt != nil {
+		return nil, p.errorf("tls-crypt", "tls-auth and tls-crypt are mutually exclusive")
+	}
+	list := p.dataCiphers
+	if list == "" {
+		list = "AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305"
+	}
+	for _, name := range strings.Split(list, ":") {
+		ci, err := data.ParseCipher(strings.TrimPrefix(name, "?"))
+		if err != nil {
+			if strings.HasPrefix(name, "?") {
+				continue
+			}
+			return nil, p.errorf("data-ciphers", "%v", err)
+		}
+		c.DataCiphers = append(c.DataCiphers, ci)
+	}
+	if p.cipher != "" {
+		if _, err := data.ParseCipher(p.cipher); err != nil {
+			p.warn("cipher", "non-AEAD cipher "+p.cipher+" is only a 2.4 fallback and is not used")
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,387 @@
+package control
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/wirelane/wirelane/ovpn/reliable"
+	"github.com/wirelane/wirelane/ovpn/wire"
+	"github.com/wirelane/wirelane/ovpn/wrap"
+)
+
+// MaxPayload is the most TLS bytes put in one CONTROL_V1 packet, so that
+// wrapped control packets stay under about 1250 bytes.
+const MaxPayload = 1150
+
+// Errors reported by the channel.
+var (
+	ErrClosed     = errors.New("control: channel closed")
+	ErrNoKeyState = errors.New("control: no such key state")
+)
+
+// Channel is the control channel of one session (one pair of session ids).
+// All key states share its session ids, wrapper and transport.
+type Channel struct {
+	// Immutable after NewChannel.
+	client    bool
+	wrap      wrap.Wrapper
+	send      func(pkt []byte) error // transmits one wrapped control packet
+	logf      func(string, ...any)
+	local     wire.SessionID
+	onNew     func(*KeyState) // called without mu for a key state the peer started
+	peerKnown chan struct{}   // closed (under mu) when haveRemote becomes true
+	kick      chan struct{}   // wakes the flusher
+	done      chan struct{}   // closed by Close
+	flushDone chan struct{}   // closed when the flusher has returned
+	now       func() time.Time
+
+	mu         sync.Mutex     // guards the fields below and every KeyState's rel, input and err
+	remote     wire.SessionID // learned from the peer's first packet
+	haveRemote bool
+	states     [8]*KeyState // by key id
+	closed     bool
+}
+
+// ChannelConfig configures NewChannel.
+type ChannelConfig struct {
+	Client  bool
+	Wrapper wrap.Wrapper           // nil = no wrapping
+	Send    func(pkt []byte) error // required
+	Logf    func(string, ...any)   // optional
+	// OnSoftReset is called for a key state the peer started: with
+	// SOFT_RESET_V1, or on a server with the client's hard reset for key 0.
+	// It runs the key exchange on it. Optional.
+	OnSoftReset func(*KeyState)
+}
+
+// NewChannel starts a control channel with a fresh random session id and
+// its flusher goroutine.
+func NewChannel(c ChannelConfig) (*Channel, error) {
+	ch := &Channel{client: c.Client, wrap: c.Wrapper, send: c.Send, logf: c.Logf, onNew: c.OnSoftReset,
+		kick: make(chan struct{}, 1), peerKnown: make(chan struct{}), done: make(chan struct{}), flushDone: make(chan struct{}), now: time.Now}
+	if ch.wrap == nil {
+		ch.wrap = wrap.None{}
+	}
+	if ch.logf == nil {
+		ch.logf = func(string, ...any) {}
+	}
+	if _, err := rand.Read(ch.local[:]); err != nil {
+		return nil, err
+	}
+	go ch.flusher()
+	return ch, nil
+}
+
+// LocalSession returns this side's session id.
+func (ch *Channel) LocalSession() wire.SessionID { return ch.local }
+
+// RemoteSession returns the peer's session id once known.
+func (ch *Channel) RemoteSession() (wire.SessionID, bool) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.remote, ch.haveRemote
+}
+
+// PeerKnown is closed once the peer's reset (and so its session id) has
+// arrived. A client starts TLS only then: OpenVPN 2.6 servers keep no state
+// for a client until it acknowledges their reset, and drop earlier
+// CONTROL_V1 packets.
+func (ch *Channel) PeerKnown() <-chan struct{} { return ch.peerKnown }
+
+// Start creates key state keyID and queues its reset message: the client
+// hard reset for key 0 of a client, else SOFT_RESET_V1.
+func (ch *Channel) Start(keyID uint8) (*KeyState, error) {
+	op := wire.SoftResetV1
+	if keyID == 0 {
+		op = wire.HardResetClientV2
+		if !ch.client {
+			op = wire.HardResetServerV2
+		}
+	}
+	ch.mu.Lock()
+	ks, err := ch.newStateLocked(keyID)
+	if err == nil {
+		ks.rel.Queue(op, nil)
+	}
+	ch.mu.Unlock()
+	ch.Kick()
+	return ks, err
+}
+
+func (ch *Channel) newStateLocked(keyID uint8) (*KeyState, error) {
+	if ch.closed {
+		return nil, ErrClosed
+	}
+	if old := ch.states[keyID]; old != nil {
+		old.closeLocked(fmt.Errorf("control: key id %d reused", keyID))
+	}
+	ks := &KeyState{ID: keyID, ch: ch, rel: reliable.New(), Created: ch.now()}
+	ks.cond.L = &ch.mu
+	ch.states[keyID] = ks
+	return ks, nil
+}
+
+// Remove forgets a key state (a lame duck past its transition window).
+func (ch *Channel) Remove(ks *KeyState) {
+	ch.mu.Lock()
+	if ch.states[ks.ID] == ks {
+		ch.states[ks.ID] = nil
+	}
+	ks.closeLocked(ErrClosed)
+	ch.mu.Unlock()
+}
+
+// Kick wakes the flusher to send what is due.
+func (ch *Channel) Kick() {
+	select {
+	case ch.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the flusher and wakes every blocked reader.
+func (ch *Channel) Close() {
+	ch.mu.Lock()
+	if ch.closed {
+		ch.mu.Unlock()
+		return
+	}
+	ch.closed = true
+	for _, ks := range ch.states {
+		if ks != nil {
+			ks.closeLocked(ErrClosed)
+		}
+	}
+	ch.mu.Unlock()
+	close(ch.done)
+	<-ch.flushDone
+}
+
+// Flush sends everything due now; the flusher calls it, tests may too.
+func (ch *Channel) Flush() time.Time {
+	now := ch.now()
+	var next time.Time
+	var pkts [][]byte
+	ch.mu.Lock()
+	for _, ks := range ch.states {
+		if ks == nil {
+			continue
+		}
+		outs, n := ks.rel.Poll(now)
+		if !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+		for i := range outs {
+			o := &outs[i]
+			p := wire.ControlPacket{Op: o.Op, KeyID: ks.ID, Session: ch.local, NumAcks: o.NumAcks, Acks: o.Acks,
+				Remote: ch.remote, ID: o.ID, Payload: o.Payload}
+			if o.NumAcks > 0 && !ch.haveRemote {
+				continue // cannot ack before knowing the peer
+			}
+			plain, err := wire.AppendControl(nil, &p)
+			if err != nil {
+				ch.logf("control: encode: %v", err)
+				continue
+			}
+			w, err := ch.wrap.Wrap(nil, plain)
+			if err != nil {
+				ch.logf("control: wrap: %v", err)
+				continue
+			}
+			pkts = append(pkts, w)
+		}
+	}
+	ch.mu.Unlock()
+	for _, p := range pkts {
+		if err := ch.send(p); err != nil {
+			ch.logf("control: send: %v", err)
+		}
+	}
+	return next
+}
+
+func (ch *Channel) flusher() {
+	defer close(ch.flushDone)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		next := ch.Flush()
+		wait := time.Hour
+		if !next.IsZero() {
+			wait = max(time.Until(next), time.Millisecond)
+		}
+		t.Reset(wait)
+		select {
+		case <-ch.done:
+			return
+		case <-ch.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// HandlePacket processes one received control packet (still wrapped).
+// Errors describe packets that were dropped; the channel keeps running.
+func (ch *Channel) HandlePacket(raw []byte) error {
+	plain, err := ch.wrap.Unwrap(nil, raw)
+	if err != nil {
+		return err
+	}
+	var p wire.ControlPacket
+	if err := wire.DecodeControl(plain, &p); err != nil {
+		return err
+	}
+	ch.mu.Lock()
+	if ch.closed {
+		ch.mu.Unlock()
+		return ErrClosed
+	}
+	if !ch.haveRemote {
+		if p.Op != wire.HardResetServerV2 && p.Op != wire.HardResetClientV2 {
+			ch.mu.Unlock()
+			return fmt.Errorf("control: %v before the peer's reset", p.Op)
+		}
+		ch.remote, ch.haveRemote = p.Session, true
+		close(ch.peerKnown)
+	} else if p.Session != ch.remote {
+		ch.mu.Unlock()
+		return fmt.Errorf("control: packet from unknown session %x", p.Session)
+	}
+	if p.NumAcks > 0 && p.Remote != ch.local {
+		ch.mu.Unlock()
+		return fmt.Errorf("control: acks for another session %x", p.Remote)
+	}
+	ks := ch.states[p.KeyID]
+	var fresh *KeyState
+	if ks == nil {
+		reply := wire.SoftResetV1
+		if !ch.client && p.Op == wire.HardResetClientV2 && p.KeyID == 0 {
+			reply = wire.HardResetServerV2
+		} else if p.Op != wire.SoftResetV1 {
+			ch.mu.Unlock()
+			return fmt.Errorf("%w %d (%v)", ErrNoKeyState, p.KeyID, p.Op)
+		}
+		if ch.onNew == nil {
+			ch.mu.Unlock()
+			return fmt.Errorf("%w %d (%v): no handler for new key states", ErrNoKeyState, p.KeyID, p.Op)
+		}
+		ks, _ = ch.newStateLocked(p.KeyID)
+		ks.rel.Queue(reply, nil)
+		fresh = ks
+	}
+	ks.rel.Acked(p.AckList())
+	if p.HasID() {
+		for _, m := range ks.rel.Receive(p.ID, p.Op, p.Payload) {
+			if m.Op == wire.ControlV1 {
+				ks.input = append(ks.input, m.Payload...)
+				ks.cond.Broadcast()
+			}
+		}
+	}
+	ch.mu.Unlock()
+	ch.Kick()
+	if fresh != nil {
+		go ch.onNew(fresh)
+	}
+	return nil
+}
+
+// KeyState is one key state of the control channel: its reliability layer
+// and the TLS byte stream over it.
+type KeyState struct {
+	ID      uint8
+	Created time.Time
+	ch      *Channel
+
+	rel   *reliable.Layer // guarded by ch.mu
+	input []byte          // received TLS bytes not yet read; guarded by ch.mu
+	err   error           // set when closed; guarded by ch.mu
+	cond  sync.Cond       // signals input or err; L is ch.mu
+}
+
+func (ks *KeyState) closeLocked(err error) {
+	if ks.err == nil {
+		ks.err = err
+	}
+	ks.cond.Broadcast()
+}
+
+// Idle reports whether every message sent on this key state was acked.
+func (ks *KeyState) Idle() bool {
+	ks.ch.mu.Lock()
+	defer ks.ch.mu.Unlock()
+	return ks.rel.Unacked() == 0
+}
+
+// Conn returns the key state's byte stream as a net.Conn for crypto/tls.
+func (ks *KeyState) Conn() net.Conn { return (*ksConn)(ks) }
+
+// ksConn adapts a KeyState to net.Conn. Deadlines are not supported; the
+// handshake is bounded by closing the channel or key state.
+type ksConn KeyState
+
+// Read returns received TLS bytes in order, blocking until some arrive.
+func (c *ksConn) Read(b []byte) (int, error) {
+	ks := (*KeyState)(c)
+	ks.ch.mu.Lock()
+	defer ks.ch.mu.Unlock()
+	for len(ks.input) == 0 && ks.err == nil {
+		ks.cond.Wait()
+	}
+	if len(ks.input) == 0 {
+		if ks.err == ErrClosed {
+			return 0, io.EOF
+		}
+		return 0, ks.err
+	}
+	n := copy(b, ks.input)
+	ks.input = ks.input[n:]
+	if len(ks.input) == 0 {
+		ks.input = nil
+	}
+	return n, nil
+}
+
+// Write queues b on the reliability layer in chunks of MaxPayload.
+func (c *ksConn) Write(b []byte) (int, error) {
+	ks := (*KeyState)(c)
+	ks.ch.mu.Lock()
+	if ks.err != nil {
+		ks.ch.mu.Unlock()
+		return 0, ks.err
+	}
+	for off := 0; off < len(b); off += MaxPayload {
+		chunk := b[off:min(off+MaxPayload, len(b))]
+		ks.rel.Queue(wire.ControlV1, append([]byte(nil), chunk...))
+	}
+	ks.ch.mu.Unlock()
+	ks.ch.Kick()
+	return len(b), nil
+}
+
+// Close ends the key state's stream; blocked reads return.
+func (c *ksConn) Close() error {
+	ks := (*KeyState)(c)
+	ks.ch.mu.Lock()
+	ks.closeLocked(ErrClosed)
+	ks.ch.mu.Unlock()
+	return nil
+}
+
+// LocalAddr, RemoteAddr and the deadline setters complete net.Conn.
+func (c *ksConn) LocalAddr() net.Addr                { return ctrlAddr{} }
+func (c *ksConn) RemoteAddr() net.Addr               { return ctrlAddr{} }
+func (c *ksConn) SetDeadline(t time.Time) error      { return nil }
+func (c *ksConn) SetReadDeadline(t time.Time) error  { return nil }
+func (c *ksConn) SetWriteDeadline(t time.Time) error { return nil }
+
+// ctrlAddr names the control channel where net.Conn wants an address.
+type ctrlAddr struct{}
+
+func (ctrlAddr) Network() string { return "openvpn-control" }
+func (ctrlAddr) String() string  { return "openvpn-control" }

@@ -1,0 +1,214 @@
+package control
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// PushReply holds the options of a (possibly split) PUSH_REPLY.
+type PushReply struct {
+	Options []string // every option, in order, continuation markers removed
+
+	Local       netip.Prefix // ifconfig (topology subnet: address/netmask)
+	Remote      netip.Addr   // ifconfig peer (net30/p2p) or route-gateway
+	Local6      netip.Prefix // ifconfig-ipv6
+	Routes      []netip.Prefix
+	DNS         []netip.Addr
+	PeerID      uint32 // 0xFFFFFF when absent
+	HasPeerID   bool
+	Cipher      string
+	Ping        int
+	PingRestart int
+	TLSEKM      bool // key-derivation tls-ekm or protocol-flags tls-ekm
+	CCExit      bool // protocol-flags cc-exit
+	Topology    string
+	Compress    string // any compression option pushed (not supported)
+	AuthToken   string
+}
+
+// PushAccumulator merges PUSH_REPLY messages until the last part.
+type PushAccumulator struct {
+	opts []string
+}
+
+// Add takes one PUSH_REPLY message (with or without the "PUSH_REPLY,"
+// prefix) and reports whether it was the last part.
+func (a *PushAccumulator) Add(msg string) (done bool, err error) {
+	msg = strings.TrimPrefix(msg, "PUSH_REPLY")
+	msg = strings.TrimPrefix(msg, ",")
+	done = true
+	for _, o := range strings.Split(msg, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		if f := strings.Fields(o); f[0] == "push-continuation" {
+			if len(f) != 2 {
+				return false, fmt.Errorf("control: bad %q", o)
+			}
+			done = f[1] != "2"
+			continue
+		}
+		a.opts = append(a.opts, o)
+	}
+	return done, nil
+}
+
+// Reply parses the accumulated options.
+func (a *PushAccumulator) Reply() (*PushReply, error) { return ParsePushOptions(a.opts) }
+
+// ParsePushOptions interprets pushed options. Unknown options are kept in
+// Options and otherwise ignored, as OpenVPN clients do.
+func ParsePushOptions(opts []string) (*PushReply, error) {
+	r := &PushReply{Options: opts, PeerID: 0xFFFFFF}
+	var ifLocal, ifSecond string
+	for _, o := range opts {
+		f := strings.Fields(o)
+		bad := func() error { return fmt.Errorf("control: bad pushed option %q", o) }
+		switch f[0] {
+		case "ifconfig":
+			if len(f) != 3 {
+				return nil, bad()
+			}
+			ifLocal, ifSecond = f[1], f[2]
+		case "ifconfig-ipv6":
+			if len(f) < 2 {
+				return nil, bad()
+			}
+			p, err := netip.ParsePrefix(f[1])
+			if err != nil {
+				return nil, bad()
+			}
+			r.Local6 = p
+		case "route-gateway":
+			if len(f) >= 2 {
+				if a, err := netip.ParseAddr(f[1]); err == nil {
+					r.Remote = a
+				}
+			}
+		case "route":
+			if len(f) < 2 {
+				return nil, bad()
+			}
+			mask := "255.255.255.255"
+			if len(f) >= 3 {
+				mask = f[2]
+			}
+			p, err := prefixFromMask(f[1], mask)
+			if err != nil {
+				return nil, bad()
+			}
+			r.Routes = append(r.Routes, p)
+		case "route-ipv6":
+			if len(f) < 2 {
+				return nil, bad()
+			}
+			p, err := netip.ParsePrefix(f[1])
+			if err != nil {
+				return nil, bad()
+			}
+			r.Routes = append(r.Routes, p)
+		case "dhcp-option":
+			if len(f) == 3 && (f[1] == "DNS" || f[1] == "DNS6") {
+				if a, err := netip.ParseAddr(f[2]); err == nil {
+					r.DNS = append(r.DNS, a)
+				}
+			}
+		case "peer-id":
+			if len(f) != 2 {
+				return nil, bad()
+			}
+			v, err := strconv.ParseUint(f[1], 10, 32)
+			if err != nil || v > 0xFFFFFF {
+				return nil, bad()
+			}
+			r.PeerID, r.HasPeerID = uint32(v), true
+		case "cipher":
+			if len(f) != 2 {
+				return nil, bad()
+			}
+			r.Cipher = f[1]
+		case "ping", "ping-restart":
+			if len(f) != 2 {
+				return nil, bad()
+			}
+			v, err := strconv.Atoi(f[1])
+			if err != nil || v < 0 {
+				return nil, bad()
+			}
+			if f[0] == "ping" {
+				r.Ping = v
+			} else {
+				r.PingRestart = v
+			}
+		case "key-derivation":
+			if len(f) == 2 && f[1] == "tls-ekm" {
+				r.TLSEKM = true
+			}
+		case "protocol-flags":
+			for _, fl := range f[1:] {
+				switch fl {
+				case "tls-ekm":
+					r.TLSEKM = true
+				case "cc-exit":
+					r.CCExit = true
+				}
+			}
+		case "topology":
+			if len(f) == 2 {
+				r.Topology = f[1]
+			}
+		case "compress", "comp-lzo":
+			r.Compress = o
+		case "auth-token":
+			if len(f) == 2 {
+				r.AuthToken = f[1]
+			}
+		}
+	}
+	if ifLocal != "" {
+		local, err := netip.ParseAddr(ifLocal)
+		if err != nil {
+			return nil, fmt.Errorf("control: bad pushed ifconfig address %q", ifLocal)
+		}
+		if r.Topology == "subnet" {
+			p, err := prefixFromMask(ifLocal, ifSecond)
+			if err != nil {
+				return nil, fmt.Errorf("control: bad pushed ifconfig netmask %q", ifSecond)
+			}
+			r.Local = netip.PrefixFrom(local, p.Bits())
+		} else {
+			peer, err := netip.ParseAddr(ifSecond)
+			if err != nil {
+				return nil, fmt.Errorf("control: bad pushed ifconfig peer %q", ifSecond)
+			}
+			r.Local = netip.PrefixFrom(local, 32)
+			r.Remote = peer
+		}
+	}
+	return r, nil
+}
+
+func prefixFromMask(addr, mask string) (netip.Prefix, error) {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	m, err := netip.ParseAddr(mask)
+	if err != nil || !m.Is4() {
+		return netip.Prefix{}, fmt.Errorf("bad netmask %q", mask)
+	}
+	b := m.As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	bits := 0
+	for v&0x80000000 != 0 {
+		bits++
+		v <<= 1
+	}
+	if v != 0 {
+		return netip.Prefix{}, fmt.Errorf("non-contiguous netmask %q", mask)
+	}
+	return a.Prefix(bits)
+}

@@ -1,0 +1,312 @@
+// Package ovpncli holds the `wirelane ovpn` commands:
+//
+//	wirelane ovpn connect [--dev NAME] [--mtu N] [--auth-file FILE] [--no-routes] [-v] FILE.ovpn
+//	wirelane ovpn serve [--dev NAME] [-v] CONFIG
+//
+// Connect dials an OpenVPN server with ovpn/client, creates a TUN device,
+// gives it the pushed address and routes through netlink and moves
+// packets until Ctrl-C (or SIGTERM), then tells the server and removes
+// what it added. Serve runs ovpn/server on a TUN device carrying the
+// server's tunnel address.
+//
+// Exit status: 0 after a clean shutdown, 1 when the tunnel failed or
+// ended, 2 for a usage error.
+package ovpncli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wirelane/wirelane/ovpn/client"
+	"github.com/wirelane/wirelane/ovpn/config"
+	"github.com/wirelane/wirelane/ovpn/control"
+	"github.com/wirelane/wirelane/tun"
+)
+
+// Output streams; tests replace them.
+var (
+	stdout io.Writer = os.Stdout
+	stderr io.Writer = os.Stderr
+)
+
+const connectUsage = `Usage: wirelane ovpn connect [flags] FILE.ovpn
+
+Connects to the OpenVPN server of a client configuration file, brings up a
+TUN device with the pushed address and routes, and keeps the tunnel up
+until Ctrl-C. Needs root (CAP_NET_ADMIN).`
+
+// newFlags returns a flag set that prints usage text plus the flags.
+func newFlags(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), usage)
+		fmt.Fprintln(fs.Output(), "\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses flags placed before or after the one positional
+// argument. It returns the argument, or an exit status (0 after --help).
+func parseArgs(fs *flag.FlagSet, args []string) (string, int, bool) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return "", 0, false
+			}
+			return "", 2, false
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "%s: want exactly one file argument, got %d\n", fs.Name(), len(pos))
+		fs.Usage()
+		return "", 2, false
+	}
+	return pos[0], 0, true
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(stdout, "ovpn: "+format+"\n", args...)
+}
+
+// Connect implements `wirelane ovpn connect`. It returns the exit status.
+func Connect(args []string) int {
+	fs := newFlags("wirelane ovpn connect", connectUsage)
+	dev := fs.String("dev", "", "TUN interface name (default: the file's dev, tun means the kernel picks tunN)")
+	mtu := fs.Int("mtu", 1500, "TUN MTU")
+	authFile := fs.String("auth-file", "", "file with the username and password lines for auth-user-pass")
+	noRoutes := fs.Bool("no-routes", false, "do not install pushed routes (addresses only)")
+	verbose := fs.Bool("v", false, "log protocol details to stderr")
+	file, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if *mtu < 576 || *mtu > 65535 {
+		fmt.Fprintf(stderr, "wirelane ovpn connect: --mtu %d out of range 576..65535\n", *mtu)
+		return 2
+	}
+	logf := func(string, ...any) {}
+	if *verbose {
+		logf = func(format string, a ...any) {
+			fmt.Fprintf(stderr, time.Now().Format("15:04:05.000 ")+format+"\n", a...)
+		}
+	}
+	cfg, err := config.ParseFile(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
+		return 1
+	}
+	for _, w := range cfg.Warnings {
+		logf("%s: %s", file, w)
+	}
+	opts := client.Options{Logf: logf}
+	if cfg.AuthUserPass && cfg.Username == "" {
+		if *authFile == "" {
+			fmt.Fprintf(stderr, "wirelane ovpn connect: %s uses auth-user-pass without credentials; pass --auth-file FILE (username line, password line)\n", file)
+			return 2
+		}
+		b, err := os.ReadFile(*authFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
+			return 1
+		}
+		lines := strings.Split(strings.ReplaceAll(string(b), "\r", ""), "\n")
+		if len(lines) < 2 || lines[0] == "" {
+			fmt.Fprintf(stderr, "wirelane ovpn connect: %s: want a username line and a password line\n", *authFile)
+			return 1
+		}
+		opts.Username, opts.Password = lines[0], lines[1]
+	}
+	ifname := *dev
+	if ifname == "" {
+		ifname = cfg.Dev
+	}
+	switch ifname {
+	case "", "tun":
+		ifname = "tun%d"
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	for i, r := range cfg.Remotes {
+		progress("remote %d of %d: %s %s", i+1, len(cfg.Remotes), r.Proto, r.Address())
+	}
+	progress("connecting (TLS handshake, key exchange, push) ...")
+	sess, err := client.Dial(ctx, cfg, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			progress("interrupted")
+			return 1
+		}
+		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
+		return 1
+	}
+	push := sess.Pushed()
+	progress("connected: address %s, gateway %s, cipher %v, peer-id %s", push.Local, push.Remote, sess.Cipher(), peerIDString(push))
+	if !push.Local.IsValid() {
+		sess.Close()
+		fmt.Fprintln(stderr, "wirelane ovpn connect: the server pushed no IPv4 address (ifconfig)")
+		return 1
+	}
+
+	if ifname == "null" {
+		progress("dev null: no TUN device; the tunnel carries no traffic")
+		return waitSession(ctx, sess, func() {})
+	}
+	d, err := tun.CreateTUN(ifname, *mtu)
+	if err != nil {
+		sess.Close()
+		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
+		return 1
+	}
+	name, _ := d.Name()
+	nc, err := openLink(name, logf)
+	if err == nil {
+		err = nc.up(push.Local, *mtu)
+	}
+	if err != nil {
+		sess.Close()
+		d.Close()
+		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
+		return 1
+	}
+	progress("device %s: %s, mtu %d, up", name, push.Local, *mtu)
+	teardown := func() {
+		nc.teardown()
+		d.Close()
+		progress("removed routes and %s", name)
+	}
+	if !*noRoutes {
+		if err := installRoutes(ctx, nc, cfg, push); err != nil {
+			sess.Close()
+			teardown()
+			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
+			return 1
+		}
+	}
+	if len(push.DNS) > 0 {
+		progress("pushed DNS servers (not applied): %v", push.DNS)
+	}
+	go pumpFromTUN(d, sess)
+	go pumpToTUN(d, sess)
+	progress("tunnel up; press Ctrl-C to disconnect")
+	return waitSession(ctx, sess, teardown)
+}
+
+func peerIDString(p *control.PushReply) string {
+	if !p.HasPeerID {
+		return "none (DATA_V1)"
+	}
+	return fmt.Sprint(p.PeerID)
+}
+
+// waitSession waits for a signal or the end of the session.
+func waitSession(ctx context.Context, sess *client.Session, teardown func()) int {
+	select {
+	case <-ctx.Done():
+		progress("disconnecting (telling the server)")
+		sess.Close()
+		teardown()
+		return 0
+	case <-sess.Done():
+		progress("session ended: %v", sess.Err())
+		teardown()
+		return 1
+	}
+}
+
+// installRoutes adds the pushed routes and, for redirect-gateway, the two
+// half default routes plus a host route keeping the server outside.
+func installRoutes(ctx context.Context, nc *netConf, cfg *config.Config, push *control.PushReply) error {
+	gw := push.Remote
+	for _, r := range push.Routes {
+		if !r.Addr().Is4() {
+			progress("IPv6 route %s skipped (no IPv6 address pushed)", r)
+			continue
+		}
+		if err := nc.addRoute(r, gw); err != nil {
+			return err
+		}
+		progress("route %s via %s", r.Masked(), gw)
+	}
+	for _, o := range push.Options {
+		f := strings.Fields(o)
+		if len(f) == 0 || f[0] != "redirect-gateway" {
+			continue
+		}
+		// Every remote of the file stays outside the tunnel (the session
+		// does not say which one answered).
+		for _, r := range cfg.Remotes {
+			addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", r.Host)
+			if err != nil {
+				return fmt.Errorf("redirect-gateway: resolving %s: %w", r.Host, err)
+			}
+			for _, a := range addrs {
+				if err := nc.addHostRouteOutside(a.Unmap()); err != nil {
+					return err
+				}
+			}
+		}
+		for _, half := range []string{"0.0.0.0/1", "128.0.0.0/1"} {
+			if err := nc.addRoute(netip.MustParsePrefix(half), gw); err != nil {
+				return err
+			}
+		}
+		progress("default route redirected through the tunnel (%s)", o)
+	}
+	return nil
+}
+
+// pumpFromTUN sends what the device reads into the tunnel.
+func pumpFromTUN(d tun.Device, sess *client.Session) {
+	const offset = 16
+	n := min(max(d.BatchSize(), 1), 32)
+	bufs := make([][]byte, n)
+	sizes := make([]int, n)
+	for i := range bufs {
+		bufs[i] = make([]byte, offset+65535)
+	}
+	for {
+		got, err := d.Read(bufs, sizes, offset)
+		for i := 0; i < got; i++ {
+			_ = sess.WritePacket(bufs[i][offset : offset+sizes[i]])
+		}
+		if err != nil && !errors.Is(err, tun.ErrTooManySegments) {
+			return
+		}
+	}
+}
+
+// pumpToTUN writes what the tunnel delivers to the device.
+func pumpToTUN(d tun.Device, sess *client.Session) {
+	const offset = 16
+	buf := make([]byte, offset+65535)
+	bufs := [][]byte{nil}
+	for {
+		n, err := sess.ReadPacket(buf[offset:])
+		if err != nil {
+			return
+		}
+		bufs[0] = buf[:offset+n]
+		if _, err := d.Write(bufs, offset); errors.Is(err, os.ErrClosed) {
+			return
+		}
+	}
+}

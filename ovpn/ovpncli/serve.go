@@ -1,0 +1,111 @@
+package ovpncli
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/wirelane/wirelane/ovpn/server"
+	"github.com/wirelane/wirelane/tun"
+)
+
+const serveUsage = `Usage: wirelane ovpn serve [flags] CONFIG
+
+Runs an OpenVPN 2.6 server from an OpenVPN-style server configuration
+(port, proto, server NET MASK, ca/cert/key, tls-auth or tls-crypt,
+data-ciphers, push "route ...", keepalive, client-to-client). Creates the
+TUN device with the server's tunnel address and serves until Ctrl-C.
+Needs root (CAP_NET_ADMIN).`
+
+// Serve implements `wirelane ovpn serve`. It returns the exit status.
+func Serve(args []string) int {
+	fs := newFlags("wirelane ovpn serve", serveUsage)
+	dev := fs.String("dev", "", "TUN interface name (default: the file's dev, tun means the kernel picks tunN)")
+	verbose := fs.Bool("v", false, "log protocol details to stderr")
+	file, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	logf := func(string, ...any) {}
+	if *verbose {
+		logf = func(format string, a ...any) {
+			fmt.Fprintf(stderr, time.Now().Format("15:04:05.000 ")+format+"\n", a...)
+		}
+	}
+	cfg, err := server.ParseConfigFile(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
+		return 1
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "wirelane ovpn serve: %s: %s\n", file, w)
+	}
+	ifname := *dev
+	if ifname == "" {
+		ifname = cfg.Dev
+	}
+	if ifname == "" || ifname == "tun" {
+		ifname = "tun%d"
+	}
+	mtu := cfg.MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
+	d, err := tun.CreateTUN(ifname, mtu)
+	if err != nil {
+		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
+		return 1
+	}
+	defer d.Close()
+	name, _ := d.Name()
+	s, err := server.New(cfg, server.Options{Logf: logf, Events: func(e server.Event) {
+		c := e.Client
+		switch e.Kind {
+		case server.ClientConnected:
+			progress("client %q connected from %s: address %s, peer-id %d, %v", c.CommonName, c.Remote, c.Address, c.PeerID, c.Cipher)
+		case server.ClientDisconnected:
+			progress("client %q (%s) left: %s", c.CommonName, c.Address, e.Reason)
+		}
+	}})
+	if err != nil {
+		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
+		return 1
+	}
+	nc, err := openLink(name, logf)
+	if err == nil {
+		err = nc.up(s.TunnelAddress(), mtu)
+	}
+	for _, r := range cfg.Routes {
+		if err != nil {
+			break
+		}
+		err = nc.addRoute(r, netip.Addr{})
+	}
+	if err != nil {
+		s.Close()
+		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
+		return 1
+	}
+	defer nc.teardown()
+	progress("device %s: %s, mtu %d, up", name, s.TunnelAddress(), mtu)
+	progress("listening on %s %s; clients get addresses from %s; Ctrl-C stops", cfg.Proto, s.Addr(), cfg.Network)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	attached := make(chan error, 1)
+	go func() { attached <- s.AttachTUN(d) }()
+	select {
+	case <-ctx.Done():
+		progress("shutting down (telling clients to reconnect later)")
+		s.Close()
+		<-attached
+		return 0
+	case err := <-attached:
+		s.Close()
+		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
+		return 1
+	}
+}

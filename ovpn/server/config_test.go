@@ -1,0 +1,189 @@
+package server
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/wrap"
+)
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestParseConfigFull(t *testing.T) {
+	var k wrap.StaticKey
+	k[5] = 9
+	dir := writeFiles(t, map[string]string{"ca.crt": "CA PEM\n", "server.crt": "CERT\n", "ta.key": string(k.Format())})
+	text := `# comment
+mode server
+tls-server
+port 11940
+proto udp4
+local 127.0.0.1
+dev tun
+topology subnet
+server 10.8.0.0 255.255.255.0
+ca ca.crt
+cert server.crt
+<key>
+KEY PEM
+</key>
+tls-auth ta.key 0
+auth SHA256
+dh none
+data-ciphers AES-128-GCM:?BF-CBC:CHACHA20-POLY1305
+push "route 10.99.0.0 255.255.255.0"
+push "dhcp-option DNS 10.8.0.1"
+route 10.50.0.0 255.255.0.0
+keepalive 10 60
+client-to-client
+duplicate-cn
+max-clients 10
+reneg-sec 120
+remote-cert-tls client
+verb 3
+persist-key
+`
+	c, err := ParseConfig([]byte(text), "server.conf", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != netip.MustParseAddrPort("127.0.0.1:11940") || c.Proto != UDP || c.Network != netip.MustParsePrefix("10.8.0.0/24") {
+		t.Fatalf("listen %v proto %v network %v", c.Listen, c.Proto, c.Network)
+	}
+	if string(c.CA) != "CA PEM\n" || string(c.Cert) != "CERT\n" || string(c.Key) != "KEY PEM\n" {
+		t.Fatalf("PEM %q %q %q", c.CA, c.Cert, c.Key)
+	}
+	if c.TLSAuth == nil || *c.TLSAuth != k || c.KeyDirection != wrap.Direction0 || c.Auth != "SHA256" {
+		t.Fatalf("tls-auth %v dir %v auth %q", c.TLSAuth != nil, c.KeyDirection, c.Auth)
+	}
+	if len(c.DataCiphers) != 2 || c.DataCiphers[0] != data.AES128GCM || c.DataCiphers[1] != data.ChaCha20Poly1305 {
+		t.Fatalf("ciphers %v", c.DataCiphers)
+	}
+	if strings.Join(c.Push, "|") != "route 10.99.0.0 255.255.255.0|dhcp-option DNS 10.8.0.1" {
+		t.Fatalf("push %q", c.Push)
+	}
+	if len(c.Routes) != 1 || c.Routes[0] != netip.MustParsePrefix("10.50.0.0/16") {
+		t.Fatalf("routes %v", c.Routes)
+	}
+	if c.Ping != 10 || c.PingRestart != 60 || !c.ClientToClient || !c.DuplicateCN || c.MaxClients != 10 || c.RenegSec != 120 || c.RemoteCertTLS != "client" {
+		t.Fatalf("%+v", c)
+	}
+	if len(c.Warnings) != 3 || c.Warnings[0].Directive != "dh" || c.Warnings[2].Line != 29 {
+		t.Fatalf("warnings %v", c.Warnings)
+	}
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	c, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\nproto tcp6-server\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"), "s.conf", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != netip.MustParseAddrPort("[::]:1194") || c.Proto != TCP || len(c.DataCiphers) != 0 {
+		t.Fatalf("listen %v proto %v ciphers %v", c.Listen, c.Proto, c.DataCiphers)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	const base = "server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"
+	for _, tc := range []struct {
+		name, text string
+		line       int
+		want       string
+	}{
+		{"no pool", "<ca>\nx\n</ca>\n", 0, "no `server NET MASK`"},
+		{"no CA", "server 10.8.0.0 255.255.255.0\n", 0, "no CA certificate"},
+		{"host bits", "server 10.8.0.1 255.255.255.0\n", 1, "has host bits set"},
+		{"bad mask", "server 10.8.0.0 255.0.255.0\n", 1, "non-contiguous netmask"},
+		{"tiny pool", "server 10.8.0.0 255.255.255.252\n", 1, "/29 or larger"},
+		{"compression", base + "comp-lzo no\n", 11, "compression byte"},
+		{"net30", base + "topology net30\n", 11, "topology \"net30\""},
+		{"tls-crypt-v2", base + "tls-crypt-v2 k.key\n", 11, "tls-crypt-v2"},
+		{"client directive", base + "remote 1.2.3.4\n", 11, "client directive"},
+		{"unclosed block", "<ca>\nx\n", 1, "not closed"},
+		{"bad quote", base + "push \"route 1.2.3.4\n", 11, "unterminated quote"},
+		{"push ifconfig", base + "push \"ifconfig 10.8.0.9 255.255.255.0\"\n", 11, "pushed by the server itself"},
+		{"push comma", base + "push \"route 1.2.3.4,x\"\n", 11, "comma"},
+		{"bad cipher", base + "data-ciphers AES-256-CBC\n", 0, "unsupported cipher"},
+		{"bad keepalive", base + "keepalive 10 15\n", 11, "at least twice"},
+		{"bad port", base + "port 70000\n", 11, "bad number"},
+		{"client key direction", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\nkey-direction 1\n", 0, "key direction 0"},
+		{"file refs forbidden", "ca ca.crt\n", 1, "file references are not allowed"},
+		{"tap", base + "dev tap0\n", 11, "only tun devices"},
+		{"both wraps", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\n<tls-crypt>\n" + string(new(wrap.StaticKey).Format()) + "</tls-crypt>\n", 0, "mutually exclusive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.text), "s.conf", "")
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v is not a *ConfigError", err)
+			}
+			if ce.Line != tc.line || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q (line %d), want line %d and %q", err, ce.Line, tc.line, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte("server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\npush \"route 10.1.0.0 255.255.0.0\"\n"))
+	f.Add([]byte("port 1\nproto tcp\nkeepalive 1 2\n<tls-crypt>\n-----BEGIN OpenVPN Static key V1-----\n00\n</tls-crypt>\n"))
+	f.Add([]byte("push 'a \\\" b'\n\"\n<x>\n"))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		c, err := ParseConfig(text, "fuzz.conf", "")
+		if err == nil && (!c.Network.IsValid() || len(c.CA) == 0 || !c.Listen.IsValid()) {
+			t.Fatalf("accepted an incomplete configuration: %+v", c)
+		}
+	})
+}
+
+func TestPool(t *testing.T) {
+	p, err := newPool(netip.MustParsePrefix("10.8.0.0/29"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.server != netip.MustParseAddr("10.8.0.1") || p.size() != 5 {
+		t.Fatalf("server %v size %d", p.server, p.size())
+	}
+	var got []string
+	for i := 0; i < 5; i++ {
+		a, err := p.get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a.String())
+	}
+	if strings.Join(got, " ") != "10.8.0.2 10.8.0.3 10.8.0.4 10.8.0.5 10.8.0.6" {
+		t.Fatalf("addresses %v", got)
+	}
+	if _, err := p.get(); !errors.Is(err, errPoolFull) {
+		t.Fatalf("sixth address: %v", err)
+	}
+	p.put(netip.MustParseAddr("10.8.0.4"))
+	if a, _ := p.get(); a != netip.MustParseAddr("10.8.0.4") {
+		t.Fatalf("reused %v", a)
+	}
+	if _, err := newPool(netip.MustParsePrefix("10.8.0.0/30")); err == nil {
+		t.Fatal("accepted a /30 pool")
+	}
+}
+
+func TestMaskString(t *testing.T) {
+	for bits, want := range map[int]string{0: "0.0.0.0", 8: "255.0.0.0", 24: "255.255.255.0", 29: "255.255.255.248", 32: "255.255.255.255"} {
+		if got := maskString(bits); got != want {
+			t.Errorf("maskString(%d) = %s, want %s", bits, got, want)
+		}
+	}
+}

@@ -1,0 +1,343 @@
+package server
+
+import (
+	"crypto/x509"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wirelane/wirelane/internal/netns"
+	"github.com/wirelane/wirelane/ovpn/client"
+	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/tun"
+)
+
+// The end-to-end test runs the server in one network namespace with a real
+// TUN device, and Debian's openvpn 2.6 as two clients, each in a namespace
+// of its own joined to the server's by a veth pair:
+//
+//	ovc1 (openvpn, tun0)  c1 ==veth== s1  ovs (Wirelane server, wlsrv0 10.8.0.1/24,
+//	ovc2 (openvpn, tun0)  c2 ==veth== s2        10.99.0.1 on lo behind a pushed route)
+
+// inNamespace runs fn on an OS thread switched into ns; the thread is
+// discarded afterwards (the goroutine exits while locked).
+func inNamespace(ns string, fn func()) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		f, err := os.Open("/var/run/netns/" + ns)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- err
+			return
+		}
+		fn()
+		errc <- nil
+	}()
+	return <-errc
+}
+
+func needE2E(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("end-to-end test needs root (network namespaces, TUN devices, openvpn clients)")
+	}
+	netns.Need(t, "openvpn", "ping")
+}
+
+// ovpnClient is a running openvpn client.
+type ovpnClient struct {
+	ns  *netns.NS
+	log string
+	cmd *exec.Cmd
+}
+
+func (c *ovpnClient) logText() string {
+	b, _ := os.ReadFile(c.log)
+	return string(b)
+}
+
+func startOpenVPNClient(t *testing.T, f *fixture, dir string, ns *netns.NS, name, remote string, extra ...string) *ovpnClient {
+	return startOpenVPNClientProto(t, f, dir, ns, name, remote, "udp", extra...)
+}
+
+func startOpenVPNClientProto(t *testing.T, f *fixture, dir string, ns *netns.NS, name, remote, proto string, extra ...string) *ovpnClient {
+	t.Helper()
+	cert, key := f.pki.issue(t, name, x509.ExtKeyUsageClientAuth)
+	for file, b := range map[string][]byte{name + ".crt": cert, name + ".key": key} {
+		if err := os.WriteFile(filepath.Join(dir, file), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := strings.Join(append([]string{"client", "dev tun", "proto " + proto, "remote " + remote + " 1194", "nobind",
+		"remote-cert-tls server", "ca ca.crt", "cert " + name + ".crt", "key " + name + ".key", "verb 4",
+		"connect-retry 1", "explicit-exit-notify 1", "data-ciphers AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305"}, extra...), "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, name+".conf"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &ovpnClient{ns: ns, log: filepath.Join(dir, name+".log")}
+	c.cmd = netns.Command(ns, "openvpn", "--cd", dir, "--config", name+".conf", "--log", c.log)
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { c.cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			c.cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("openvpn %s log:\n%s", name, c.logText())
+		}
+	})
+	netns.Eventually(t, 20*time.Second, "openvpn "+name+" connected", func() error {
+		if strings.Contains(c.logText(), "Initialization Sequence Completed") {
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("openvpn exited:\n%s", c.logText())
+		default:
+		}
+		return fmt.Errorf("not yet")
+	})
+	return c
+}
+
+func clientByName(s *Server, cn string) (ClientInfo, bool) {
+	for _, c := range s.Clients() {
+		if c.CommonName == cn {
+			return c, true
+		}
+	}
+	return ClientInfo{}, false
+}
+
+func TestE2EOpenVPNClients(t *testing.T) {
+	needE2E(t)
+	f := newFixture(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), f.pki.caPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srvNS, c1NS, c2NS := netns.New(t, "ovs"), netns.New(t, "ovc1"), netns.New(t, "ovc2")
+	netns.Veth(t, srvNS, "s1", c1NS, "c1")
+	netns.Veth(t, srvNS, "s2", c2NS, "c2")
+	netns.Run(t, srvNS, "ip", "addr", "add", "192.168.71.1/24", "dev", "s1")
+	netns.Run(t, srvNS, "ip", "addr", "add", "192.168.72.1/24", "dev", "s2")
+	netns.Run(t, c1NS, "ip", "addr", "add", "192.168.71.2/24", "dev", "c1")
+	netns.Run(t, c2NS, "ip", "addr", "add", "192.168.72.2/24", "dev", "c2")
+	netns.Run(t, srvNS, "ip", "addr", "add", "10.99.0.1/32", "dev", "lo")
+
+	var dev tun.Device
+	var err error
+	if e := inNamespace(srvNS.Name, func() { dev, err = tun.CreateTUN("wlsrv0", 1500) }); e != nil || err != nil {
+		t.Fatalf("TUN in %s: %v %v", srvNS.Name, e, err)
+	}
+	defer dev.Close()
+	netns.Run(t, srvNS, "ip", "addr", "add", "10.8.0.1/24", "dev", "wlsrv0")
+	netns.Run(t, srvNS, "ip", "link", "set", "wlsrv0", "up")
+
+	cfg := f.serverConfig(UDP)
+	cfg.Listen = netip.MustParseAddrPort("0.0.0.0:1194")
+	cfg.ClientToClient = true
+	s := startServer(t, cfg, Options{ListenUDP: func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
+		if e := inNamespace(srvNS.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
+			return nil, e
+		}
+		return c, err
+	}})
+	attached := make(chan error, 1)
+	go func() { attached <- s.AttachTUN(dev) }()
+
+	cl1 := startOpenVPNClient(t, f, dir, c1NS, "client1", "192.168.71.1")
+	cl2 := startOpenVPNClient(t, f, dir, c2NS, "client2", "192.168.72.1")
+	i1, ok1 := clientByName(s, "client1")
+	i2, ok2 := clientByName(s, "client2")
+	if !ok1 || !ok2 || i1.Address == i2.Address || i1.PeerID == i2.PeerID {
+		t.Fatalf("server lists %+v", s.Clients())
+	}
+	for _, c := range []struct {
+		ns   *netns.NS
+		info ClientInfo
+	}{{c1NS, i1}, {c2NS, i2}} {
+		addrs := netns.Run(t, c.ns, "ip", "-4", "addr", "show", "dev", "tun0")
+		if !strings.Contains(addrs, c.info.Address.String()+"/24") {
+			t.Fatalf("%s: tun0 lacks %s/24:\n%s", c.info.CommonName, c.info.Address, addrs)
+		}
+		routes := netns.Run(t, c.ns, "ip", "-4", "route", "show", "dev", "tun0")
+		if !strings.Contains(routes, "10.99.0.0/24 via 10.8.0.1") {
+			t.Fatalf("%s: pushed route missing:\n%s", c.info.CommonName, routes)
+		}
+		if c.info.Cipher.String() != "AES-256-GCM" || !c.info.EKM {
+			t.Fatalf("%s: cipher %v ekm %v", c.info.CommonName, c.info.Cipher, c.info.EKM)
+		}
+	}
+	for _, l := range []string{cl1.logText(), cl2.logText()} {
+		if !strings.Contains(l, "peer-id") || !strings.Contains(l, "protocol-flags cc-exit tls-ekm") {
+			t.Fatalf("client log lacks the pushed peer-id/protocol-flags:\n%s", l)
+		}
+	}
+
+	// Traffic: each client to the server's tunnel address, through the
+	// pushed route, and to the other client.
+	netns.Run(t, c1NS, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.8.0.1")
+	netns.Run(t, c2NS, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.8.0.1")
+	netns.Run(t, c1NS, "ping", "-c", "2", "-i", "0.2", "-W", "2", "10.99.0.1")
+	netns.Run(t, c1NS, "ping", "-c", "3", "-i", "0.2", "-W", "2", i2.Address.String())
+	netns.Run(t, c2NS, "ping", "-c", "3", "-i", "0.2", "-W", "2", i1.Address.String())
+	// Larger packets, fragmented by the sender's kernel.
+	netns.Run(t, c1NS, "ping", "-c", "2", "-s", "3000", "-W", "2", "10.8.0.1")
+
+	// The Wirelane client joins from client 1's namespace and reaches the
+	// server and the openvpn client 2.
+	ccfg := f.clientConfig(t, s, "wlclient", "")
+	ccfg.Remotes[0].Host = "192.168.71.1"
+	ccfg.Remotes[0].Port = 1194
+	wc := dialClient(t, ccfg, client.Options{WrapSocket: func(fn func()) error { return inNamespace(c1NS.Name, fn) }})
+	ping(t, wc, netip.MustParseAddr("10.8.0.1"), 1)
+	ping(t, wc, i2.Address, 2)
+	// Client 2 pings the Wirelane client, which answers as a host would.
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, err := wc.ReadPacket(buf)
+			if err != nil {
+				return
+			}
+			p := buf[:n]
+			if n >= 28 && p[9] == 1 && p[20] == 8 {
+				src, dst, _ := ipv4Addrs(p)
+				wc.WritePacket(icmpEcho(0, dst, src, binary.BigEndian.Uint16(p[24:]), binary.BigEndian.Uint16(p[26:]), p[28:]))
+			}
+		}
+	}()
+	netns.Run(t, c2NS, "ping", "-c", "2", "-i", "0.2", "-W", "2", wc.Pushed().Local.Addr().String())
+
+	// A clean exit: SIGTERM makes the openvpn client send EXIT (cc-exit);
+	// the server forgets it and its address.
+	cl2.cmd.Process.Signal(syscall.SIGTERM)
+	netns.Eventually(t, 5*time.Second, "client2 removed", func() error {
+		if _, ok := clientByName(s, "client2"); ok {
+			return fmt.Errorf("still listed")
+		}
+		return nil
+	})
+	if out, err := netns.Try(c1NS, nil, "ping", "-c", "1", "-W", "1", i2.Address.String()); err == nil {
+		t.Fatalf("ping to the departed client 2 succeeded:\n%s", out)
+	}
+	netns.Run(t, c1NS, "ping", "-c", "1", "-W", "2", "10.8.0.1")
+	s.Close()
+	if err := <-attached; err != nil {
+		t.Fatalf("AttachTUN: %v", err)
+	}
+	// Client 1 negotiated cc-exit, so the server told it to reconnect.
+	netns.Eventually(t, 3*time.Second, "client 1 told to restart", func() error {
+		if strings.Contains(cl1.logText(), "server-pushed-connection-reset") {
+			return nil
+		}
+		return fmt.Errorf("log:\n%s", cl1.logText()[max(0, len(cl1.logText())-1500):])
+	})
+}
+
+// logBuffer collects the server's log lines for assertions.
+type logBuffer struct {
+	t     *testing.T
+	mu    sync.Mutex // guards lines
+	lines []string
+}
+
+func (l *logBuffer) logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	l.mu.Lock()
+	l.lines = append(l.lines, line)
+	l.mu.Unlock()
+	l.t.Log(line)
+}
+
+func (l *logBuffer) has(sub string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		if strings.Contains(line, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// An openvpn client over TCP with tls-crypt and CHACHA20-POLY1305 that
+// renegotiates its keys every few seconds while pinging.
+func TestE2EOpenVPNTCPTLSCryptRenegotiation(t *testing.T) {
+	needE2E(t)
+	f := newFixture(t)
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{"ca.crt": f.pki.caPEM, "ta.key": f.static.Format()} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srvNS, cNS := netns.New(t, "ovs"), netns.New(t, "ovc")
+	netns.Veth(t, srvNS, "s1", cNS, "c1")
+	netns.Run(t, srvNS, "ip", "addr", "add", "192.168.73.1/24", "dev", "s1")
+	netns.Run(t, cNS, "ip", "addr", "add", "192.168.73.2/24", "dev", "c1")
+	var dev tun.Device
+	var err error
+	if e := inNamespace(srvNS.Name, func() { dev, err = tun.CreateTUN("wlsrv0", 1500) }); e != nil || err != nil {
+		t.Fatalf("TUN in %s: %v %v", srvNS.Name, e, err)
+	}
+	defer dev.Close()
+	netns.Run(t, srvNS, "ip", "addr", "add", "10.8.0.1/24", "dev", "wlsrv0")
+	netns.Run(t, srvNS, "ip", "link", "set", "wlsrv0", "up")
+
+	cfg := f.serverConfig(TCP)
+	cfg.Listen = netip.MustParseAddrPort("0.0.0.0:1194")
+	cfg.TLSCrypt = f.static
+	cfg.DataCiphers = []data.Cipher{data.ChaCha20Poly1305, data.AES256GCM}
+	logs := &logBuffer{t: t}
+	s := startServer(t, cfg, Options{Logf: logs.logf, ListenTCP: func(network, addr string) (l net.Listener, err error) {
+		if e := inNamespace(srvNS.Name, func() { l, err = net.Listen(network, addr) }); e != nil {
+			return nil, e
+		}
+		return l, err
+	}})
+	go s.AttachTUN(dev)
+	cl := startOpenVPNClientProto(t, f, dir, cNS, "tcpclient", "192.168.73.1", "tcp-client", "tls-crypt ta.key", "reneg-sec 2")
+	info, ok := clientByName(s, "tcpclient")
+	if !ok || info.Cipher != data.ChaCha20Poly1305 {
+		t.Fatalf("clients %+v", s.Clients())
+	}
+	netns.Run(t, cNS, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.8.0.1")
+	netns.Eventually(t, 10*time.Second, "client-initiated renegotiation", func() error {
+		if logs.has("key 2 active") {
+			return nil
+		}
+		return fmt.Errorf("no second renegotiation yet")
+	})
+	// Traffic continues under the new keys, with no loss.
+	out := netns.Run(t, cNS, "ping", "-c", "10", "-i", "0.2", "-W", "2", "10.8.0.1")
+	if !strings.Contains(out, " 0% packet loss") {
+		t.Fatalf("loss after renegotiation:\n%s", out)
+	}
+	_ = cl
+}
