@@ -34,7 +34,9 @@ type Datagram struct {
 	Data     []byte // owned by the network; a Hook must not keep it
 }
 
-// Hook inspects each datagram sent on a Network and decides its fate.
+// Hook inspects each datagram sent on a Network and decides its fate. It
+// runs with the network's lock held: it must be quick and must not call
+// the Network's methods.
 type Hook func(d Datagram) Action
 
 // Network connects in-memory Binds. It is safe for concurrent use.

@@ -46,7 +46,7 @@ type ctrlSession struct {
 	// not block (immutable).
 	onSoftReset func(*keyState)
 
-	mu     sync.Mutex   // guards the fields below and every keyState's rel, input, err, done
+	mu     sync.Mutex   // guards the fields below and every keyState's rel, input, err, retired
 	states [8]*keyState // by key id
 	closed bool
 	now    func() time.Time // immutable
@@ -58,11 +58,11 @@ type keyState struct {
 	created time.Time
 	cs      *ctrlSession
 
-	rel   *reliable.Layer // guarded by cs.mu
-	input []byte          // TLS bytes received, not yet read; guarded by cs.mu
-	err   error           // set when closed; guarded by cs.mu
-	done  bool            // key exchange finished; guarded by cs.mu
-	cond  sync.Cond       // signals input or err; L is &cs.mu
+	rel     *reliable.Layer // guarded by cs.mu
+	input   []byte          // TLS bytes received, not yet read; guarded by cs.mu
+	err     error           // set when closed; guarded by cs.mu
+	retired bool            // replaced by a newer key state; guarded by cs.mu
+	cond    sync.Cond       // signals input or err; L is &cs.mu
 }
 
 // newCtrlSession returns a session whose key state 0 has exchanged resets:
@@ -169,7 +169,9 @@ func (cs *ctrlSession) handle(raw []byte) error {
 	}
 	ks := cs.states[p.KeyID]
 	var fresh *keyState
-	if p.Op == wire.SoftResetV1 && (ks == nil || (ks.done && p.ID == 0)) {
+	// A soft reset for a key id in use starts over only when that key state
+	// is retired (ids cycle 1..7); for the active one it is a duplicate.
+	if p.Op == wire.SoftResetV1 && (ks == nil || (ks.retired && p.ID == 0)) {
 		ks = cs.newStateLocked(p.KeyID)
 		ks.rel.Queue(wire.SoftResetV1, nil)
 		fresh = ks
@@ -239,17 +241,18 @@ func (ks *keyState) closeLocked(err error) {
 	ks.cond.Broadcast()
 }
 
+// retire marks ks as replaced by a newer key state.
+func (cs *ctrlSession) retire(ks *keyState) {
+	cs.mu.Lock()
+	ks.retired = true
+	cs.mu.Unlock()
+}
+
 // idle reports whether everything sent on the key state was acknowledged.
 func (ks *keyState) idle() bool {
 	ks.cs.mu.Lock()
 	defer ks.cs.mu.Unlock()
 	return ks.rel.Unacked() == 0
-}
-
-func (ks *keyState) markDone() {
-	ks.cs.mu.Lock()
-	ks.done = true
-	ks.cs.mu.Unlock()
 }
 
 // conn returns the key state's TLS byte stream.

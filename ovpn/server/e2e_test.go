@@ -161,7 +161,9 @@ func TestE2EOpenVPNClients(t *testing.T) {
 	cfg := f.serverConfig(UDP)
 	cfg.Listen = netip.MustParseAddrPort("0.0.0.0:1194")
 	cfg.ClientToClient = true
-	s := startServer(t, cfg, Options{ListenUDP: func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
+	cfg.RenegSec = 2 // server-initiated renegotiations while the test runs
+	logs := &logBuffer{t: t}
+	s := startServer(t, cfg, Options{Logf: logs.logf, ListenUDP: func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
 		if e := inNamespace(srvNS.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
 			return nil, e
 		}
@@ -234,6 +236,20 @@ func TestE2EOpenVPNClients(t *testing.T) {
 	}()
 	netns.Run(t, c2NS, "ping", "-c", "2", "-i", "0.2", "-W", "2", wc.Pushed().Local.Addr().String())
 
+	// The server renegotiated with both openvpn clients; traffic between
+	// them continues under the new keys without loss.
+	netns.Eventually(t, 10*time.Second, "server-initiated renegotiations", func() error {
+		for _, cn := range []string{"client1", "client2"} {
+			if !logs.has(cn+"/", "key 2 active") {
+				return fmt.Errorf("%s: no second renegotiated key yet", cn)
+			}
+		}
+		return nil
+	})
+	if out := netns.Run(t, c1NS, "ping", "-c", "10", "-i", "0.2", "-W", "2", i2.Address.String()); !strings.Contains(out, " 0% packet loss") {
+		t.Fatalf("loss across renegotiations:\n%s", out)
+	}
+
 	// A clean exit: SIGTERM makes the openvpn client send EXIT (cc-exit);
 	// the server forgets it and its address.
 	cl2.cmd.Process.Signal(syscall.SIGTERM)
@@ -275,11 +291,16 @@ func (l *logBuffer) logf(format string, args ...any) {
 	l.t.Log(line)
 }
 
-func (l *logBuffer) has(sub string) bool {
+// has reports whether one log line contains every one of subs.
+func (l *logBuffer) has(subs ...string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, line := range l.lines {
-		if strings.Contains(line, sub) {
+		all := true
+		for _, sub := range subs {
+			all = all && strings.Contains(line, sub)
+		}
+		if all {
 			return true
 		}
 	}

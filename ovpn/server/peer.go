@@ -76,9 +76,9 @@ type peer struct {
 }
 
 type keyCtx struct {
-	ks      *keyState
-	conn    *tls.Conn
-	created time.Time
+	ks        *keyState
+	conn      *tls.Conn
+	retiredAt time.Time // when a newer key replaced it; guarded by peer.mu
 }
 
 // newPeer registers a client and starts its goroutines. A nil tx means
@@ -198,6 +198,10 @@ func (p *peer) tick(now time.Time) {
 	reneg := !p.renegAt.IsZero() && now.After(p.renegAt)
 	busy := p.busy > 0
 	lame := p.lame
+	var lameSince time.Time
+	if lame != nil {
+		lameSince = lame.retiredAt
+	}
 	p.mu.Unlock()
 	if !established {
 		if now.Sub(p.created) > p.s.handWindow {
@@ -212,19 +216,24 @@ func (p *peer) tick(now time.Time) {
 		p.close("inactivity timeout (ping-restart)")
 		return
 	}
-	if ch := p.data.Load(); ch != nil {
-		ch.DropSecondary(now, p.s.opts.TransitionWindow)
+	ch := p.data.Load()
+	if ch != nil {
 		if k := ch.Primary(); k != nil && k.NeedsRekey() {
 			reneg = true
 		}
 	}
-	if lame != nil && now.Sub(lame.created) > p.s.opts.TransitionWindow {
+	// The transition window counts from when the old key stopped sending,
+	// not from when it was made.
+	if lame != nil && now.Sub(lameSince) > p.s.opts.TransitionWindow {
 		p.mu.Lock()
 		if p.lame == lame {
 			p.lame = nil
 		}
 		p.mu.Unlock()
 		p.ctrl.remove(lame.ks)
+		if ch != nil {
+			ch.DropSecondary(now, 0)
+		}
 	}
 	if reneg && !busy {
 		p.mu.Lock()
@@ -440,11 +449,14 @@ func (p *peer) keyExchange(ks *keyState, initial bool) (*keyCtx, *control.Messag
 		p.data.Load().Install(k)
 		p.pending.Store(nil)
 	}
-	ks.markDone()
-	kc := &keyCtx{ks: ks, conn: conn, created: time.Now()}
+	kc := &keyCtx{ks: ks, conn: conn}
 	p.mu.Lock()
 	old := p.lame
 	p.lame, p.primary = p.primary, kc
+	if p.lame != nil {
+		p.lame.retiredAt = time.Now()
+		p.ctrl.retire(p.lame.ks)
+	}
 	p.nextKeyID = nextKeyID(ks.id)
 	if s.cfg.RenegSec > 0 {
 		p.renegAt = time.Now().Add(time.Duration(s.cfg.RenegSec) * time.Second)

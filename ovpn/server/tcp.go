@@ -1,0 +1,122 @@
+package server
+
+// The TCP transport: one connection, one reader goroutine and one client.
+// Packets carry a 16-bit length prefix; there is no stateless cookie (the
+// TCP handshake already proved the address).
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/wire"
+)
+
+// acceptTCP accepts TCP clients.
+func (s *Server) acceptTCP() {
+	defer s.wg.Done()
+	for {
+		c, err := s.tcp.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			s.logf("openvpn server: accept: %v", err)
+			return
+		}
+		s.wg.Add(1)
+		go s.serveTCP(c)
+	}
+}
+
+// serveTCP runs one TCP client: the first packet must be its reset.
+func (s *Server) serveTCP(c net.Conn) {
+	defer s.wg.Done()
+	from := c.RemoteAddr().(*net.TCPAddr).AddrPort()
+	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+	buf := make([]byte, maxPkt+data.Tailroom)
+	c.SetReadDeadline(time.Now().Add(s.handWindow))
+	raw, err := wire.ReadTCPFrame(c, buf[:maxPkt])
+	if err != nil {
+		c.Close()
+		return
+	}
+	w, err := s.newWrapper()
+	if err != nil {
+		c.Close()
+		return
+	}
+	plain, err := w.Unwrap(nil, raw)
+	var p wire.ControlPacket
+	if err == nil {
+		err = wire.DecodeControl(plain, &p)
+	}
+	if err != nil || p.Op != wire.HardResetClientV2 || p.KeyID != 0 {
+		s.stats.BadControl.Add(1)
+		c.Close()
+		return
+	}
+	var local wire.SessionID
+	if _, err := randRead(local[:]); err != nil {
+		c.Close()
+		return
+	}
+	peer, err := s.newPeer(from, local, p.Session, w, &tcpTransport{c: c}, false)
+	if err != nil {
+		s.logf("openvpn server: %s: %v", from, err)
+		c.Close()
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	for {
+		raw, err := wire.ReadTCPFrame(c, buf[:maxPkt])
+		if err != nil {
+			peer.close(fmt.Sprintf("connection closed: %v", err))
+			return
+		}
+		op, _ := wire.Header(raw[0])
+		if op.IsData() {
+			s.handleData(peer, raw)
+			continue
+		}
+		if err := peer.ctrl.handle(raw); err != nil {
+			if errors.Is(err, errNewSession) {
+				peer.close("the client started a new session")
+				return
+			}
+			s.stats.BadControl.Add(1)
+			continue
+		}
+		peer.touch()
+	}
+}
+
+type tcpTransport struct {
+	c  net.Conn
+	mu sync.Mutex // serialises framed writes
+}
+
+func (t *tcpTransport) send(buf []byte, off, n int) error {
+	if off < sendHeadroom || n > wire.MaxTCPPacket {
+		return wire.ErrBadLength
+	}
+	binary.BigEndian.PutUint16(buf[off-2:], uint16(n))
+	t.mu.Lock()
+	_, err := t.c.Write(buf[off-2 : off+n])
+	t.mu.Unlock()
+	return err
+}
+
+func (t *tcpTransport) close() { t.c.Close() }
+
+func (t *tcpTransport) name() string { return "TCPv4_SERVER" }
