@@ -359,3 +359,59 @@ func waitEvent(t *testing.T, d Device, want Event) {
 		}
 	}
 }
+
+// TestNamespaceDeletionEndsTheDevice moves the interface into a namespace
+// and deletes that namespace (`ip netns delete`), as a user tearing down a
+// test topology does. Nothing in this process may keep the namespace alive:
+// the kernel must then destroy the interface, and Read must fail, which is
+// what ends a daemon.
+func TestNamespaceDeletionEndsTheDevice(t *testing.T) {
+	needTUN(t)
+	name := uniqueName("wln")
+	d, err := CreateTUN(name, 1420)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	ns := uniqueName("wlnns")
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	run("ip", "netns", "add", ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	run("ip", "link", "set", name, "netns", ns)
+	// Let the follower notice the move and look at the namespace a few
+	// times, then ask for the MTU there, so that a descriptor kept by
+	// either would show.
+	drain(d)
+	waitEvent(t, d, EventMTUUpdate)
+	if mtu, err := d.MTU(); err != nil || mtu != 1420 {
+		t.Fatalf("MTU in the other namespace = %d, %v", mtu, err)
+	}
+	time.Sleep(3 * followInterval)
+
+	errc := make(chan error, 1)
+	go func() {
+		bufs := make([][]byte, d.BatchSize())
+		for i := range bufs {
+			bufs[i] = make([]byte, 65536+16)
+		}
+		sizes := make([]int, len(bufs))
+		for {
+			if _, err := d.Read(bufs, sizes, 16); err != nil && err != ErrTooManySegments {
+				errc <- err
+				return
+			}
+		}
+	}()
+	run("ip", "netns", "del", ns)
+	select {
+	case err := <-errc:
+		t.Logf("Read after the namespace was deleted: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read did not fail within 10s of the interface's namespace being deleted: something keeps the namespace alive")
+	}
+}

@@ -8,15 +8,26 @@ package tun
 // moves it into another at once (`ip link set wg0 netns ns1`), while the
 // daemon and its UDP sockets stay behind. The underlying device asks the
 // kernel for the MTU by name and listens for link changes in the
-// namespace it was created in, so after the move it no longer sees MTU
-// changes (or sees a different interface that happens to bear the name).
+// namespace it was created in (its home), so after the move it no longer
+// sees MTU changes (or sees a different interface that happens to bear the
+// name). Up/down detection already works anywhere: the underlying device
+// probes the TUN file itself.
 //
-//	nsDevice.Events  <- underlying device's events (up/down work anywhere)
-//	                 <- follow(): TUNGETDEVNETNS -> the interface's current
-//	                    namespace -> link subscription there:
-//	                      RTM_NEWLINK with a new MTU  -> EventMTUUpdate
-//	                      RTM_DELLINK (moved/deleted) -> look again
-//	nsDevice.MTU     -> netlink query in the interface's current namespace
+//	nsDevice.Events  <- underlying device's events (home namespace)
+//	                 <- follow(), every followInterval while the interface
+//	                    is away from home: TUNGETDEVNETNS -> the interface's
+//	                    namespace -> its MTU there -> close everything;
+//	                    a new namespace or a new MTU -> EventMTUUpdate
+//	nsDevice.MTU     -> the same look-up, on demand
+//
+// Why poll instead of subscribing to link changes in the other namespace:
+// a descriptor of a namespace, and every socket opened in it, keeps that
+// namespace alive. A subscription held there would stop `ip netns delete`
+// from ever dismantling the namespace, so the kernel would never destroy
+// the TUN interface in it, and the daemon (which ends when its interface
+// goes) would run forever. Between two polls this package holds nothing in
+// the other namespace; when the namespace dies the interface is destroyed,
+// Read fails, and the owner shuts down as after `ip link del`.
 //
 // TUNGETDEVNETNS (Linux 5.2) returns a descriptor of the namespace the
 // interface lives in; on older kernels the wrapper behaves exactly like
@@ -24,8 +35,9 @@ package tun
 
 import (
 	"errors"
-	"fmt"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -38,20 +50,32 @@ import (
 // current network namespace.
 const tunGetDevNetns = 0x54e3
 
+// followInterval is how often follow looks at an interface that lives
+// outside the home namespace. MTU changes there are reported at most this
+// late (the device also re-reads the MTU when a packet does not fit).
+var followInterval = 500 * time.Millisecond
+
+// nsID identifies a network namespace (the inode of its nsfs file).
+type nsID struct{ dev, ino uint64 }
+
 // nsDevice is a Linux TUN device whose MTU and MTU events follow the
 // interface across network namespaces.
 type nsDevice struct {
 	wgtun.Device
 
+	home   nsID          // namespace the underlying device listens in; immutable
 	events chan Event    // merged events; closed once both sources stop
 	stop   chan struct{} // closed by Close
 	once   sync.Once     // guards closing stop
 }
 
 // followNamespaces wraps d and starts the goroutines that merge its events
-// with those seen in the interface's current namespace.
+// with the MTU changes seen in the interface's current namespace.
 func followNamespaces(d wgtun.Device) *nsDevice {
 	n := &nsDevice{Device: d, events: make(chan Event, 8), stop: make(chan struct{})}
+	// The underlying device subscribed to link changes from the
+	// namespace of the thread that created it, which is this process's.
+	n.home, _ = statNS("/proc/thread-self/ns/net")
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -67,6 +91,15 @@ func followNamespaces(d wgtun.Device) *nsDevice {
 		close(n.events)
 	}()
 	return n
+}
+
+// statNS identifies the namespace file at path.
+func statNS(path string) (nsID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nsID{}, err
+	}
+	return nsID{st.Dev, st.Ino}, nil
 }
 
 // Events returns the merged event channel; it is closed after Close.
@@ -101,8 +134,13 @@ func (n *nsDevice) forward(in <-chan Event) {
 }
 
 // devNetns returns a descriptor of the namespace the interface is in now.
+// The caller must close it promptly: it keeps the namespace alive.
 func (n *nsDevice) devNetns() (int, error) {
-	rc, err := n.File().SyscallConn()
+	f := n.File()
+	if f == nil {
+		return -1, os.ErrClosed
+	}
+	rc, err := f.SyscallConn()
 	if err != nil {
 		return -1, err
 	}
@@ -124,123 +162,79 @@ func (n *nsDevice) devNetns() (int, error) {
 	return fd, nil
 }
 
-// MTU returns the interface's MTU as seen in the namespace it lives in now.
-func (n *nsDevice) MTU() (int, error) {
-	name, err := n.Name()
-	if err != nil {
-		return 0, err
-	}
+// where reports the interface's namespace and, when that is not home, its
+// MTU there. It holds the namespace only for the duration of the call.
+func (n *nsDevice) where() (ns nsID, mtu int, err error) {
 	nsfd, err := n.devNetns()
 	if err != nil {
-		// Older kernel, or the interface is gone: ask by name here.
-		return n.Device.MTU()
+		return nsID{}, 0, err
 	}
 	defer unix.Close(nsfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(nsfd, &st); err != nil {
+		return nsID{}, 0, err
+	}
+	ns = nsID{st.Dev, st.Ino}
+	if ns == n.home {
+		return ns, 0, nil
+	}
+	name, err := n.Name()
+	if err != nil {
+		return ns, 0, err
+	}
 	h, err := netlink.NewHandleAt(netns.NsHandle(nsfd), unix.NETLINK_ROUTE)
 	if err != nil {
-		return 0, fmt.Errorf("tun: MTU of %s: %w", name, err)
+		return ns, 0, err
 	}
 	defer h.Close()
 	link, err := h.LinkByName(name)
 	if err != nil {
-		return 0, fmt.Errorf("tun: MTU of %s: %w", name, err)
+		return ns, 0, err
 	}
-	return link.Attrs().MTU, nil
+	return ns, link.Attrs().MTU, nil
 }
 
-// follow subscribes to link changes in the interface's namespace and
-// starts over whenever the interface leaves that namespace. It returns
-// when the interface is gone or the device is closed.
+// MTU returns the interface's MTU as seen in the namespace it lives in now.
+func (n *nsDevice) MTU() (int, error) {
+	ns, mtu, err := n.where()
+	if err != nil || ns == n.home {
+		// At home, an older kernel, or the interface is gone: the
+		// underlying device asks by name here.
+		return n.Device.MTU()
+	}
+	return mtu, nil
+}
+
+// follow polls the interface's namespace and MTU while it is away from
+// home, and reports a move or an MTU change there as EventMTUUpdate. It
+// returns when the interface is gone, the kernel cannot tell its
+// namespace, or the device is closed.
 func (n *nsDevice) follow() {
-	misses := 0
+	t := time.NewTicker(followInterval)
+	defer t.Stop()
+	last, lastMTU := n.home, 0
 	for {
-		nsfd, err := n.devNetns()
-		if err != nil {
-			return // deleted, closed, or a kernel without TUNGETDEVNETNS
-		}
-		moved, err := n.watch(nsfd)
-		unix.Close(nsfd)
+		ns, mtu, err := n.where()
 		switch {
-		case moved:
-			misses = 0
-			if !n.emit(EventMTUUpdate) {
-				return
-			}
-		case errors.Is(err, errNotHere):
-			// The interface moved between the two look-ups; try again,
-			// but do not spin if it keeps failing.
-			if misses++; misses > 20 {
-				return
-			}
-			select {
-			case <-time.After(50 * time.Millisecond):
-			case <-n.stop:
-				return
-			}
-		default:
-			return
-		}
-	}
-}
-
-var errNotHere = errors.New("tun: interface not found in its namespace")
-
-// watch reports MTU changes of the interface inside namespace nsfd. It
-// returns moved=true when the interface leaves the namespace (moved away
-// or deleted; the caller tells which), and false with the reason otherwise.
-func (n *nsDevice) watch(nsfd int) (moved bool, err error) {
-	name, err := n.Name()
-	if err != nil {
-		return false, err
-	}
-	ns := netns.NsHandle(nsfd)
-	updates := make(chan netlink.LinkUpdate, 16)
-	done := make(chan struct{})
-	// Subscribe before looking the interface up, so that a move right
-	// after the look-up still arrives as RTM_DELLINK.
-	if err := netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{Namespace: &ns}); err != nil {
-		close(done)
-		return false, err
-	}
-	defer func() {
-		close(done)
-		// The subscription's reader blocks on a full channel; drain it
-		// until it notices done and closes the channel.
-		go func() {
-			for range updates {
-			}
-		}()
-	}()
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		return false, err
-	}
-	link, err := h.LinkByName(name)
-	h.Close()
-	if err != nil {
-		return false, errNotHere
-	}
-	index, mtu := link.Attrs().Index, link.Attrs().MTU
-	for {
-		select {
-		case <-n.stop:
-			return false, nil
-		case u, ok := <-updates:
-			if !ok {
-				return false, errors.New("tun: link subscription ended")
-			}
-			if int(u.Index) != index {
-				continue
-			}
-			if u.Header.Type == unix.RTM_DELLINK {
-				return true, nil
-			}
-			if u.Link != nil && u.Link.Attrs().MTU != mtu {
-				mtu = u.Link.Attrs().MTU
+		case err == nil:
+			if ns != last || (ns != n.home && mtu != lastMTU) {
+				last, lastMTU = ns, mtu
 				if !n.emit(EventMTUUpdate) {
-					return false, nil
+					return
 				}
 			}
+		case errors.Is(err, syscall.ENOTTY) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EBADFD) || errors.Is(err, os.ErrClosed):
+			// No TUNGETDEVNETNS, or the interface was deleted (the
+			// owner learns that from Read): nothing left to follow.
+			return
+		default:
+			// The interface moved between the look-ups, or its name
+			// changed under us: look again at the next tick.
+		}
+		select {
+		case <-t.C:
+		case <-n.stop:
+			return
 		}
 	}
 }

@@ -17,6 +17,13 @@ import (
 const asCLIEnv = "WIRELANE_TEST_AS_CLI"
 
 func TestMain(m *testing.M) {
+	// A binary built with -race sleeps a second on exit (the race
+	// runtime's atexit_sleep_ms), and these tests start the test binary
+	// as a child hundreds of times; the children are checked by this
+	// process, so they may exit at once.
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
 	if os.Getenv(asCLIEnv) == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
@@ -58,7 +65,7 @@ func wl(t testing.TB, stdin string, args ...string) (string, string, int) {
 func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, args := range [][]string{
 		{}, {"frobnicate"}, {"up"}, {"up", "--bogus", "wg0"}, {"down", "a", "b"}, {"show", "a", "b"},
-		{"show", "--jsn"}, {"show", "wg0", "--jsn"}, {"genkey", "extra"}, {"pubkey", "-x"}, {"demo", "--duration", "soon"}, {"strip"},
+		{"show", "--jsn"}, {"show", "wg0", "--jsn"}, {"genkey", "extra"}, {"pubkey", "-x"}, {"demo", "--duration", "soon"}, {"demo", "--mtu", "5"}, {"demo", "--duration", "-1s"}, {"strip"},
 	} {
 		_, stderr, code := wl(t, "", args...)
 		if code != 2 {

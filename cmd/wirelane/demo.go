@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"time"
 
@@ -29,7 +30,10 @@ func cmdDemo(args []string) int {
 		return st
 	}
 	if *mtu < 576 || *mtu > 65535 {
-		return fail(errorf("--mtu %d: want 576 to 65535", *mtu))
+		return usageError("demo", fmt.Errorf("--mtu %d: want 576 to 65535", *mtu))
+	}
+	if *dur < 0 {
+		return usageError("demo", fmt.Errorf("--duration %v: must not be negative", *dur))
 	}
 	ctx, stop := signalContext()
 	defer stop()
@@ -43,7 +47,7 @@ func cmdDemo(args []string) int {
 		StartDaemon: startDaemonQuiet,
 	})
 	if err != nil {
-		return fail(err)
+		return failCtx(ctx, "demo", err)
 	}
 	return 0
 }

@@ -11,10 +11,12 @@
 // daemon; `up` starts it by running this same binary.
 //
 // Exit status: 0 on success, 1 when the command failed, 2 for a usage
-// error (unknown command or flag, wrong arguments).
+// error (unknown command or flag, wrong arguments), 130 when up or demo was
+// interrupted and removed what it had set up. docs/cli.md is the guide.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -103,7 +105,7 @@ func parseFlags(fs *flag.FlagSet, name string, args []string, minArgs, maxArgs i
 	c := find(name)
 	fs.SetOutput(io.Discard)
 	printUsage := func(w io.Writer) {
-		fmt.Fprintf(w, "Usage: %s %s %s\n", prog, c.name, c.args)
+		fmt.Fprintf(w, "%s\n", strings.TrimSpace(fmt.Sprintf("Usage: %s %s %s", prog, c.name, c.args)))
 		if c.help != "" {
 			fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.help))
 		}
@@ -154,10 +156,43 @@ func parseFlags(fs *flag.FlagSet, name string, args []string, minArgs, maxArgs i
 	return rest, -1
 }
 
+// usageError prints "wirelane NAME: err" and the command's usage, and
+// returns exit status 2.
+func usageError(name string, err error) int {
+	c := find(name)
+	fmt.Fprintf(os.Stderr, "%s %s: %v\n", prog, name, err)
+	fmt.Fprintf(os.Stderr, "%s\n", strings.TrimSpace(fmt.Sprintf("Usage: %s %s %s", prog, c.name, c.args)))
+	return 2
+}
+
+// exitInterrupted is the status after SIGINT/SIGTERM (128 + SIGINT, as
+// shells report an interrupted command).
+const exitInterrupted = 130
+
+// failCtx is fail for commands that undo their work when interrupted: an
+// interruption is reported as such (status 130), not as the error of the
+// step it cut short. The commands join clean-up failures after the cause
+// (errors.Join(cause, cleanupErr)); those are still reported.
+func failCtx(ctx context.Context, name string, err error) int {
+	if ctx.Err() == nil {
+		return fail(err)
+	}
+	var cleanup []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		if errs := j.Unwrap(); len(errs) > 1 {
+			cleanup = errs[1:]
+		}
+	}
+	if len(cleanup) > 0 {
+		fmt.Fprintf(os.Stderr, "%s %s: interrupted, and the clean-up failed: %v\n", prog, name, errors.Join(cleanup...))
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "%s %s: interrupted; everything it had set up was removed\n", prog, name)
+	return exitInterrupted
+}
+
 // fail prints "wirelane: err" and returns exit status 1.
 func fail(err error) int {
 	fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
 	return 1
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -27,7 +27,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -47,7 +49,8 @@ names the interface after its base name (wg0.conf -> wg0).`
 const upHelp = `Creates the interface: starts the userspace daemon, applies the keys and
 peers, then Address, MTU, DNS, Table, routes for AllowedIPs (policy routing
 for a default route) and the PreUp/PostUp hooks (%i = interface name).
-If any step fails, everything done so far is undone.
+If any step fails, or on Ctrl-C, everything done so far is undone.
+
 ` + quickFileHelp + `
 
 Environment: WIRELANE_DAEMON=PATH runs "PATH IFNAME" instead of the
@@ -55,15 +58,20 @@ built-in daemon (any userspace implementation with the wireguard-go
 command line, such as wirelaned).`
 
 const downHelp = `Runs PreDown, writes the configuration back if SaveConfig is true, removes
-the interface and its policy rules and DNS, then runs PostDown.
+the interface and its policy rules and DNS, then runs PostDown. If the
+daemon is no longer running (it crashed or was killed), removes what it
+left behind (interface, stale socket, policy rules, DNS) without hooks.
+
 ` + quickFileHelp
 
 const stripHelp = `Prints the file without the keys only wg-quick understands (Address, DNS,
 MTU, Table, hooks, SaveConfig), in a form 'wg setconf' accepts.
+
 ` + quickFileHelp
 
 const saveHelp = `Writes the running interface's configuration (keys, peers, endpoints,
 addresses) back to its file, keeping the file's DNS, Table and hooks.
+
 ` + quickFileHelp
 
 // socketDir is where userspace daemons put their UAPI sockets.
@@ -102,7 +110,7 @@ func cmdUp(args []string) int {
 	ctx, stop := signalContext()
 	defer stop()
 	if err := up(ctx, cfg); err != nil {
-		return fail(err)
+		return failCtx(ctx, "up", err)
 	}
 	return 0
 }
@@ -149,6 +157,12 @@ func up(ctx context.Context, cfg *wgquick.Config) (err error) {
 	if nc.LinkExists(name) {
 		return fmt.Errorf("`%s' already exists", name)
 	}
+	// Sockets live in one directory for all network namespaces: a daemon
+	// answering on ours serves an interface of that name elsewhere.
+	if c, err := net.DialTimeout("unix", filepath.Join(socketDir, name+".sock"), time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("`%s' is in use by a running daemon (%s/%s.sock answers), probably in another network namespace; interface names must be unique across namespaces", name, socketDir, name)
+	}
 	// Check what can be checked before anything changes.
 	var table int
 	if t := cfg.Interface.Table; t != "" && t != "auto" && t != "off" {
@@ -179,10 +193,12 @@ func up(ctx context.Context, cfg *wgquick.Config) (err error) {
 		return err
 	}
 	nc.PushDeleteLink(name)
-	daemonStarted = true
 	if err := startDaemon(ctx, name); err != nil {
 		return err
 	}
+	// Only now is the socket ours to wait for (and, if our daemon hangs,
+	// to remove) during a roll-back.
+	daemonStarted = true
 	wc, err := wgctrl.New()
 	if err != nil {
 		return err
@@ -329,9 +345,36 @@ func setConfig(ctx context.Context, wc *wgctrl.Client, cfg *wgquick.Config) ([]n
 	}
 	logCmd(fmt.Sprintf("wg setconf %s (%d peer(s))", cfg.Name, len(cfg.Peers)))
 	if err := wc.ConfigureDevice(cfg.Name, wcfg); err != nil {
-		return nil, fmt.Errorf("configure %s: %w", cfg.Name, err)
+		return nil, fmt.Errorf("configure %s: %w", cfg.Name, explainUAPIError(err, cfg))
 	}
 	return eps, nil
+}
+
+// uapiErrnoRE finds the daemon's answer in a wgctrl error ("errno=-98").
+var uapiErrnoRE = regexp.MustCompile(`errno=(-?\d+)`)
+
+// explainUAPIError turns the daemon's negative errno, which wgctrl passes
+// on as text, into words a user can act on.
+func explainUAPIError(err error, cfg *wgquick.Config) error {
+	m := uapiErrnoRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	n, perr := strconv.Atoi(m[1])
+	if perr != nil {
+		return err
+	}
+	if n < 0 {
+		n = -n
+	}
+	errno := syscall.Errno(n)
+	if errno == syscall.EADDRINUSE {
+		if p := cfg.Interface.ListenPort; p != nil && *p != 0 {
+			return fmt.Errorf("ListenPort %d is already in use (%w)", *p, errno)
+		}
+		return fmt.Errorf("cannot bind the UDP socket or set FwMark (%w)", errno)
+	}
+	return fmt.Errorf("the daemon refused the configuration: %w", errno)
 }
 
 // resolveEndpoint turns "host:port" into an address, resolving names.
@@ -473,7 +516,7 @@ func down(cfg *wgquick.Config) error {
 	defer wc.Close()
 	dev, err := wc.Device(name)
 	if err != nil {
-		return fmt.Errorf("`%s' is not a WireGuard interface", name)
+		return downOrphan(cfg)
 	}
 	nc, err := netcfg.New()
 	if err != nil {
@@ -482,6 +525,12 @@ func down(cfg *wgquick.Config) error {
 	defer nc.Close()
 	nc.Log = logCmd
 	nc.Undo = nil
+	if !nc.LinkExists(name) {
+		// The socket answered, but sockets are shared by all network
+		// namespaces: the interface lives in another one. Touch nothing
+		// (removing the socket would stop that tunnel).
+		return fmt.Errorf("`%s' is not an interface in this network namespace (a daemon for it answers, so it probably lives in another one)", name)
+	}
 	ctx := context.Background()
 	if err := runHooks(ctx, cfg.Interface.PreDown, name); err != nil {
 		return err
@@ -512,6 +561,66 @@ func down(cfg *wgquick.Config) error {
 		return err
 	}
 	return runHooks(ctx, cfg.Interface.PostDown, name)
+}
+
+// downOrphan cleans up after a tunnel whose daemon is gone (it crashed or
+// was killed): the interface if it is still there, the stale socket, the
+// policy rules of a default route (only those no live tunnel needs) and
+// the DNS record. Hooks are not run: the tunnel they belong to is already
+// down. With nothing left to remove it fails as wg-quick does.
+func downOrphan(cfg *wgquick.Config) error {
+	name := cfg.Name
+	nc, err := netcfg.New()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	nc.Log = logCmd
+	nc.Undo = nil
+	removed := 0
+	var errs []error
+	if nc.LinkExists(name) {
+		if err := nc.DeleteLink(name); err != nil {
+			errs = append(errs, err)
+		} else {
+			removed++
+		}
+	}
+	sock := filepath.Join(socketDir, name+".sock")
+	if _, err := os.Lstat(sock); err == nil {
+		if msg := removeStaleSocket(name); strings.HasPrefix(msg, "removed") {
+			logCmd("rm " + sock + " (stale: its daemon is not running)")
+			removed++
+		} else {
+			errs = append(errs, errors.New(msg))
+		}
+	}
+	if t := cfg.Interface.Table; (t == "" || t == "auto") && cfg.HasDefaultRoute() {
+		mark := 51820
+		if m := cfg.Interface.FwMark; m != nil && *m != 0 {
+			mark = int(*m)
+		}
+		for _, fam := range netcfg.Families {
+			n, err := nc.DeleteOrphanedDefaultRouteRules(fam, mark)
+			removed += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if removed > 0 && len(cfg.Interface.DNS)+len(cfg.Interface.DNSSearch) > 0 {
+		if err := nc.UnsetDNS(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if removed == 0 {
+		return fmt.Errorf("`%s' is not a WireGuard interface", name)
+	}
+	fmt.Fprintf(os.Stderr, "Warning: the daemon for %s was not running; removed what it left behind (PreDown/PostDown not run)\n", name)
+	return nil
 }
 
 func hasDefault(dev *wgtypes.Device) bool {
@@ -622,11 +731,14 @@ func saveDevice(cfg *wgquick.Config, dev *wgtypes.Device, nc *netcfg.Conf) error
 		out.Peers = append(out.Peers, q)
 	}
 	logCmd("wg showconf " + cfg.Name + " > " + cfg.Path)
-	tmp := cfg.Path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	// A new file with a random name (O_EXCL, mode 0600): a fixed name
+	// could be a symbolic link someone planted next to a file in a
+	// shared directory, and root would write through it.
+	f, err := os.CreateTemp(filepath.Dir(cfg.Path), "."+filepath.Base(cfg.Path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("could not write configuration file: %w", err)
 	}
+	tmp := f.Name()
 	_, err = f.Write(out.Marshal())
 	if err == nil {
 		err = f.Sync()

@@ -7,18 +7,21 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	vnetns "github.com/vishvananda/netns"
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
@@ -275,6 +278,18 @@ func TestUpDown(t *testing.T) {
 	if err != nil || !strings.Contains(human, "interface: "+ifname) || !strings.Contains(human, "persistent keepalive: every 25 seconds") {
 		t.Errorf("show: %v\n%s", err, human)
 	}
+	if _, lerr := exec.LookPath("wg"); lerr == nil {
+		// The human form is wg's, line for line. A handshake retry may
+		// change the byte counters between the two calls: try again then.
+		want := tnetns.Run(t, ns, "wg", "show", ifname)
+		for try := 0; human != want && try < 3; try++ {
+			human, _ = wlIn(t, ns, "show", ifname)
+			want = tnetns.Run(t, ns, "wg", "show", ifname)
+		}
+		if human != want {
+			t.Errorf("wirelane show:\n%s\nwg show:\n%s", human, want)
+		}
+	}
 
 	out, err = wlIn(t, ns, "down", conf)
 	if err != nil {
@@ -314,14 +329,20 @@ func TestFailedUpLeavesNothing(t *testing.T) {
 		{"unknown table name", head + "Table = nosuchtable\n" + peer, `routing table "nosuchtable" is not a number`, nil},
 		{"same address twice", head + "Address = 10.66.0.1/24\n" + peer, "add address 10.66.0.1/24", nil},
 		{"route already taken", head + peer, "add route 10.99.0.0/16", []string{"ip route add 10.99.0.0/16 dev lo"}},
+		{"listen port taken", head + "ListenPort = 51234\n" + peer, "configure IF: ListenPort 51234 is already in use (address already in use)", []string{"HOLDUDP 51234"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := tnetns.New(t, "wlf")
 			for _, s := range tt.setup {
+				if port, ok := strings.CutPrefix(s, "HOLDUDP "); ok {
+					holdUDPPort(t, ns, port)
+					continue
+				}
 				tnetns.Run(t, ns, strings.Fields(s)...)
 			}
 			ifname := tnetns.Unique("wlf")
+			tt.wantErr = strings.ReplaceAll(tt.wantErr, "IF", ifname)
 			conf := writeConf(t, ifname, tt.body)
 			before := netState(t, ns)
 			out, err := wlIn(t, ns, "up", conf)
@@ -574,8 +595,11 @@ func TestInterruptedUpRollsBack(t *testing.T) {
 	if err == nil {
 		t.Fatalf("interrupted up exited 0:\n%s", out)
 	}
-	if !strings.Contains(out, "undoing") {
+	if !strings.Contains(out, "undoing") || !strings.Contains(out, "wirelane up: interrupted; everything it had set up was removed") {
 		t.Errorf("no rollback reported:\n%s", out)
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Errorf("interrupted up: %v, want exit status %d", err, exitInterrupted)
 	}
 	if after := netState(t, ns); after != before {
 		t.Errorf("state after interrupted up:\n%s\nwant:\n%s", after, before)
@@ -690,4 +714,294 @@ func TestShowSkipsStaleSockets(t *testing.T) {
 	if err != nil || !strings.Contains(names, ifname) || strings.Contains(names, stale) {
 		t.Errorf("show interfaces: %v: %q", err, names)
 	}
+}
+
+// TestCrashedDaemon kills a tunnel's daemon (SIGKILL: no clean-up of its
+// own), which leaves a stale socket and wg-quick's policy rules behind.
+// `show` must say the daemon is gone (and drop the stale socket, as wg
+// does); `down` must remove what is left and put the namespace back as it
+// was; a second `down` finds nothing and fails as wg-quick does.
+func TestCrashedDaemon(t *testing.T) {
+	logDaemon(t)
+	for _, showFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("show first %v", showFirst), func(t *testing.T) {
+			ns := tnetns.New(t, "wlc")
+			ifname := tnetns.Unique("wlc")
+			body, _ := fullTunnelConf(t, "")
+			conf := writeConf(t, ifname, body)
+			before := netState(t, ns)
+			if out, err := wlIn(t, ns, "up", conf); err != nil {
+				t.Fatalf("up: %v\n%s", err, out)
+			}
+			out, _ := exec.Command("ip", "netns", "pids", ns.Name).Output()
+			pids := strings.Fields(string(out))
+			if len(pids) != 1 {
+				t.Fatalf("want one daemon in %s, found %q", ns.Name, pids)
+			}
+			exec.Command("kill", "-KILL", pids[0]).Run()
+			// The process leaves the namespace's list before its last
+			// thread has closed the listening socket: wait for the socket
+			// to refuse connections, as it does once nobody holds it.
+			tnetns.Eventually(t, 5*time.Second, "daemon death", func() error {
+				if err := noDaemonIn(ns); err != nil {
+					return err
+				}
+				c, err := net.Dial("unix", filepath.Join(socketDir, ifname+".sock"))
+				if err == nil {
+					c.Close()
+					return errors.New("the socket still accepts connections")
+				}
+				return nil
+			})
+			if err := socketGone(ifname); err == nil {
+				t.Fatal("SIGKILL left no stale socket; the test proves nothing")
+			}
+			if showFirst {
+				out, err := wlIn(t, ns, "show", ifname)
+				if err == nil || !strings.Contains(out, "unable to access interface "+ifname+": its daemon is not running (removed the stale socket") {
+					t.Errorf("show of a dead daemon: %v\n%s", err, out)
+				}
+				if err := socketGone(ifname); err != nil {
+					t.Errorf("show left the stale socket: %v", err)
+				}
+			}
+			out2, err := wlIn(t, ns, "down", conf)
+			if err != nil || !strings.Contains(out2, "the daemon for "+ifname+" was not running") {
+				t.Fatalf("down after a crash: %v\n%s", err, out2)
+			}
+			if after := netState(t, ns); after != before {
+				t.Errorf("after down:\n%s\nwant:\n%s", after, before)
+			}
+			if err := socketGone(ifname); err != nil {
+				t.Error(err)
+			}
+			if out, err := wlIn(t, ns, "down", conf); err == nil || !strings.Contains(out, "is not a WireGuard interface") {
+				t.Errorf("second down: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestBadConfigLeavesNothing runs `up` on files with a bad line: each must
+// be reported as FILE:LINE: message before anything changes (no daemon,
+// no socket, no interface, same addresses, routes and rules).
+func TestBadConfigLeavesNothing(t *testing.T) {
+	logDaemon(t)
+	ns := tnetns.New(t, "wlb")
+	priv, _ := genKey(t)
+	_, pub := genKey(t)
+	head := "[Interface]\nPrivateKey = " + priv + "\nAddress = 10.66.0.1/24\n"
+	peer := "[Peer]\nPublicKey = " + pub + "\nAllowedIPs = 0.0.0.0/0\n"
+	before := netState(t, ns)
+	for _, tt := range []struct{ name, body, want string }{
+		{"IPv6 endpoint without brackets", head + peer + "Endpoint = 2001:db8::1:51820\n",
+			`:7: Endpoint: "2001:db8::1:51820": an IPv6 address must be in brackets, as in [2001:db8::1]:51820`},
+		{"same peer twice", head + peer + peer, ":7: the same PublicKey is already used by the peer on line 4"},
+		{"misspelt key", head + "Adress = 10.0.0.1\n" + peer, `:4: unknown key "Adress" in [Interface]`},
+		{"bad public key", head + "[Peer]\nPublicKey = abc\n", `:5: PublicKey "abc" is not a valid key`},
+		{"bad MTU", head + "MTU = 9\n" + peer, `:4: MTU: "9" is not a number between 68 and 65535`},
+		{"hook before any section", "PostUp = touch /tmp/never\n" + head, `:1: key "PostUp" outside of a section`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ifname := tnetns.Unique("wlb")
+			conf := writeConf(t, ifname, tt.body)
+			out, err := wlIn(t, ns, "up", conf)
+			if err == nil {
+				t.Fatalf("up succeeded:\n%s", out)
+			}
+			if want := "wirelane: " + conf + tt.want; !strings.HasPrefix(out, want) {
+				t.Errorf("output\n%s\nwant it to start with\n%s", out, want)
+			}
+			if err := socketGone(ifname); err != nil {
+				t.Error(err)
+			}
+			if err := noDaemonIn(ns); err != nil {
+				t.Error(err)
+			}
+			if after := netState(t, ns); after != before {
+				t.Errorf("state after a bad file:\n%s\nwant:\n%s", after, before)
+			}
+		})
+	}
+}
+
+// TestDNSThroughResolvconfAndHostNameEndpoint puts a stand-in resolvconf
+// on PATH (the real one is not per network namespace, so it would change
+// the host's resolver) that records how it is called, and uses a host name
+// as the endpoint: `up` must register the servers and search domains under
+// the interface's name, resolve the name, and `down` must remove the record.
+func TestDNSThroughResolvconfAndHostNameEndpoint(t *testing.T) {
+	env := logDaemon(t)
+	bin := t.TempDir()
+	record := filepath.Join(bin, "calls")
+	fake := "#!/bin/sh\necho \"$*\" >> " + record + "\ncat >> " + record + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "resolvconf"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "PATH="+bin+":"+os.Getenv("PATH"))
+	ns := tnetns.New(t, "wlr")
+	ifname := tnetns.Unique("wlr")
+	priv, _ := genKey(t)
+	_, pub := genKey(t)
+	conf := writeConf(t, ifname, "[Interface]\nPrivateKey = "+priv+"\nAddress = 10.4.0.1/24\nDNS = 10.4.0.53, fd04::53, corp.example, lab.example\n"+
+		"[Peer]\nPublicKey = "+pub+"\nAllowedIPs = 10.4.0.0/24\nEndpoint = localhost:51820\n")
+	if out, err := tnetns.Try(ns, env, self(t), "up", conf); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	peers := peerState(t, ns, ifname)
+	if !strings.Contains(peers, "endpoint 127.0.0.1:51820 ") && !strings.Contains(peers, "endpoint [::1]:51820 ") {
+		t.Errorf("localhost:51820 not resolved to a loopback endpoint:\n%s", peers)
+	}
+	if out, err := tnetns.Try(ns, env, self(t), "down", conf); err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+	got, _ := os.ReadFile(record)
+	want := "-a " + ifname + " -m 0 -x\nnameserver 10.4.0.53\nnameserver fd04::53\nsearch corp.example lab.example\n-d " + ifname + " -f\n"
+	if _, err := os.Stat("/etc/resolvconf/interface-order"); err == nil {
+		t.Logf("/etc/resolvconf/interface-order exists: the record name may carry a prefix")
+		want = strings.ReplaceAll(want, " "+ifname+" ", " ")
+		got = []byte(regexp.MustCompile(` \S*`+ifname+` `).ReplaceAllString(string(got), " "))
+	}
+	if string(got) != want {
+		t.Errorf("resolvconf calls:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestUpRefusesNameInUseElsewhere brings the same file up in a second
+// namespace while the first tunnel runs: UAPI sockets are shared by all
+// namespaces, so the second `up` must fail before changing anything, and
+// must leave the first tunnel (and its daemon's socket) alone; so must a
+// `down` run in the second namespace.
+func TestUpRefusesNameInUseElsewhere(t *testing.T) {
+	logDaemon(t)
+	ns1, ns2 := tnetns.New(t, "wle"), tnetns.New(t, "wle")
+	ifname := tnetns.Unique("wle")
+	priv, _ := genKey(t)
+	conf := writeConf(t, ifname, "[Interface]\nPrivateKey = "+priv+"\nListenPort = 51666\nAddress = 10.5.0.1/24\n")
+	if out, err := wlIn(t, ns1, "up", conf); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	defer wlIn(t, ns1, "down", conf)
+	before := netState(t, ns2)
+	out, err := wlIn(t, ns2, "up", conf)
+	if err == nil || !strings.Contains(out, "is in use by a running daemon") {
+		t.Errorf("second up: %v\n%s", err, out)
+	}
+	if after := netState(t, ns2); after != before {
+		t.Errorf("second namespace changed:\n%s\nwant:\n%s", after, before)
+	}
+	time.Sleep(200 * time.Millisecond) // a daemon told to stop would be gone by now
+	out, err = wlIn(t, ns2, "down", conf)
+	if err == nil || !strings.Contains(out, "is not an interface in this network namespace") {
+		t.Errorf("down from the other namespace: %v\n%s", err, out)
+	}
+	time.Sleep(200 * time.Millisecond) // a daemon told to stop would be gone by now
+	if err := socketGone(ifname); err == nil {
+		t.Fatal("the running tunnel's socket was removed")
+	}
+	if got := peerState(t, ns1, ifname); !strings.Contains(got, "port 51666") {
+		t.Errorf("first tunnel after the failed up:\n%s", got)
+	}
+	if out, err := wlIn(t, ns1, "down", conf); err != nil {
+		t.Errorf("down of the first tunnel: %v\n%s", err, out)
+	}
+}
+
+// TestDemoInterruptedCleansUp presses Ctrl-C during the throughput test:
+// the demo must stop at once, remove its interfaces, daemons and
+// namespaces, say so, and exit with status 130.
+func TestDemoInterruptedCleansUp(t *testing.T) {
+	env := logDaemon(t)
+	cmd := exec.Command(self(t), "demo", "--duration", "60s")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.WaitDelay = time.Second
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tag := fmt.Sprint(cmd.Process.Pid % 1000000)
+	reached := make(chan string, 1)
+	var out strings.Builder
+	go func() {
+		buf := make([]byte, 4096)
+		sent := false
+		for {
+			n, err := stdout.Read(buf)
+			out.Write(buf[:n])
+			if !sent && strings.Contains(out.String(), "throughput: TCP") {
+				reached <- out.String()
+				sent = true
+			}
+			if err != nil {
+				close(reached)
+				return
+			}
+		}
+	}()
+	select {
+	case _, ok := <-reached:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("demo ended before its throughput test:\n%s", errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("demo did not reach its throughput test within 30s")
+	}
+	start := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	err = cmd.Wait()
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("demo took %v to stop after Ctrl-C", d)
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Errorf("interrupted demo: %v, want exit status %d\n%s", err, exitInterrupted, errb.String())
+	}
+	if !strings.Contains(errb.String(), "wirelane demo: interrupted; everything it had set up was removed") {
+		t.Errorf("stderr:\n%s", errb.String())
+	}
+	links, _ := exec.Command("ip", "-o", "link", "show").Output()
+	if strings.Contains(string(links), "wldemo"+tag) {
+		t.Errorf("interfaces left:\n%s", links)
+	}
+	tnetns.Eventually(t, 5*time.Second, "demo daemons exit", func() error {
+		if m, _ := filepath.Glob(filepath.Join(socketDir, "wldemo"+tag+"*")); len(m) > 0 {
+			return fmt.Errorf("sockets left: %v", m)
+		}
+		return nil
+	})
+}
+
+// holdUDPPort binds UDP port (IPv4 and IPv6) inside ns from this process,
+// so that no process shows up in the namespace, until the test ends.
+func holdUDPPort(t *testing.T, ns *tnetns.NS, port string) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := vnetns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	h, err := vnetns.GetFromName(ns.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := vnetns.Set(h); err != nil {
+		t.Fatal(err)
+	}
+	c, lerr := net.ListenPacket("udp", ":"+port) // dual-stack
+	if err := vnetns.Set(orig); err != nil {
+		panic("cannot return to the test's network namespace: " + err.Error())
+	}
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	t.Cleanup(func() { c.Close() })
 }

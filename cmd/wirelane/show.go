@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -56,6 +57,9 @@ func cmdShow(args []string) int {
 		}
 	default:
 		d, err := c.Device(what)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fail(fmt.Errorf("unable to access interface %s: its daemon is not running (%s)", what, removeStaleSocket(what)))
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return fail(fmt.Errorf("unable to access interface %s: no such WireGuard interface", what))
 		}
@@ -94,8 +98,9 @@ func cmdShow(args []string) int {
 
 // listDevices returns every userspace interface whose UAPI socket answers,
 // sorted by name. A socket left behind by a daemon that died (nobody
-// accepts on it) is skipped instead of failing the whole listing, so one
-// crashed tunnel cannot hide the others from `show` and its JSON users.
+// accepts on it) is skipped, and removed as wg does, instead of failing the
+// whole listing, so one crashed tunnel cannot hide the others from `show`
+// and its JSON users.
 func listDevices(c *wgctrl.Client) ([]*wgtypes.Device, error) {
 	socks, err := filepath.Glob(filepath.Join(socketDir, "*.sock"))
 	if err != nil {
@@ -106,8 +111,12 @@ func listDevices(c *wgctrl.Client) ([]*wgtypes.Device, error) {
 		name := strings.TrimSuffix(filepath.Base(s), ".sock")
 		d, err := c.Device(name)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
-				continue // gone meanwhile, or a stale socket
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				removeStaleSocket(name)
+				continue
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // gone meanwhile
 			}
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -115,4 +124,23 @@ func listDevices(c *wgctrl.Client) ([]*wgtypes.Device, error) {
 	}
 	sort.Slice(devs, func(i, j int) bool { return devs[i].Name < devs[j].Name })
 	return devs, nil
+}
+
+// removeStaleSocket removes the UAPI socket of ifname if nobody accepts
+// connections on it any more (its daemon died), as wg does, and says what
+// it did.
+func removeStaleSocket(ifname string) string {
+	p := filepath.Join(socketDir, ifname+".sock")
+	c, err := net.DialTimeout("unix", p, time.Second)
+	if err == nil {
+		c.Close()
+		return "its socket " + p + " answers again"
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return "socket " + p + ": " + err.Error()
+	}
+	if err := os.Remove(p); err != nil {
+		return "cannot remove the stale socket: " + err.Error()
+	}
+	return "removed the stale socket " + p
 }

@@ -52,6 +52,8 @@ func ParseLogLevel(s string) (LogLevel, error) {
 	return LogError, fmt.Errorf("%s=%q: want verbose, error or silent", EnvLogLevel, s)
 }
 
+// String returns the LOG_LEVEL spelling of l ("verbose", "error" or
+// "silent"), which ParseLogLevel accepts.
 func (l LogLevel) String() string {
 	switch l {
 	case LogVerbose:
@@ -142,8 +144,13 @@ func (c *Config) applyEnv() error {
 	return nil
 }
 
-func envFD(name string) (int, error) {
-	s := os.Getenv(name)
+// envFD reads a descriptor number from the environment variable name;
+// unset or empty means 0 (none).
+func envFD(name string) (int, error) { return parseFD(name, os.Getenv(name)) }
+
+// parseFD parses the value s of the variable name: empty (none, 0) or a
+// decimal descriptor number of 3 or more.
+func parseFD(name, s string) (int, error) {
 	if s == "" {
 		return 0, nil
 	}

@@ -29,6 +29,13 @@ import (
 const envTestChild = "WIRELANE_DAEMON_TEST_CHILD"
 
 func TestMain(m *testing.M) {
+	// A binary built with -race sleeps a second on exit (the race
+	// runtime's atexit_sleep_ms), and these tests start the test binary
+	// as a child hundreds of times; the children are checked by this
+	// process, so they may exit at once.
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
 	if dir := os.Getenv(envTestChild); dir != "" {
 		uapi.SocketDir = dir
 		engineFunc = newFakeEngine
@@ -157,6 +164,33 @@ func FuzzParseLogLevel(f *testing.F) {
 			if again, err := ParseLogLevel(l.String()); err != nil || again != l {
 				t.Fatalf("level %v does not round-trip: %v, %v", l, again, err)
 			}
+		}
+	})
+}
+
+// FuzzParseFD checks the parser of WG_TUN_FD and WG_UAPI_FD: an accepted
+// value is empty (0) or the decimal spelling of a number from 3 on, and a
+// rejected one names the variable.
+func FuzzParseFD(f *testing.F) {
+	for _, s := range []string{"", "3", "2", "-1", "017", "+5", "2147483647", "2147483648", " 4", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fd, err := parseFD(EnvTunFD, s)
+		if err != nil {
+			if fd != 0 || !strings.Contains(err.Error(), EnvTunFD+"=") {
+				t.Fatalf("parseFD(%q) = %d, %v", s, fd, err)
+			}
+			return
+		}
+		if s == "" {
+			if fd != 0 {
+				t.Fatalf("parseFD(\"\") = %d", fd)
+			}
+			return
+		}
+		if fd < 3 || strconv.Itoa(fd) != strings.TrimLeft(s, "0") {
+			t.Fatalf("parseFD(%q) = %d", s, fd)
 		}
 	})
 }

@@ -33,6 +33,11 @@ func TestDaemonExits(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		// Nothing in the daemon may keep the namespace alive: once it is
+		// gone, the kernel destroys the interface in it.
+		{"when the interface's namespace is deleted", func(t *testing.T, ns1 *netns.NS, ifname string, pid int) {
+			netns.Run(t, nil, "ip", "netns", "del", ns1.Name)
+		}},
 		{"on SIGTERM", func(t *testing.T, ns1 *netns.NS, ifname string, pid int) {
 			syscall.Kill(pid, syscall.SIGTERM)
 		}},
@@ -51,8 +56,8 @@ func TestDaemonExits(t *testing.T) {
 				t.Fatalf("no daemon process for %s", ifname)
 			}
 			tc.end(t, ns1, ifname, pid)
-			if !waitGone(pid, 5*time.Second) {
-				t.Fatalf("daemon %d still running 5s later", pid)
+			if !waitGone(pid, 10*time.Second) {
+				t.Fatalf("daemon %d still running 10s later", pid)
 			}
 			sock := filepath.Join(socketDir, ifname+".sock")
 			if _, err := os.Stat(sock); err == nil {

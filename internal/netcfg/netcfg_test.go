@@ -229,3 +229,60 @@ func TestUndoOrderAndErrors(t *testing.T) {
 		t.Error("stack not emptied")
 	}
 }
+
+func TestDeleteOrphanedDefaultRouteRules(t *testing.T) {
+	c, _ := freshNS(t)
+	before := ruleSummary(t, c)
+	c.Undo = nil
+	if err := c.SetUp("dum0"); err != nil {
+		t.Fatal(err)
+	}
+	// Two tunnels with a default route: 51820 died (no routes left in its
+	// table), 51821 is alive (its table still routes).
+	for _, table := range []int{51820, 51821} {
+		if err := c.AddDefaultRouteRules(unix.AF_INET, table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.AddRoute("dum0", netip.MustParsePrefix("0.0.0.0/0"), 51821); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.DeleteOrphanedDefaultRouteRules(unix.AF_INET, 51821); err != nil || n != 0 {
+		t.Fatalf("a live tunnel's rules: deleted %d (%v), want none", n, err)
+	}
+	n, err := c.DeleteOrphanedDefaultRouteRules(unix.AF_INET, 51820)
+	if err != nil || n != 1 {
+		t.Fatalf("dead tunnel: deleted %d rules (%v), want only its not-fwmark rule", n, err)
+	}
+	s := ruleSummary(t, c)
+	if strings.Contains(s, "51820") || !strings.Contains(s, "51821") {
+		t.Fatalf("rules after cleaning up 51820:\n%s", s)
+	}
+	// Once the second tunnel is gone too, the shared suppress rules go.
+	if err := c.DeleteLink("dum0"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.DeleteOrphanedDefaultRouteRules(unix.AF_INET, 51821); err != nil || n < 2 {
+		t.Fatalf("last tunnel: deleted %d rules (%v), want its rule and the suppress rules", n, err)
+	}
+	if got := ruleSummary(t, c); got != before {
+		t.Errorf("rules left:\n%s\nwant:\n%s", got, before)
+	}
+}
+
+// FuzzParseRTTables checks the rt_tables reader: no panics, and every name
+// it learns is a field of a line whose first field is the table's number.
+func FuzzParseRTTables(f *testing.F) {
+	f.Add("255\tlocal\n254\tmain\n# comment\n0x10 vpn # trailing\n")
+	f.Add("1234\n\n abc 12\n")
+	f.Add("4294967296 big\n-1 neg\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		names := map[string]int{}
+		parseRTTables(strings.NewReader(s), names)
+		for name, n := range names {
+			if name == "" || strings.ContainsAny(name, " \t\n#") || n < 0 || n > 1<<32-1 {
+				t.Fatalf("learned %q = %d from %q", name, n, s)
+			}
+		}
+	})
+}

@@ -81,3 +81,55 @@ func (c *Conf) DeleteDefaultRouteRules(fam, table int) (int, error) {
 
 // Rules lists the policy rules of family fam (for checks and tests).
 func (c *Conf) Rules(fam int) ([]netlink.Rule, error) { return c.h.RuleList(fam) }
+
+// DeleteOrphanedDefaultRouteRules cleans up after a tunnel whose daemon
+// died: in family fam it removes the "not fwmark TABLE lookup TABLE" rule
+// when table holds no route any more (the interface and its routes are
+// gone), and then the "lookup main suppress_prefixlength 0" rules, but only
+// if no other tunnel's "not fwmark" rule still needs them. It returns how
+// many rules it removed.
+func (c *Conf) DeleteOrphanedDefaultRouteRules(fam, table int) (int, error) {
+	if used, err := c.TableInUse(table); err != nil || used {
+		return 0, err
+	}
+	rules, err := c.h.RuleList(fam)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	n, others := 0, 0
+	for i := range rules {
+		r := rules[i]
+		if !r.Invert || r.Mark == 0 {
+			continue
+		}
+		if r.Table != table {
+			others++
+			continue
+		}
+		c.logf("ip %s rule delete table %d", famFlag(fam), table)
+		r.Family = fam
+		if err := c.h.RuleDel(&r); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	if n == 0 || others > 0 {
+		return n, errors.Join(errs...)
+	}
+	for i := range rules {
+		r := rules[i]
+		if r.Table != unix.RT_TABLE_MAIN || r.SuppressPrefixlen != 0 {
+			continue
+		}
+		c.logf("ip %s rule delete table main suppress_prefixlength 0", famFlag(fam))
+		r.Family = fam
+		if err := c.h.RuleDel(&r); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}

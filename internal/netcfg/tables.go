@@ -3,6 +3,7 @@ package netcfg
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -38,13 +39,22 @@ func ResolveTable(s string) (int, error) {
 	return 0, fmt.Errorf("routing table %q is not a number and not named in /etc/iproute2/rt_tables", s)
 }
 
+// readRTTables adds the table names of the rt_tables file at path to
+// names; a missing or unreadable file adds nothing.
 func readRTTables(path string, names map[string]int) {
 	f, err := os.Open(path)
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	parseRTTables(f, names)
+}
+
+// parseRTTables adds the "NUMBER NAME" lines of an rt_tables file to
+// names. Comments ('#') and lines that are not of that form are skipped,
+// as iproute2 does; a line longer than the scanner's limit ends the file.
+func parseRTTables(r io.Reader, names map[string]int) {
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
 		if i := strings.IndexByte(line, '#'); i >= 0 {

@@ -90,3 +90,25 @@ func TestMatchesWG(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseKey checks the key parser: no panics, and whatever it accepts
+// prints back as exactly the same text (one canonical spelling per key).
+func FuzzParseKey(f *testing.F) {
+	f.Add("dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo=")
+	f.Add("dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCp=") // non-canonical last bits
+	f.Add("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+	f.Add("dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := ParseKey(s)
+		if err != nil {
+			if err != ErrBadKey {
+				t.Fatalf("ParseKey(%q): unexpected error %v", s, err)
+			}
+			return
+		}
+		if k.String() != s {
+			t.Fatalf("ParseKey(%q) accepted a text that prints as %q", s, k.String())
+		}
+	})
+}

@@ -56,7 +56,10 @@ func Parse(file string, src []byte) (*Config, error) {
 			return &ParseError{file, peer.Line, "[Peer] section has no PublicKey"}
 		}
 		if first, dup := seen[peer.PublicKey]; dup {
-			return &ParseError{file, peer.Line, fmt.Sprintf("the same PublicKey is already used by the peer on line %d", first)}
+			// wg(8) would merge the two sections, each one replacing the
+			// other's AllowedIPs, so half of them would silently vanish.
+			// Refuse instead; docs/cli.md lists this difference.
+			return &ParseError{file, peer.Line, fmt.Sprintf("the same PublicKey is already used by the peer on line %d; put all of a peer's settings in one [Peer] section", first)}
 		}
 		seen[peer.PublicKey] = peer.Line
 		c.Peers = append(c.Peers, *peer)
@@ -110,14 +113,20 @@ func Parse(file string, src []byte) (*Config, error) {
 		}
 		eq := strings.IndexByte(line, '=')
 		if eq < 0 {
-			return nil, &ParseError{file, lineNo, fmt.Sprintf("expected \"Key = Value\", found %q", clip(line))}
+			// Echo only the first word: the rest may be a key that lost
+			// its '=' ("PrivateKey abc..."), and keys stay out of messages.
+			return nil, &ParseError{file, lineNo, "expected \"Key = Value\", found a line starting with " + keyName(line)}
 		}
 		key := strings.TrimSpace(line[:eq])
 		val := strings.TrimSpace(line[eq+1:])
+		if strings.ContainsAny(key, " \t") {
+			// "PrivateKey abc...=": the '=' is the key's base64 padding.
+			return nil, &ParseError{file, lineNo, "expected \"Key = Value\", found a line starting with " + keyName(key)}
+		}
 		var err error
 		switch sec {
 		case sectionNone:
-			return nil, &ParseError{file, lineNo, fmt.Sprintf("key %q outside of a section (an [Interface] or [Peer] line must come first)", clip(key))}
+			return nil, &ParseError{file, lineNo, fmt.Sprintf("key %s outside of a section (an [Interface] or [Peer] line must come first)", keyName(key))}
 		case sectionInterface:
 			lk := strings.ToLower(key)
 			if !quickKeys[lk] {
@@ -139,6 +148,23 @@ func Parse(file string, src []byte) (*Config, error) {
 	}
 	c.stripped = stripped.Bytes()
 	return c, nil
+}
+
+// keyName quotes the first word of s for an error message about a setting
+// name, unless it does not look like one: a misplaced key (a line that
+// holds base64 key material) must not be echoed to terminals and logs.
+func keyName(s string) string {
+	word, _, _ := strings.Cut(s, " ")
+	word, _, _ = strings.Cut(word, "\t")
+	if len(word) == 0 || len(word) > 24 {
+		return "(not shown: it does not look like a setting name)"
+	}
+	for _, r := range word {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return "(not shown: it does not look like a setting name)"
+		}
+	}
+	return strconv.Quote(word)
 }
 
 // clip shortens text echoed in an error message.
@@ -217,7 +243,7 @@ func (in *Interface) set(lk, key, val string) error {
 			return fmt.Errorf("SaveConfig: %q is neither true nor false", clip(val))
 		}
 	default:
-		return fmt.Errorf("unknown key %q in [Interface]", clip(key))
+		return fmt.Errorf("unknown key %s in [Interface]", keyName(key))
 	}
 	return nil
 }
@@ -263,7 +289,7 @@ func (p *Peer) set(lk, key, val string, line int) error {
 		v := uint16(n)
 		p.PersistentKeepalive = &v
 	default:
-		return fmt.Errorf("unknown key %q in [Peer]", clip(key))
+		return fmt.Errorf("unknown key %s in [Peer]", keyName(key))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package wgquick
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -69,7 +70,11 @@ func TestBadConfigs(t *testing.T) {
 	}{
 		{"key before any section", "PrivateKey = x\n", `f.conf:1: key "PrivateKey" outside of a section (an [Interface] or [Peer] line must come first)`},
 		{"unknown section", hdr + "[Peers]\n", `f.conf:3: unknown section "[Peers]" (want [Interface] or [Peer])`},
-		{"line without equals", hdr + "Address 10.0.0.1\n", `f.conf:3: expected "Key = Value", found "Address 10.0.0.1"`},
+		{"line without equals", hdr + "Address 10.0.0.1\n", `f.conf:3: expected "Key = Value", found a line starting with "Address"`},
+		{"private key without equals", "[Interface]\nPrivateKey " + testPriv + "\n", `f.conf:2: expected "Key = Value", found a line starting with "PrivateKey"`},
+		{"private key without equals or padding", "[Interface]\nPrivateKey " + testPriv[:43] + "\n", `f.conf:2: expected "Key = Value", found a line starting with "PrivateKey"`},
+		{"private key alone on a line", "[Interface]\n" + testPriv + "\n", `f.conf:2: unknown key (not shown: it does not look like a setting name) in [Interface]`},
+		{"private key before any section", testPriv + "\n", `f.conf:1: key (not shown: it does not look like a setting name) outside of a section (an [Interface] or [Peer] line must come first)`},
 		{"unknown interface key", hdr + "Adress = 10.0.0.1\n", `f.conf:3: unknown key "Adress" in [Interface]`},
 		{"unknown peer key", hdr + "[Peer]\nPublicKey = " + testPub + "\nAllowedIP = 10.0.0.0/8\n", `f.conf:5: unknown key "AllowedIP" in [Peer]`},
 		{"short private key", "[Interface]\nPrivateKey = abc=\n", "f.conf:2: PrivateKey is not a valid key (want 44 characters of base64, as `wirelane genkey` prints)"},
@@ -77,7 +82,7 @@ func TestBadConfigs(t *testing.T) {
 		{"bad public key", hdr + "[Peer]\nPublicKey = nope\n", `f.conf:4: PublicKey "nope" is not a valid key (want 44 characters of base64)`},
 		{"peer without public key", hdr + "\n[Peer]\nAllowedIPs = 10.0.0.0/8\n[Peer]\n", `f.conf:4: [Peer] section has no PublicKey`},
 		{"peer without public key at end", hdr + "[Peer]\nEndpoint = 1.2.3.4:5\n", `f.conf:3: [Peer] section has no PublicKey`},
-		{"duplicate peer", hdr + "[Peer]\nPublicKey = " + testPub + "\n[Peer]\nPublicKey = " + testPub + "\n", `f.conf:5: the same PublicKey is already used by the peer on line 3`},
+		{"duplicate peer", hdr + "[Peer]\nPublicKey = " + testPub + "\n[Peer]\nPublicKey = " + testPub + "\n", `f.conf:5: the same PublicKey is already used by the peer on line 3; put all of a peer's settings in one [Peer] section`},
 		{"listen port too big", hdr + "ListenPort = 70000\n", `f.conf:3: ListenPort: "70000" is not a port number from 0 to 65535`},
 		{"bad fwmark", hdr + "FwMark = 0xZZ\n", `f.conf:3: FwMark: "0xZZ" is not off or a 32-bit number (decimal or 0x hex)`},
 		{"bad address", hdr + "Address = 10.0.0.1/24, 10.0.0.300\n", `f.conf:3: Address: "10.0.0.300" is not an IP address`},
@@ -230,6 +235,33 @@ func FuzzParse(f *testing.F) {
 		normalize(c2)
 		if !reflect.DeepEqual(c, c2) {
 			t.Fatalf("round trip differs:\n%s", out)
+		}
+	})
+}
+
+// FuzzSplitEndpoint checks the Endpoint parser: no panics; an accepted
+// endpoint has a port from 1 to 65535 and a host that is an address or a
+// host name, and writing it back the canonical way parses to the same.
+func FuzzSplitEndpoint(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:51820", "[::1]:1", "[fe80::1%eth0]:51820", "vpn.example.com:443",
+		"2001:db8::1:51820", "host:0", "host:65536", "[::1]", ":51820", "a..b:1", "[::1]:x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		host, port, err := SplitEndpoint(s)
+		if err != nil {
+			return
+		}
+		if port == 0 || host == "" {
+			t.Fatalf("SplitEndpoint(%q) = %q, %d", s, host, port)
+		}
+		again := fmt.Sprintf("%s:%d", host, port)
+		if strings.IndexByte(host, ':') >= 0 {
+			again = fmt.Sprintf("[%s]:%d", host, port)
+		}
+		h2, p2, err := SplitEndpoint(again)
+		if err != nil || h2 != host || p2 != port {
+			t.Fatalf("SplitEndpoint(%q) = %q, %d; %q gives %q, %d, %v", s, host, port, again, h2, p2, err)
 		}
 	})
 }
