@@ -66,6 +66,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	for _, args := range [][]string{
 		{}, {"frobnicate"}, {"up"}, {"up", "--bogus", "wg0"}, {"down", "a", "b"}, {"show", "a", "b"},
 		{"show", "--jsn"}, {"show", "wg0", "--jsn"}, {"genkey", "extra"}, {"pubkey", "-x"}, {"demo", "--duration", "soon"}, {"demo", "--mtu", "5"}, {"demo", "--duration", "-1s"}, {"strip"},
+		{"ovpn"}, {"ovpn", "frobnicate"}, {"ovpn", "connect"}, {"ovpn", "serve", "--bogus", "x.conf"},
 	} {
 		_, stderr, code := wl(t, "", args...)
 		if code != 2 {

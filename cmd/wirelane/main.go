@@ -6,6 +6,7 @@
 //	wirelane genkey | pubkey | genpsk
 //	wirelane show [--json] [INTERFACE|all|interfaces]
 //	wirelane demo [--duration D] [--mtu N] [--keep]
+//	wirelane ovpn connect|serve [flags] FILE
 //
 // `wirelane daemon IFNAME` (not listed in the usage) runs the userspace
 // daemon; `up` starts it by running this same binary.
@@ -50,6 +51,7 @@ func init() {
 		{name: "pubkey", summary: "read a private key on stdin, print its public key", help: pubkeyHelp, run: cmdPubkey},
 		{name: "genpsk", summary: "print a new preshared key", help: genpskHelp, run: cmdGenpsk},
 		{name: "demo", args: "[--duration D] [--mtu N] [--keep]", summary: "build a tunnel between two namespaces and measure it (root)", help: demoHelp, run: cmdDemo},
+		{name: "ovpn", args: "connect|serve [flags] FILE", summary: "OpenVPN 2.6: join a server, or serve clients", help: ovpnHelp, run: cmdOvpn},
 		{name: "daemon", args: "[-f] IFNAME", summary: "run the userspace daemon", hidden: true, run: cmdDaemon},
 	}
 }
