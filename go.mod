@@ -3,6 +3,7 @@ module github.com/wirelane/wirelane
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
 	golang.org/x/crypto v0.59.0

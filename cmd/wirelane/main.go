@@ -7,6 +7,7 @@
 //	wirelane show [--json] [INTERFACE|all|interfaces]
 //	wirelane demo [--duration D] [--mtu N] [--keep]
 //	wirelane ovpn connect|serve [flags] FILE
+//	wirelane gateway check|show|up|down FILE.toml|NAME
 //
 // `wirelane daemon IFNAME` (not listed in the usage) runs the userspace
 // daemon; `up` starts it by running this same binary.
@@ -50,6 +51,7 @@ func init() {
 		{name: "genkey", summary: "print a new private key", help: genkeyHelp, run: cmdGenkey},
 		{name: "pubkey", summary: "read a private key on stdin, print its public key", help: pubkeyHelp, run: cmdPubkey},
 		{name: "genpsk", summary: "print a new preshared key", help: genpskHelp, run: cmdGenpsk},
+		{name: "gateway", args: "check|show|up|down FILE.toml|NAME", summary: "site-to-site gateway from a TOML file", help: gatewayHelp, run: cmdGateway},
 		{name: "demo", args: "[--duration D] [--mtu N] [--keep]", summary: "build a tunnel between two namespaces and measure it (root)", help: demoHelp, run: cmdDemo},
 		{name: "ovpn", args: "connect|serve [flags] FILE", summary: "OpenVPN 2.6: join a server, or serve clients", help: ovpnHelp, run: cmdOvpn},
 		{name: "daemon", args: "[-f] IFNAME", summary: "run the userspace daemon", hidden: true, run: cmdDaemon},
