@@ -32,6 +32,23 @@ func (e *RefEndpoint) ClearSrc() {
 	e.mu.Unlock()
 }
 
+// Clear forgets the endpoint: later sends fail with ErrNoRoute until Set.
+// It is the locked counterpart of RouteCache.Clear, used when a peer is
+// removed.
+func (e *RefEndpoint) Clear() {
+	e.mu.Lock()
+	e.ep, e.ok = Endpoint{}, false
+	e.gen++
+	e.mu.Unlock()
+}
+
+// LockWriter takes the endpoint's mutex and returns its unlock function.
+// Tests use it to show that ref-mode senders do wait for it.
+func (e *RefEndpoint) LockWriter() (unlock func()) {
+	e.mu.Lock()
+	return e.mu.Unlock
+}
+
 // Endpoint returns a copy of the endpoint and whether there is one.
 func (e *RefEndpoint) Endpoint() (Endpoint, bool) {
 	e.mu.Lock()

@@ -44,6 +44,12 @@ type Device struct {
 	tun     tun.Device
 	bind    conn.Bind
 	tm      timing // read-only after Up (tests shorten it before)
+	// inlineCrypto is the largest batch sealed or opened by the goroutine
+	// that built it rather than by a crypto worker (send.go).
+	inlineCrypto atomic.Int32
+	// tunMerges: the TUN device merges written packets of one flow (a
+	// Linux TUN device, which has a file); immutable.
+	tunMerges bool
 
 	// rcu is the grace-period domain of every goroutine that sends on the
 	// bind: one Reader per peer sender plus ctrlReader. It is the bind's own
@@ -74,7 +80,8 @@ type Device struct {
 
 	indices *indexTable
 	pool    *pools
-	mtu     atomic.Int64
+	mtu     atomic.Int64 // written under mtuMu
+	mtuMu   sync.Mutex   // serialises refreshMTU
 
 	work       chan *batch     // batches to seal or open, for the crypto workers
 	handshakes chan *hsMessage // handshake messages, for the handshake workers
@@ -116,6 +123,8 @@ func NewDevice(t tun.Device, b conn.Bind, opts Options) *Device {
 		tunDone:    make(chan struct{}),
 		closed:     make(chan struct{}),
 	}
+	d.tunMerges = t.File() != nil
+	d.inlineCrypto.Store(defaultInlineCrypto())
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -275,12 +284,21 @@ var errClosedTUN = errors.New("device: tun closed")
 func (d *Device) runTUNEvents() {
 	for ev := range d.tun.Events() {
 		if ev&tun.EventMTUUpdate != 0 {
-			if mtu, err := d.tun.MTU(); err == nil && mtu > 0 && int64(mtu) != d.mtu.Load() {
-				d.log.Info("MTU changed", "mtu", mtu)
-				d.mtu.Store(int64(mtu))
-				d.pool.setMTU(mtu)
-			}
+			d.refreshMTU()
 		}
+	}
+}
+
+// refreshMTU asks the TUN device for its MTU and resizes new buffers when
+// it changed. It is called on MTU events and when a packet read from the
+// TUN device did not fit, which happens when the MTU grows during a read.
+func (d *Device) refreshMTU() {
+	d.mtuMu.Lock()
+	defer d.mtuMu.Unlock()
+	if mtu, err := d.tun.MTU(); err == nil && mtu > 0 && int64(mtu) != d.mtu.Load() {
+		d.log.Info("MTU changed", "mtu", mtu)
+		d.mtu.Store(int64(mtu))
+		d.pool.setMTU(mtu)
 	}
 }
 

@@ -18,7 +18,13 @@
 // receive.go. Work moves in batches (up to conn.IdealBatchSize packets for
 // one peer and one session): every lock, channel operation and timer event
 // is paid once per batch, never per packet, and buffers come from free
-// lists sized to the MTU, so steady state allocates nothing.
+// lists sized to the MTU, so steady state allocates nothing. On one or two
+// cores batches are sealed and opened by the goroutine that built them
+// (a hand-off costs more there than parallelism gains); elsewhere only
+// small batches are. A Linux TUN device gets whole batches with room to
+// merge each flow's packets (coalesce.go), and reads are never limited by
+// the current MTU: a packet larger than it (the MTU just grew) is taken
+// from a scratch buffer, one it cannot carry is dropped, not fatal.
 //
 // The send path borrows each peer's route (conn.RouteCache.Borrow) inside
 // an RCU read section (conn.RCU): no lock and no allocation between the

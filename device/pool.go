@@ -37,6 +37,8 @@ type batch struct {
 	kp   *keypair  // session whose keys the packets use
 	pkts []*packet // in order
 	bufs [][]byte  // scratch for Bind.Send / tun.Write
+	// nonce is scratch for sealing or opening the batch inline.
+	nonce [12]byte
 }
 
 // pools recycles packets and batches. Buffers are sized to the TUN MTU plus
@@ -44,14 +46,27 @@ type batch struct {
 // dropped on return after an MTU change. The free lists are plain slices
 // under a mutex taken once per batch, so the garbage collector never
 // empties them and steady state allocates nothing.
+//
+// A few "large" packets (largeBufferSize, enough for any UDP datagram)
+// carry what does not fit the MTU-sized buffers: a datagram from a peer
+// whose MTU is larger than ours. They have their own short free list.
 type pools struct {
 	size atomic.Int64 // buffer size for new packets
 
 	mu      sync.Mutex   // guards the free lists
 	packets []*packet    // guarded by mu
+	large   []*packet    // guarded by mu; buffers of largeBufferSize
 	batches []*batch     // guarded by mu
 	maxFree atomic.Int64 // free packets kept: about poolBytes worth
 }
+
+// largeBufferSize holds the largest UDP payload (a transport message of
+// up to 65535 bytes) and the largest IP packet read from a TUN device at
+// tunOffset.
+const largeBufferSize = noise.MessageTransportHeaderSize + 1<<16 + noise.AEADTagSize
+
+// maxFreeLarge bounds the free list of large packets.
+const maxFreeLarge = 64
 
 // poolBytes bounds the memory the free list keeps, so that jumbo MTUs do
 // not pin thousands of 64 KiB buffers.
@@ -85,8 +100,14 @@ func (p *pools) getPackets(dst []*packet) {
 	size := int(p.size.Load())
 	p.mu.Lock()
 	for i := range dst {
-		if dst[i] != nil && len(dst[i].buf) == size {
-			continue
+		if dst[i] != nil {
+			if len(dst[i].buf) == size {
+				continue
+			}
+			if len(dst[i].buf) == largeBufferSize && len(p.large) < maxFreeLarge {
+				p.large = append(p.large, dst[i])
+			}
+			dst[i] = nil
 		}
 		if n := len(p.packets); n > 0 {
 			pk := p.packets[n-1]
@@ -102,17 +123,37 @@ func (p *pools) getPackets(dst []*packet) {
 	p.mu.Unlock()
 }
 
+// getLarge returns a packet whose buffer holds largeBufferSize bytes.
+func (p *pools) getLarge() *packet {
+	p.mu.Lock()
+	if n := len(p.large); n > 0 {
+		pk := p.large[n-1]
+		p.large[n-1] = nil
+		p.large = p.large[:n-1]
+		p.mu.Unlock()
+		return pk
+	}
+	p.mu.Unlock()
+	return &packet{buf: make([]byte, largeBufferSize)}
+}
+
 // putPackets returns packets to the pool.
 func (p *pools) putPackets(pkts []*packet) {
 	size := int(p.size.Load())
 	maxFree := int(p.maxFree.Load())
 	p.mu.Lock()
 	for _, pk := range pkts {
-		if pk == nil || len(pk.buf) != size || len(p.packets) >= maxFree {
+		if pk == nil {
 			continue
 		}
-		pk.n, pk.ok, pk.counter, pk.ep = 0, false, 0, conn.Endpoint{}
-		p.packets = append(p.packets, pk)
+		switch {
+		case len(pk.buf) == size && len(p.packets) < maxFree:
+			pk.n, pk.ok, pk.counter, pk.ep = 0, false, 0, conn.Endpoint{}
+			p.packets = append(p.packets, pk)
+		case len(pk.buf) == largeBufferSize && len(p.large) < maxFreeLarge:
+			pk.n, pk.ok, pk.counter, pk.ep = 0, false, 0, conn.Endpoint{}
+			p.large = append(p.large, pk)
+		}
 	}
 	p.mu.Unlock()
 }

@@ -2,20 +2,23 @@ package device
 
 // The receive pipeline:
 //
-//	Bind ReceiveFunc (one goroutine per socket, batches)       sequential
+//	Bind ReceiveFunc (one goroutine per socket, batches, into the
+//	goroutine's own 64 KiB landing buffers; each datagram is copied into
+//	an MTU-sized packet, or a large one when a peer's MTU is bigger)
 //	  -> classify: handshake messages to the handshake queue
 //	     (bounded; its length decides "under load")
 //	  -> transport: receiver index -> session (index read lock per batch)
-//	  -> group by session into batches -> the peer's ordered queue AND the
-//	     crypto workers
-//	crypto workers (runtime.NumCPU goroutines)                 parallel
-//	  -> open in place, unlock the batch
+//	  -> group by session into batches -> the peer's ordered queue, then
+//	     opened right here (small batches; every batch on <= 2 cores) or
+//	     by the crypto workers (runtime.NumCPU goroutines, parallel)
 //	peer receiver (one goroutine per peer)                     sequential
 //	  -> wait for the batch (one mutex hand-off per batch)
 //	  -> replay window, session limits, key confirmation
 //	  -> inner packet checks and crypto-routing (allowed IPs read lock per
 //	     batch): the inner source must belong to this peer
 //	  -> roaming: at most one route publish per batch, none when unchanged
+//	  -> first packets of TCP/UDP runs copied to 64 KiB buffers so that
+//	     the TUN device can merge each run (coalesce.go)
 //	  -> TUN Write(batch), timers, buffers back to the pool
 
 import (
@@ -41,40 +44,26 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 	kps := make([]*keypair, bs)
 	var seen []*keypair
 	failures := 0
-	// With UDP GRO the bind needs room for whole coalesced trains (64 KiB)
-	// in every buffer; rather than circulating 64 KiB packets through the
-	// pipeline, this goroutine keeps one fixed set of landing buffers and
-	// copies each datagram into an MTU-sized packet.
-	offload, _ := d.bind.(interface{ Offload() (gso, gro bool) })
-	var landing [][]byte
+	// Datagrams land in this goroutine's own fixed buffers, each large
+	// enough for any UDP datagram (and, with UDP GRO, for a whole coalesced
+	// train), and are then copied into MTU-sized packets. Rather than
+	// circulating 64 KiB packets through the pipeline, only the rare
+	// datagram larger than our MTU allows (a peer with a larger MTU) takes
+	// one of the pool's few large packets.
+	landing := make([][]byte, bs)
+	for i := range landing {
+		landing[i] = make([]byte, 1<<16-1)
+	}
 	for {
 		d.pool.getPackets(pkts)
-		gro := false
-		if offload != nil {
-			_, gro = offload.Offload()
-		}
-		if gro {
-			if landing == nil {
-				landing = make([][]byte, bs)
-				for i := range landing {
-					landing[i] = make([]byte, 1<<16-1)
-				}
-			}
-			copy(bufs, landing)
-		} else {
-			for i, pk := range pkts {
-				bufs[i] = pk.buf
-			}
-		}
+		copy(bufs, landing)
 		n, err := fn(bufs, sizes, eps)
-		if gro {
-			for i := 0; i < n; i++ {
-				if sizes[i] > len(pkts[i].buf) {
-					sizes[i] = 0 // larger than our MTU allows: dropped
-					continue
-				}
-				copy(pkts[i].buf, bufs[i][:sizes[i]])
+		for i := 0; i < n; i++ {
+			if sizes[i] > len(pkts[i].buf) {
+				d.pool.putPackets(pkts[i : i+1])
+				pkts[i] = d.pool.getLarge()
 			}
+			copy(pkts[i].buf, bufs[i][:sizes[i]])
 		}
 		if err != nil {
 			if isClosedErr(err) {
@@ -151,6 +140,9 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			case <-r.stopped:
 				b.done.Unlock()
 				d.pool.putBatch(b)
+				continue
+			}
+			if d.crypt(b) {
 				continue
 			}
 			select {
@@ -244,6 +236,7 @@ func innerSource(pkt []byte) (src []byte, length int, ok bool) {
 func (p *peer) runReceiver(r *peerRun) {
 	defer r.wg.Done()
 	d := p.d
+	var heads headRoom
 	for {
 		var b *batch
 		select {
@@ -253,12 +246,14 @@ func (p *peer) runReceiver(r *peerRun) {
 		}
 		b.done.Lock() // wait for the crypto worker
 		b.done.Unlock()
-		p.deliver(b)
+		p.deliver(b, &heads)
 		d.pool.putBatch(b)
 	}
 }
 
-func (p *peer) deliver(b *batch) {
+// deliver checks and writes one opened batch; heads is the receiver's
+// room for the TUN device's merging (coalesce.go).
+func (p *peer) deliver(b *batch, heads *headRoom) {
 	d := p.d
 	kp := b.kp
 	now := d.clock.Now()
@@ -318,6 +313,9 @@ func (p *peer) deliver(b *batch) {
 	}
 	p.setEndpoint(last) // roaming: one publish at most, none when unchanged
 	if len(bufs) > 0 {
+		if d.tunMerges {
+			heads.prepare(bufs)
+		}
 		if _, err := d.tun.Write(bufs, tunOffset); err != nil {
 			d.log.Debug("TUN write failed", "err", err)
 		}

@@ -253,6 +253,7 @@ func (d *Device) removePeerLocked(p *peer) {
 	d.allowedMu.Unlock()
 	p.stop() // RefMode sends end with the peer's sender goroutine
 	p.routes.Clear()
+	p.refEP.Clear()
 	d.syncSenders()
 	p.zeroKeys()
 }

@@ -378,3 +378,51 @@ func TestSourceInvalidationRebuildsRoutesOnce(t *testing.T) {
 	}
 	p.send(p.ta, p.tb, ipA4, ipB4, "still delivered")
 }
+
+// TestRefModeTakesTheLockedPath holds the locks the conventional path
+// takes per batch: in RefMode a send waits for the peer's endpoint mutex
+// and for the device lock, while the noref path goes through with both
+// held.
+func TestRefModeTakesTheLockedPath(t *testing.T) {
+	for _, ref := range []bool{false, true} {
+		for _, hold := range []string{"endpoint", "device"} {
+			t.Run(fmt.Sprintf("ref=%v/%s", ref, hold), func(t *testing.T) {
+				p := newPair(t, pairOpts{refMode: ref})
+				p.send(p.ta, p.tb, ipA4, ipB4, "warm up")
+				p.send(p.tb, p.ta, ipB4, ipA4, "warm up back")
+				var unlock func()
+				if hold == "endpoint" {
+					unlock = peerOf(p.a, p.kb).refEP.LockWriter()
+				} else {
+					p.a.mu.Lock()
+					unlock = p.a.mu.Unlock
+				}
+				pkt := ipPacket(ipA4, ipB4, []byte("while the lock is held"))
+				must(t, p.ta.Inject(pkt))
+				if !ref {
+					p.expect(p.tb, pkt)
+					unlock()
+					return
+				}
+				p.expectNone(p.tb, 100*time.Millisecond)
+				unlock()
+				p.expect(p.tb, pkt)
+			})
+		}
+	}
+}
+
+// TestRefModePeerRemovalClearsEndpoint: once a RefMode peer is removed,
+// its locked endpoint is gone too.
+func TestRefModePeerRemovalClearsEndpoint(t *testing.T) {
+	p := newPair(t, pairOpts{refMode: true})
+	p.send(p.ta, p.tb, ipA4, ipB4, "warm up")
+	pr := peerOf(p.a, p.kb)
+	if _, ok := pr.refEP.Endpoint(); !ok {
+		t.Fatal("RefMode peer has no endpoint after traffic")
+	}
+	must(t, p.a.IpcSet("public_key="+hexKey(p.kb.PublicKey())+"\nremove=true\n"))
+	if _, ok := pr.refEP.Endpoint(); ok {
+		t.Fatal("removed RefMode peer still has an endpoint")
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package device
+
+// acceptanceRace reports whether the race detector is on (it allocates).
+const acceptanceRace = false
