@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,8 @@ import (
 
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
+	"github.com/wirelane/wirelane/ovpn/internal/testnet"
+	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
@@ -32,7 +33,7 @@ import (
 var nsCounter atomic.Int32
 
 type testEnv struct {
-	pki        *pki
+	pki        *testpki.PKI
 	dir        string
 	clientCert []byte
 	clientKey  []byte
@@ -54,15 +55,15 @@ func needRoot(t *testing.T) {
 
 func newEnv(t *testing.T) *testEnv {
 	needRoot(t)
-	e := &testEnv{pki: newPKI(t, "Wirelane Test CA"), dir: t.TempDir()}
-	e.clientCert, e.clientKey = e.pki.valid(t, "client1", x509.ExtKeyUsageClientAuth)
-	srvCert, srvKey := e.pki.valid(t, "server", x509.ExtKeyUsageServerAuth)
+	e := &testEnv{pki: testpki.New(t, "Wirelane Test CA"), dir: t.TempDir()}
+	e.clientCert, e.clientKey = e.pki.Valid(t, "client1", x509.ExtKeyUsageClientAuth)
+	srvCert, srvKey := e.pki.Valid(t, "server", x509.ExtKeyUsageServerAuth)
 	var k wrap.StaticKey
 	for i := range k {
 		k[i] = byte(i*13 + 7)
 	}
 	e.tlsKey = &k
-	for name, b := range map[string][]byte{"ca.crt": e.pki.caPEM, "server.crt": srvCert, "server.key": srvKey, "static.key": k.Format()} {
+	for name, b := range map[string][]byte{"ca.crt": e.pki.CAPEM, "server.crt": srvCert, "server.key": srvKey, "static.key": k.Format()} {
 		if err := os.WriteFile(filepath.Join(e.dir, name), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -155,34 +156,12 @@ func (e *testEnv) startServer(t *testing.T, tcp bool, extra ...string) *server {
 	return s
 }
 
-// inNamespace runs fn on an OS thread switched into the namespace; the
-// thread is discarded afterwards (the goroutine exits while locked).
-func inNamespace(ns string, fn func()) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.Open("/var/run/netns/" + ns)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
-		}
-		fn()
-		errc <- nil
-	}()
-	return <-errc
-}
-
 // options places the client's socket in the server's namespace.
 func (s *server) options(t *testing.T) Options {
 	return Options{
 		Logf:             t.Logf,
 		HandshakeTimeout: 8 * time.Second,
-		WrapSocket:       func(fn func()) error { return inNamespace(s.ns, fn) },
+		WrapSocket:       func(fn func()) error { return testnet.InNamespace(s.ns, fn) },
 	}
 }
 
@@ -194,7 +173,7 @@ func (e *testEnv) clientConfig(t *testing.T, s *server, extra string) *config.Co
 		proto = "tcp-client"
 	}
 	text := fmt.Sprintf("client\ndev tun\nremote 127.0.0.1 %d %s\nnobind\nremote-cert-tls server\n<ca>\n%s</ca>\n<cert>\n%s</cert>\n<key>\n%s</key>\n%s",
-		s.port, proto, e.pki.caPEM, e.clientCert, e.clientKey, extra)
+		s.port, proto, e.pki.CAPEM, e.clientCert, e.clientKey, extra)
 	c, err := config.Parse([]byte(text), "client.ovpn", e.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -213,38 +192,6 @@ func dial(t *testing.T, cfg *config.Config, opts Options) *Session {
 	return s
 }
 
-// icmpEcho builds an IPv4 ICMP echo request.
-func icmpEcho(src, dst netip.Addr, id, seq uint16, payload []byte) []byte {
-	p := make([]byte, 20+8+len(payload))
-	p[0], p[8], p[9] = 0x45, 64, 1
-	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
-	s4, d4 := src.As4(), dst.As4()
-	copy(p[12:16], s4[:])
-	copy(p[16:20], d4[:])
-	binary.BigEndian.PutUint16(p[10:], checksum(p[:20]))
-	icmp := p[20:]
-	icmp[0] = 8
-	binary.BigEndian.PutUint16(icmp[4:], id)
-	binary.BigEndian.PutUint16(icmp[6:], seq)
-	copy(icmp[8:], payload)
-	binary.BigEndian.PutUint16(icmp[2:], checksum(icmp))
-	return p
-}
-
-func checksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
-}
-
 // ping sends an echo request to the server's tunnel address and waits for
 // the matching reply.
 func ping(t *testing.T, s *Session, seq uint16) {
@@ -252,7 +199,7 @@ func ping(t *testing.T, s *Session, seq uint16) {
 	push := s.Pushed()
 	payload := []byte(fmt.Sprintf("wirelane ping %d", seq))
 	send := func() {
-		if err := s.WritePacket(icmpEcho(push.Local.Addr(), push.Remote, 0x77, seq, payload)); err != nil {
+		if err := s.WritePacket(testnet.ICMPEcho(8, push.Local.Addr(), push.Remote, 0x77, seq, payload)); err != nil {
 			t.Fatalf("WritePacket: %v", err)
 		}
 	}
@@ -309,7 +256,7 @@ func TestE2EUDPAES256GCM(t *testing.T) {
 		ping(t, s, i)
 	}
 	// Our subject formatting (used for verify-x509-name) is OpenVPN's.
-	if want := "VERIFY OK: depth=0, " + control.SubjectString(leafSubject("client1")); !strings.Contains(srv.logText(), want) {
+	if want := "VERIFY OK: depth=0, " + control.SubjectString(testpki.LeafSubject("client1")); !strings.Contains(srv.logText(), want) {
 		t.Errorf("server log lacks %q", want)
 	}
 	s.Close()
@@ -403,7 +350,7 @@ func TestE2EBadCertificates(t *testing.T) {
 	withCrypt := func(extra string) string {
 		return extra + "<tls-crypt>\n" + string(e.tlsKey.Format()) + "</tls-crypt>\n"
 	}
-	other := newPKI(t, "Other CA")
+	other := testpki.New(t, "Other CA")
 	try := func(name string, cfg *config.Config, opts Options, want string) {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
@@ -421,18 +368,18 @@ func TestE2EBadCertificates(t *testing.T) {
 
 	// Our side rejects a server whose certificate is not from our CA.
 	cfg := e.clientConfig(t, srv, withCrypt(""))
-	cfg.CA = other.caPEM
+	cfg.CA = other.CAPEM
 	try("wrong CA", cfg, srv.options(t), "peer certificate rejected")
 
 	// The server rejects a client certificate from another CA or expired.
 	cfg = e.clientConfig(t, srv, withCrypt(""))
-	cfg.Cert, cfg.Key = other.valid(t, "client1", x509.ExtKeyUsageClientAuth)
+	cfg.Cert, cfg.Key = other.Valid(t, "client1", x509.ExtKeyUsageClientAuth)
 	opts := srv.options(t)
 	opts.HandshakeTimeout = 3 * time.Second
 	try("client cert from another CA", cfg, opts, "client certificate")
 
 	cfg = e.clientConfig(t, srv, withCrypt(""))
-	cfg.Cert, cfg.Key = e.pki.issue(t, "client1", x509.ExtKeyUsageClientAuth, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
+	cfg.Cert, cfg.Key = e.pki.Issue(t, "client1", x509.ExtKeyUsageClientAuth, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
 	try("expired client cert", cfg, opts, "client certificate")
 
 	// A server certificate without the serverAuth usage fails remote-cert-tls.
@@ -511,7 +458,8 @@ func TestE2ESplitPushReply(t *testing.T) {
 	if n := len(s.Pushed().Routes); n != 120 {
 		t.Fatalf("got %d pushed routes, want 120", n)
 	}
-	if !strings.Contains(srv.logText(), "push-continuation 2") {
+	// The server may log the reply after the client has it.
+	if !srv.waitLog(t, "push-continuation 2", 3*time.Second) {
 		t.Fatal("server did not split the reply; the test proves nothing")
 	}
 	ping(t, s, 1)

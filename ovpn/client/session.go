@@ -8,10 +8,12 @@
 //
 //	receive goroutines (one per socket; conn.StdBind batches or TCP frames):
 //	    handlePacket -> data opcode    -> data.Decrypt -> ping/exit handling
-//	                                                   -> rx queue -> ReadPacket
+//	                                                   -> rx queue (pktqueue) -> ReadPacket(s)
 //	                 -> control opcode -> control.Channel.HandlePacket
 //	WritePacket (any goroutine): copy to pooled buffer -> data.Encrypt -> transport.send
 //	    (UDP: conn.RouteCache.Borrow, one atomic load, then StdBind.Send)
+//	WritePackets: the same per packet into a pooled batch, then one
+//	    transport.sendBatch (UDP: one StdBind.Send of the batch; TCP: one writev)
 //	key-state goroutines: TLS handshake -> key_method_2 -> (first key) push -> keys -> message loop
 //	timer goroutine (1 s): keepalive ping, ping-restart, reneg-sec, lame-duck expiry
 package client
@@ -22,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -30,6 +33,7 @@ import (
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/internal/pktqueue"
 	"github.com/wirelane/wirelane/ovpn/wire"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
@@ -91,17 +95,20 @@ type Session struct {
 	nextKeyID uint8
 	renegAt   time.Time
 
-	lastRecv atomic.Int64 // unix nanoseconds of the last authenticated packet
-	lastSend atomic.Int64 // unix nanoseconds of the last data packet sent
-	wrapErr  atomic.Value // last control unwrap error (string), for diagnostics
+	lastRecv atomic.Int64  // unix nanoseconds of the last authenticated packet
+	lastSend atomic.Int64  // unix nanoseconds of the last data packet sent
+	rxBytes  atomic.Uint64 // IP packet bytes delivered from the tunnel
+	txBytes  atomic.Uint64 // IP packet bytes sent into the tunnel
+	since    time.Time     // when Dial completed; immutable after
+	batches  sync.Pool     // *txBatch for WritePackets
+	wrapErr  atomic.Value  // last control unwrap error (string), for diagnostics
 
-	rx      chan *rxBuf    // received packets for ReadPacket
-	free    chan *rxBuf    // buffers returned by ReadPacket
-	txPool  sync.Pool      // *[]byte send buffers with head- and tailroom
-	closed  chan struct{}  // closed by fail
-	closeMu sync.Once      // makes fail run once
-	err     error          // written once by fail before closed is closed; read after
-	wg      sync.WaitGroup // receive and timer goroutines
+	rx      *pktqueue.Queue // received packets for ReadPacket(s)
+	txPool  sync.Pool       // *[]byte send buffers with head- and tailroom
+	closed  chan struct{}   // closed by fail
+	closeMu sync.Once       // makes fail run once
+	err     error           // written once by fail before closed is closed; read after
+	wg      sync.WaitGroup  // receive and timer goroutines
 }
 
 // keyCtx is one authenticated key state on the client side.
@@ -110,12 +117,6 @@ type keyCtx struct {
 	conn    *tls.Conn
 	local   *control.KeyMethod2
 	created time.Time
-}
-
-// rxBuf is one received packet waiting for ReadPacket.
-type rxBuf struct {
-	b []byte
-	n int
 }
 
 const (
@@ -179,11 +180,9 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 		return nil, err
 	}
 	s := &Session{cfg: cfg, opts: opts, logf: opts.Logf, tr: tr, tlsCfg: tlsCfg, remote: r.Address(),
-		rx: make(chan *rxBuf, rxQueue), free: make(chan *rxBuf, rxQueue), closed: make(chan struct{}), nextKeyID: 1}
-	for i := 0; i < rxQueue; i++ {
-		s.free <- &rxBuf{b: make([]byte, rxBufLen)}
-	}
+		rx: pktqueue.New(rxQueue, rxBufLen), closed: make(chan struct{}), nextKeyID: 1}
 	s.txPool.New = func() any { b := make([]byte, sendHeadroom+data.Headroom+maxPkt+data.Tailroom); return &b }
+	s.batches.New = func() any { return new(txBatch) }
 	var w wrap.Wrapper
 	switch {
 	case cfg.TLSCrypt != nil:
@@ -200,7 +199,7 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 		w = wrap.NewTLSAuth(cfg.TLSAuth, cfg.KeyDirection, digest)
 	}
 	s.ctrl, err = control.NewChannel(control.ChannelConfig{Client: true, Wrapper: w, Send: s.sendControl, Logf: s.logf,
-		OnSoftReset: func(ks *control.KeyState) { s.runKeyState(context.Background(), ks, false, nil) }})
+		OnSoftReset: func(ks *control.KeyState) { go s.runKeyState(context.Background(), ks, false, nil) }})
 	if err != nil {
 		tr.close()
 		return nil, err
@@ -226,6 +225,7 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 		s.wg.Wait()
 		return nil, err
 	}
+	s.since = time.Now()
 	s.wg.Add(1)
 	go s.timers()
 	return s, nil
@@ -326,33 +326,18 @@ func (s *Session) handlePacket(pkt []byte) {
 		s.fail(ErrServerExit)
 		return
 	}
-	var rb *rxBuf
-	select {
-	case rb = <-s.free:
-	default:
-		return // queue full: drop, like a NIC ring
-	}
-	if len(payload) > len(rb.b) {
-		rb.b = make([]byte, len(payload))
-	}
-	rb.n = copy(rb.b, payload)
-	s.rx <- rb
+	s.rxBytes.Add(uint64(len(payload)))
+	s.rx.Put(payload) // a full queue drops, like a NIC ring
 }
 
 // ReadPacket reads one IP packet from the tunnel into b. It returns the
 // session's error once it has ended.
 func (s *Session) ReadPacket(b []byte) (int, error) {
-	select {
-	case rb := <-s.rx:
-		n := copy(b, rb.b[:rb.n])
-		if len(rb.b) > rxBufLen {
-			rb.b = rb.b[:rxBufLen:rxBufLen]
-		}
-		s.free <- rb
-		return n, nil
-	case <-s.closed:
+	n, ok := s.rx.Read(b, s.closed)
+	if !ok {
 		return 0, s.err
 	}
+	return n, nil
 }
 
 // WritePacket sends one IP packet through the tunnel. It may be called
@@ -382,9 +367,113 @@ func (s *Session) sendData(p []byte) error {
 		off := sendHeadroom + data.Headroom - (len(pkt) - len(p)) // where pkt starts in *bp
 		err = s.tr.send(*bp, off, len(pkt))
 		s.lastSend.Store(time.Now().UnixNano())
+		s.txBytes.Add(uint64(len(p)))
 	}
 	s.txPool.Put(bp)
 	return err
+}
+
+// maxWriteBatch is how many packets WritePackets encrypts before one
+// transport send.
+const maxWriteBatch = 64
+
+// txBatch holds the send buffers of one WritePackets call.
+type txBatch struct {
+	bufs [maxWriteBatch][]byte // grown to the largest packet seen
+	out  [maxWriteBatch][]byte // the framed packets handed to the transport
+}
+
+// WritePackets sends several IP packets through the tunnel, encrypting
+// them and handing them to the transport in batches (one sendmmsg, with
+// UDP GSO where available, or one writev on TCP). It may be called
+// concurrently and does not allocate once warm. A packet that is too
+// large fails the call; the packets before it are sent.
+func (s *Session) WritePackets(pkts [][]byte) error {
+	select {
+	case <-s.closed:
+		return s.err
+	default:
+	}
+	ch := s.data.Load()
+	if ch == nil {
+		return data.ErrNoKey
+	}
+	b := s.batches.Get().(*txBatch)
+	defer s.batches.Put(b)
+	for len(pkts) > 0 {
+		chunk := pkts[:min(len(pkts), maxWriteBatch)]
+		pkts = pkts[len(chunk):]
+		n, total := 0, 0
+		var bad error
+		for _, p := range chunk {
+			if len(p) > maxPkt-64 {
+				bad = fmt.Errorf("client: packet of %d bytes too large", len(p))
+				break
+			}
+			need := sendHeadroom + data.Headroom + len(p) + data.Tailroom
+			if cap(b.bufs[n]) < need {
+				b.bufs[n] = make([]byte, max(need, 2048))
+			}
+			buf := b.bufs[n][:cap(b.bufs[n])]
+			copy(buf[sendHeadroom+data.Headroom:], p)
+			pkt, err := ch.Encrypt(buf[sendHeadroom:], len(p))
+			if err != nil {
+				bad = err
+				break
+			}
+			off := sendHeadroom + data.Headroom - (len(pkt) - len(p))
+			b.out[n] = buf[off-sendHeadroom : off+len(pkt)]
+			n++
+			total += len(p)
+		}
+		if n > 0 {
+			err := s.tr.sendBatch(b.out[:n])
+			clear(b.out[:n])
+			s.lastSend.Store(time.Now().UnixNano())
+			s.txBytes.Add(uint64(total))
+			if err != nil {
+				return err
+			}
+		}
+		if bad != nil {
+			return bad
+		}
+	}
+	return nil
+}
+
+// ReadPackets waits for at least one IP packet from the tunnel, then
+// copies it and whatever else is already queued (up to len(bufs)) into
+// bufs[i][offset:], setting sizes[i]. It returns the number of packets,
+// or the session's error once it has ended.
+func (s *Session) ReadPackets(bufs [][]byte, sizes []int, offset int) (int, error) {
+	n, ok := s.rx.ReadBatch(bufs, sizes, offset, s.closed)
+	if !ok {
+		return 0, s.err
+	}
+	return n, nil
+}
+
+// RemoteAddr returns the transport address of the server that answered
+// (the remote Dial connected to).
+func (s *Session) RemoteAddr() netip.AddrPort { return s.tr.remote() }
+
+// Transport names the transport: UDPv4, UDPv6, TCPv4_CLIENT or
+// TCPv6_CLIENT.
+func (s *Session) Transport() string { return s.tr.name() }
+
+// Stats are a session's counters.
+type Stats struct {
+	// RxBytes and TxBytes count IP packet bytes received from and sent
+	// into the tunnel (keepalives and control traffic excluded).
+	RxBytes, TxBytes uint64
+	// Since is when the session was established.
+	Since time.Time
+}
+
+// Stats returns the session's counters.
+func (s *Session) Stats() Stats {
+	return Stats{RxBytes: s.rxBytes.Load(), TxBytes: s.txBytes.Load(), Since: s.since}
 }
 
 // Close ends the session: it tells the server (EXIT control message when

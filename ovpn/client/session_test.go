@@ -11,6 +11,7 @@ import (
 
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 )
 
 func TestNextKeyIDSkipsZero(t *testing.T) {
@@ -26,9 +27,9 @@ func TestNextKeyIDSkipsZero(t *testing.T) {
 }
 
 func testConfig(t *testing.T, extra string) *config.Config {
-	p := newPKI(t, "CA")
-	cert, key := p.valid(t, "client", x509.ExtKeyUsageClientAuth)
-	text := fmt.Sprintf("client\nremote 127.0.0.1 9 udp\n<ca>\n%s</ca>\n<cert>\n%s</cert>\n<key>\n%s</key>\n%s", p.caPEM, cert, key, extra)
+	p := testpki.New(t, "CA")
+	cert, key := p.Valid(t, "client", x509.ExtKeyUsageClientAuth)
+	text := fmt.Sprintf("client\nremote 127.0.0.1 9 udp\n<ca>\n%s</ca>\n<cert>\n%s</cert>\n<key>\n%s</key>\n%s", p.CAPEM, cert, key, extra)
 	c, err := config.Parse([]byte(text), "t.ovpn", "")
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,10 @@ import (
 // only during the call) and fail when its socket breaks.
 type transport interface {
 	send(buf []byte, off, n int) error
+	// sendBatch sends several packets at once; each pkts[i] starts with
+	// sendHeadroom free bytes followed by the packet.
+	sendBatch(pkts [][]byte) error
+	remote() netip.AddrPort // the server's transport address
 	serve(wg *sync.WaitGroup, handle func(pkt []byte), fail func(error))
 	close() error
 	name() string // "UDPv4", "TCPv4_CLIENT", ... for the options string
@@ -31,9 +35,9 @@ type transport interface {
 // sendHeadroom is the space every send buffer keeps before the packet.
 const sendHeadroom = 2
 
-// udpBatch is how many datagrams one receive call may return. The client
-// has one peer and handles packets one by one, so a small batch suffices.
-const udpBatch = 16
+// udpBatch is how many datagrams one receive call may return: with
+// UDP_GRO a train of up to 64 segments is cut into separate buffers.
+const udpBatch = 64
 
 // udpTransport sends through conn.StdBind to a route borrowed from the
 // session's conn.RouteCache with one atomic load per packet, like
@@ -47,9 +51,9 @@ type udpTransport struct {
 }
 
 func newUDP(server netip.AddrPort, wrap func(func()) error) (*udpTransport, error) {
-	// GRO stays off: packets are decrypted one at a time into the caller's
-	// buffers, and each needs its own tailroom.
-	t := &udpTransport{bind: conn.NewStdBindOptions(conn.Options{DisableGRO: true, DisableSourceWatch: true}), server: server}
+	// GRO is on: the bind cuts coalesced trains into separate buffers, so
+	// each datagram keeps its own tailroom for decryption.
+	t := &udpTransport{bind: conn.NewStdBindOptions(conn.Options{DisableSourceWatch: true}), server: server}
 	var err error
 	open := func() { t.fns, _, err = t.bind.Open(0) }
 	if wrap != nil {
@@ -75,6 +79,23 @@ func (t *udpTransport) send(buf []byte, off, n int) error {
 	t.pool.Put(bufs)
 	return err
 }
+
+func (t *udpTransport) sendBatch(pkts [][]byte) error {
+	for i := range pkts {
+		pkts[i] = pkts[i][sendHeadroom:]
+	}
+	ep := t.routes.Borrow()
+	for len(pkts) > 0 {
+		n := min(len(pkts), conn.IdealBatchSize)
+		if err := t.bind.Send(pkts[:n], ep); err != nil {
+			return err
+		}
+		pkts = pkts[n:]
+	}
+	return nil
+}
+
+func (t *udpTransport) remote() netip.AddrPort { return t.server }
 
 func (t *udpTransport) serve(wg *sync.WaitGroup, handle func([]byte), fail func(error)) {
 	for _, fn := range t.fns {
@@ -136,6 +157,29 @@ func (t *tcpTransport) send(buf []byte, off, n int) error {
 	_, err := t.c.Write(buf[off-2 : off+n])
 	t.wmu.Unlock()
 	return err
+}
+
+func (t *tcpTransport) sendBatch(pkts [][]byte) error {
+	for _, p := range pkts {
+		n := len(p) - sendHeadroom
+		if n > wire.MaxTCPPacket {
+			return wire.ErrBadLength
+		}
+		binary.BigEndian.PutUint16(p, uint16(n))
+	}
+	bufs := net.Buffers(pkts) // one writev for the whole batch
+	t.wmu.Lock()
+	_, err := bufs.WriteTo(t.c)
+	t.wmu.Unlock()
+	return err
+}
+
+func (t *tcpTransport) remote() netip.AddrPort {
+	if a, ok := t.c.RemoteAddr().(*net.TCPAddr); ok {
+		ap := a.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return netip.AddrPort{}
 }
 
 func (t *tcpTransport) serve(wg *sync.WaitGroup, handle func([]byte), fail func(error)) {

@@ -122,150 +122,37 @@ func ParseFile(path string) (*Config, error) {
 // Parse parses configuration text. name labels errors; dir resolves
 // relative file references ("" forbids file references).
 func Parse(text []byte, name, dir string) (*Config, error) {
-	p := &parser{name: name, dir: dir, cfg: &Config{KeyDirection: wrap.Bidirectional, RenegSec: 3600}}
-	if err := p.run(string(text)); err != nil {
+	p := &parser{Reader: NewReader(name, dir), cfg: &Config{RenegSec: 3600}}
+	if err := p.Run(text, p.directive, p.inline); err != nil {
 		return nil, err
 	}
 	return p.finish()
 }
 
 type parser struct {
-	name, dir string
-	cfg       *Config
-	line      int
+	*Reader
+	cfg *Config
 
-	proto       Proto
-	family      int
-	port        uint16
-	client      bool
-	cipher      string
-	dataCiphers string
-	keyDirSet   bool
-}
-
-func (p *parser) errorf(directive, format string, args ...any) error {
-	return &Error{File: p.name, Line: p.line, Directive: directive, Err: fmt.Errorf(format, args...)}
-}
-
-func (p *parser) warn(directive, msg string) {
-	p.cfg.Warnings = append(p.cfg.Warnings, Diagnostic{Line: p.line, Directive: directive, Message: msg})
-}
-
-func (p *parser) run(text string) error {
-	lines := strings.Split(text, "\n")
-	for i := 0; i < len(lines); i++ {
-		p.line = i + 1
-		raw := strings.TrimSpace(strings.TrimSuffix(lines[i], "\r"))
-		if strings.HasPrefix(raw, "<") && strings.HasSuffix(raw, ">") && !strings.HasPrefix(raw, "</") {
-			tag := raw[1 : len(raw)-1]
-			start := p.line
-			var body []string
-			closed := false
-			for i++; i < len(lines); i++ {
-				l := strings.TrimSpace(strings.TrimSuffix(lines[i], "\r"))
-				if l == "</"+tag+">" {
-					closed = true
-					break
-				}
-				body = append(body, lines[i])
-			}
-			if !closed {
-				p.line = start
-				return p.errorf("<"+tag+">", "inline block not closed with </%s>", tag)
-			}
-			saved := p.line
-			p.line = start
-			if err := p.inline(tag, strings.Join(body, "\n")+"\n"); err != nil {
-				return err
-			}
-			p.line = saved
-			continue
-		}
-		args, err := tokenize(raw)
-		if err != nil {
-			return p.errorf("", "%v", err)
-		}
-		if len(args) == 0 {
-			continue
-		}
-		args[0] = strings.TrimPrefix(args[0], "--")
-		if err := p.directive(args); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// tokenize splits a line into words, honouring "double" and 'single'
-// quotes, backslash escapes in double quotes, and # or ; comments.
-func tokenize(s string) ([]string, error) {
-	var out []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case (c == '#' || c == ';') && !inWord:
-			return out, nil
-		case c == ' ' || c == '\t':
-			if inWord {
-				out = append(out, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '"' || c == '\'':
-			inWord = true
-			j := i + 1
-			for ; j < len(s) && s[j] != c; j++ {
-				if c == '"' && s[j] == '\\' && j+1 < len(s) {
-					j++
-				}
-				cur.WriteByte(s[j])
-			}
-			if j >= len(s) {
-				return nil, fmt.Errorf("unterminated quote")
-			}
-			i = j
-		default:
-			inWord = true
-			cur.WriteByte(c)
-		}
-	}
-	if inWord {
-		out = append(out, cur.String())
-	}
-	return out, nil
+	proto  Proto
+	family int
+	port   uint16
+	client bool
+	cipher string
 }
 
 func (p *parser) inline(tag, body string) error {
-	c := p.cfg
+	if ok, err := p.SharedInline(tag, body); ok {
+		return err
+	}
 	switch tag {
-	case "ca":
-		c.CA = []byte(body)
-	case "cert":
-		c.Cert = []byte(body)
-	case "key":
-		c.Key = []byte(body)
-	case "tls-auth":
-		k, err := wrap.ParseStaticKey([]byte(body))
-		if err != nil {
-			return p.errorf("<tls-auth>", "%v", err)
-		}
-		c.TLSAuth = k
-	case "tls-crypt":
-		k, err := wrap.ParseStaticKey([]byte(body))
-		if err != nil {
-			return p.errorf("<tls-crypt>", "%v", err)
-		}
-		c.TLSCrypt = k
 	case "auth-user-pass":
 		return p.userPass(body, "<auth-user-pass>")
 	case "tls-crypt-v2", "secret", "pkcs12", "crl-verify", "extra-certs", "connection", "http-proxy-user-pass":
-		return p.errorf("<"+tag+">", "inline %w", ErrUnsupported)
+		return p.Errorf("<"+tag+">", "inline %w", ErrUnsupported)
 	case "dh":
-		p.warn("<dh>", "ignored (client)")
+		p.Warn("<dh>", "ignored (client)")
 	default:
-		return p.errorf("<"+tag+">", "unknown inline block")
+		return p.Errorf("<"+tag+">", "unknown inline block")
 	}
 	return nil
 }
@@ -273,38 +160,10 @@ func (p *parser) inline(tag, body string) error {
 func (p *parser) userPass(body, where string) error {
 	lines := strings.Split(strings.ReplaceAll(body, "\r", ""), "\n")
 	if len(lines) < 2 || lines[0] == "" {
-		return p.errorf(where, "want a username line and a password line")
+		return p.Errorf(where, "want a username line and a password line")
 	}
 	p.cfg.AuthUserPass = true
 	p.cfg.Username, p.cfg.Password = lines[0], lines[1]
-	return nil
-}
-
-func (p *parser) readFile(directive, name string) ([]byte, error) {
-	if name == "[inline]" {
-		return nil, nil
-	}
-	if p.dir == "" {
-		return nil, p.errorf(directive, "file references are not allowed here (%q)", name)
-	}
-	if !filepath.IsAbs(name) {
-		name = filepath.Join(p.dir, name)
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, p.errorf(directive, "%v", err)
-	}
-	return b, nil
-}
-
-func (p *parser) want(args []string, min, max int) error {
-	n := len(args) - 1
-	if n < min || n > max {
-		if min == max {
-			return p.errorf(args[0], "takes %d argument(s), got %d", min, n)
-		}
-		return p.errorf(args[0], "takes %d to %d arguments, got %d", min, max, n)
-	}
 	return nil
 }
 
@@ -324,12 +183,4 @@ func parseProto(s string) (Proto, int, bool) {
 		return TCP, 6, true
 	}
 	return "", 0, false
-}
-
-func (p *parser) uint(directive, s string, max int) (int, error) {
-	v, err := strconv.Atoi(s)
-	if err != nil || v < 0 || v > max {
-		return 0, p.errorf(directive, "bad number %q", s)
-	}
-	return v, nil
 }

@@ -117,6 +117,8 @@ func TestErrorsNameDirectiveAndLine(t *testing.T) {
 		{base + "<cert>\nx\n", "x.ovpn:9: <cert>: inline block not closed", false},
 		{base + "data-ciphers BF-CBC\n", "data-ciphers: data: unsupported cipher", false},
 		{base + "key-direction 2\n", "x.ovpn:9: key-direction", false},
+		{base + "keepalive 10 15\n", "x.ovpn:9: keepalive: the restart timeout (15) must be at least twice", false},
+		{base + "ping 10 20\n", "x.ovpn:9: ping: takes 1 argument(s), got 2", false},
 		{base + "verify-x509-name x bogus\n", "x.ovpn:9: verify-x509-name", false},
 		{base + "remote \"unterminated\n", "x.ovpn:9: unterminated quote", false},
 		{"remote h\n<ca>\n" + pem + "</ca>\n", "not a client configuration", false},

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/wirelane/wirelane/ovpn/data"
-	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
 // securityDirectives change what is checked or which keys protect the
@@ -67,49 +66,48 @@ var ignoredDirectives = map[string]string{
 
 func (p *parser) directive(args []string) error {
 	c := p.cfg
-	name := strings.ToLower(args[0])
-	args[0] = name
+	name := args[0]
+	if ok, err := p.SharedDirective(args); ok {
+		return err
+	}
 	switch name {
 	case "client":
-		if err := p.want(args, 0, 0); err != nil {
+		if err := p.Want(args, 0, 0); err != nil {
 			return err
 		}
 		p.client = true
 	case "tls-client":
 		p.client = true
 	case "dev":
-		if err := p.want(args, 1, 1); err != nil {
+		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
 		if !strings.HasPrefix(args[1], "tun") && args[1] != "null" {
-			return p.errorf(name, "only tun devices are supported, not %q", args[1])
+			return p.Errorf(name, "only tun devices are supported, not %q", args[1])
 		}
 		c.Dev = args[1]
 	case "proto":
-		if err := p.want(args, 1, 1); err != nil {
+		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
 		pr, fam, ok := parseProto(args[1])
 		if !ok {
-			return p.errorf(name, "unknown protocol %q", args[1])
+			return p.Errorf(name, "unknown protocol %q", args[1])
 		}
 		p.proto, p.family = pr, fam
 	case "port", "rport":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		v, err := p.uint(name, args[1], 65535)
+		v, err := p.NumberArg(args, 1, 65535)
 		if err != nil {
 			return err
 		}
 		p.port = uint16(v)
 	case "remote":
-		if err := p.want(args, 1, 3); err != nil {
+		if err := p.Want(args, 1, 3); err != nil {
 			return err
 		}
 		r := Remote{Host: args[1]}
 		if len(args) > 2 {
-			v, err := p.uint(name, args[2], 65535)
+			v, err := p.Number(name, args[2], 65535)
 			if err != nil {
 				return err
 			}
@@ -118,7 +116,7 @@ func (p *parser) directive(args []string) error {
 		if len(args) > 3 {
 			pr, fam, ok := parseProto(args[3])
 			if !ok {
-				return p.errorf(name, "unknown protocol %q", args[3])
+				return p.Errorf(name, "unknown protocol %q", args[3])
 			}
 			r.Proto, r.Family = pr, fam
 		}
@@ -127,71 +125,13 @@ func (p *parser) directive(args []string) error {
 		c.RemoteRandom = true
 	case "nobind":
 		c.Nobind = true
-	case "ca", "cert", "key":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		b, err := p.readFile(name, args[1])
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			switch name {
-			case "ca":
-				c.CA = b
-			case "cert":
-				c.Cert = b
-			default:
-				c.Key = b
-			}
-		}
-	case "tls-auth", "tls-crypt":
-		if err := p.want(args, 1, 2); err != nil {
-			return err
-		}
-		b, err := p.readFile(name, args[1])
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			k, err := wrap.ParseStaticKey(b)
-			if err != nil {
-				return p.errorf(name, "%v", err)
-			}
-			if name == "tls-auth" {
-				c.TLSAuth = k
-			} else {
-				c.TLSCrypt = k
-			}
-		}
-		if len(args) == 3 {
-			if name == "tls-crypt" {
-				return p.errorf(name, "takes no key direction")
-			}
-			if err := p.keyDirection(args[2]); err != nil {
-				return err
-			}
-		}
-	case "key-direction":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		return p.keyDirection(args[1])
-	case "auth":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		if _, err := wrap.DigestByName(args[1]); err != nil {
-			return p.errorf(name, "%v", err)
-		}
-		c.Auth = args[1]
 	case "auth-user-pass":
-		if err := p.want(args, 0, 1); err != nil {
+		if err := p.Want(args, 0, 1); err != nil {
 			return err
 		}
 		c.AuthUserPass = true
 		if len(args) == 2 {
-			b, err := p.readFile(name, args[1])
+			b, err := p.ReadFile(name, args[1])
 			if err != nil {
 				return err
 			}
@@ -200,25 +140,20 @@ func (p *parser) directive(args []string) error {
 			}
 		}
 	case "cipher":
-		if err := p.want(args, 1, 1); err != nil {
+		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
 		p.cipher = args[1]
-	case "data-ciphers", "ncp-ciphers":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		p.dataCiphers = args[1]
 	case "remote-cert-tls":
-		if err := p.want(args, 1, 1); err != nil {
+		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
 		if args[1] != "server" && args[1] != "client" {
-			return p.errorf(name, "want server or client, got %q", args[1])
+			return p.Errorf(name, "want server or client, got %q", args[1])
 		}
 		c.RemoteCertTLS = args[1]
 	case "verify-x509-name":
-		if err := p.want(args, 1, 2); err != nil {
+		if err := p.Want(args, 1, 2); err != nil {
 			return err
 		}
 		c.VerifyX509, c.VerifyX509Typ = args[1], "subject"
@@ -227,25 +162,19 @@ func (p *parser) directive(args []string) error {
 			case "subject", "name", "name-prefix":
 				c.VerifyX509Typ = args[2]
 			default:
-				return p.errorf(name, "unknown type %q", args[2])
+				return p.Errorf(name, "unknown type %q", args[2])
 			}
 		}
 	case "reneg-sec":
-		if err := p.want(args, 1, 2); err != nil {
-			return err
-		}
-		v, err := p.uint(name, args[1], 1<<30)
+		v, err := p.NumberArg(args, 2, 1<<30)
 		if err != nil {
 			return err
 		}
 		c.RenegSec = v
 	case "reneg-bytes", "reneg-pkts":
-		p.warn(name, "ignored; renegotiation is by time and packet-id limit")
+		p.Warn(name, "ignored; renegotiation is by time and packet-id limit")
 	case "ping", "ping-restart":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		v, err := p.uint(name, args[1], 1<<20)
+		v, err := p.NumberArg(args, 1, 1<<20)
 		if err != nil {
 			return err
 		}
@@ -255,67 +184,42 @@ func (p *parser) directive(args []string) error {
 			c.PingRestart = v
 		}
 	case "keepalive":
-		if err := p.want(args, 2, 2); err != nil {
-			return err
-		}
-		a, err := p.uint(name, args[1], 1<<20)
+		ping, restart, err := p.Keepalive(args)
 		if err != nil {
 			return err
 		}
-		b, err := p.uint(name, args[2], 1<<20)
-		if err != nil {
-			return err
-		}
-		c.Ping, c.PingRestart = a, b
-	case "tls-version-min":
-		if err := p.want(args, 1, 2); err != nil {
-			return err
-		}
-		if args[1] != "1.2" && args[1] != "1.3" {
-			return p.errorf(name, "want 1.2 or 1.3, got %q", args[1])
-		}
-		c.TLSVersionMin = args[1]
+		c.Ping, c.PingRestart = ping, restart
 	default:
 		if what, ok := securityDirectives[name]; ok {
 			if name == "comp-lzo" && len(args) == 2 && args[1] == "no" {
-				p.warn(name, "compression framing is not supported; accepted because it is off")
+				p.Warn(name, "compression framing is not supported; accepted because it is off")
 				return nil
 			}
-			return p.errorf(name, "%s: %w", what, ErrUnsupported)
+			return p.Errorf(name, "%s: %w", what, ErrUnsupported)
 		}
 		if why, ok := ignoredDirectives[name]; ok {
 			if why == "" {
 				why = "ignored"
 			}
-			p.warn(name, why)
+			p.Warn(name, why)
 			return nil
 		}
-		p.warn(name, "unknown directive ignored")
+		p.Warn(name, "unknown directive ignored")
 	}
-	return nil
-}
-
-func (p *parser) keyDirection(s string) error {
-	switch s {
-	case "0":
-		p.cfg.KeyDirection = wrap.Direction0
-	case "1":
-		p.cfg.KeyDirection = wrap.Direction1
-	default:
-		return p.errorf("key-direction", "want 0 or 1, got %q", s)
-	}
-	p.keyDirSet = true
 	return nil
 }
 
 func (p *parser) finish() (*Config, error) {
 	c := p.cfg
-	p.line = 0
+	sh := &p.Shared
+	c.CA, c.Cert, c.Key = sh.CA, sh.Cert, sh.Key
+	c.TLSAuth, c.TLSCrypt, c.KeyDirection, c.Auth = sh.TLSAuth, sh.TLSCrypt, sh.KeyDirection, sh.Auth
+	c.TLSVersionMin = sh.TLSVersionMin
 	if !p.client {
-		return nil, p.errorf("", "not a client configuration (add `client`); server mode is not supported")
+		return nil, p.Errorf("", "not a client configuration (add `client`); server mode is not supported")
 	}
 	if len(c.Remotes) == 0 {
-		return nil, p.errorf("remote", "no remote given")
+		return nil, p.Errorf("remote", "no remote given")
 	}
 	for i := range c.Remotes {
 		r := &c.Remotes[i]
@@ -333,35 +237,26 @@ func (p *parser) finish() (*Config, error) {
 		}
 	}
 	if len(c.CA) == 0 {
-		return nil, p.errorf("ca", "no CA certificate given; the server cannot be verified")
+		return nil, p.Errorf("ca", "no CA certificate given; the server cannot be verified")
 	}
 	if (len(c.Cert) == 0) != (len(c.Key) == 0) {
-		return nil, p.errorf("cert", "cert and key must be given together")
+		return nil, p.Errorf("cert", "cert and key must be given together")
 	}
 	if len(c.Cert) == 0 && !c.AuthUserPass {
-		return nil, p.errorf("cert", "no client certificate and no auth-user-pass")
+		return nil, p.Errorf("cert", "no client certificate and no auth-user-pass")
 	}
 	if c.TLSAuth != nil && c.TLSCrypt != nil {
-		return nil, p.errorf("tls-crypt", "tls-auth and tls-crypt are mutually exclusive")
+		return nil, p.Errorf("tls-crypt", "tls-auth and tls-crypt are mutually exclusive")
 	}
-	list := p.dataCiphers
-	if list == "" {
-		list = "AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305"
-	}
-	for _, name := range strings.Split(list, ":") {
-		ci, err := data.ParseCipher(strings.TrimPrefix(name, "?"))
-		if err != nil {
-			if strings.HasPrefix(name, "?") {
-				continue
-			}
-			return nil, p.errorf("data-ciphers", "%v", err)
-		}
-		c.DataCiphers = append(c.DataCiphers, ci)
+	var err error
+	if c.DataCiphers, err = p.Ciphers(sh.DataCiphers, "AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305"); err != nil {
+		return nil, err
 	}
 	if p.cipher != "" {
 		if _, err := data.ParseCipher(p.cipher); err != nil {
-			p.warn("cipher", "non-AEAD cipher "+p.cipher+" is only a 2.4 fallback and is not used")
+			p.Warn("cipher", "non-AEAD cipher "+p.cipher+" is only a 2.4 fallback and is not used")
 		}
 	}
+	c.Warnings = p.Warnings
 	return c, nil
 }

@@ -22,6 +22,10 @@ const MaxPayload = 1150
 var (
 	ErrClosed     = errors.New("control: channel closed")
 	ErrNoKeyState = errors.New("control: no such key state")
+	// ErrNewSession reports, on a server channel, a hard reset carrying
+	// another client session id: the client restarted and the caller
+	// should start over with a new channel.
+	ErrNewSession = errors.New("control: peer started a new session")
 )
 
 // Channel is the control channel of one session (one pair of session ids).
@@ -55,13 +59,12 @@ type ChannelConfig struct {
 	Logf    func(string, ...any)   // optional
 	// OnSoftReset is called for a key state the peer started: with
 	// SOFT_RESET_V1, or on a server with the client's hard reset for key 0.
-	// It runs the key exchange on it. Optional.
+	// It is called from HandlePacket without locks held and must not block:
+	// it starts the key exchange in a goroutine of its own. Optional.
 	OnSoftReset func(*KeyState)
 }
 
-// NewChannel starts a control channel with a fresh random session id and
-// its flusher goroutine.
-func NewChannel(c ChannelConfig) (*Channel, error) {
+func newChannel(c ChannelConfig) *Channel {
 	ch := &Channel{client: c.Client, wrap: c.Wrapper, send: c.Send, logf: c.Logf, onNew: c.OnSoftReset,
 		kick: make(chan struct{}, 1), peerKnown: make(chan struct{}), done: make(chan struct{}), flushDone: make(chan struct{}), now: time.Now}
 	if ch.wrap == nil {
@@ -70,11 +73,39 @@ func NewChannel(c ChannelConfig) (*Channel, error) {
 	if ch.logf == nil {
 		ch.logf = func(string, ...any) {}
 	}
+	return ch
+}
+
+// NewChannel starts a control channel with a fresh random session id and
+// its flusher goroutine.
+func NewChannel(c ChannelConfig) (*Channel, error) {
+	ch := newChannel(c)
 	if _, err := rand.Read(ch.local[:]); err != nil {
 		return nil, err
 	}
 	go ch.flusher()
 	return ch, nil
+}
+
+// NewServerChannel starts the server side of a control channel whose
+// session ids are already settled: local is the id the server sent in its
+// reset (a UDP server derives it statelessly), remote the client's. Key
+// state 0 starts with the client's hard reset (id 0) received and ours
+// (id 0) queued; resetAcked marks ours as already acknowledged, as when a
+// UDP client proved it received the stateless reply. c.Client is ignored.
+func NewServerChannel(c ChannelConfig, local, remote wire.SessionID, resetAcked bool) (*Channel, *KeyState) {
+	c.Client = false
+	ch := newChannel(c)
+	ch.local, ch.remote, ch.haveRemote = local, remote, true
+	close(ch.peerKnown)
+	ks, _ := ch.newStateLocked(0) // not yet shared: no lock needed
+	ks.rel.Queue(wire.HardResetServerV2, nil)
+	if resetAcked {
+		ks.rel.Acked([]uint32{0})
+	}
+	ks.rel.Receive(0, wire.HardResetClientV2, nil)
+	go ch.flusher()
+	return ch, ks
 }
 
 // LocalSession returns this side's session id.
@@ -124,6 +155,22 @@ func (ch *Channel) newStateLocked(keyID uint8) (*KeyState, error) {
 	ks.cond.L = &ch.mu
 	ch.states[keyID] = ks
 	return ks, nil
+}
+
+// State returns key state keyID, or nil.
+func (ch *Channel) State(keyID uint8) *KeyState {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.states[keyID&wire.KeyIDMask]
+}
+
+// Retire marks ks as replaced by a newer key state: a later SOFT_RESET_V1
+// from the peer for its key id (ids cycle 1..7) starts a fresh key state
+// instead of being taken for a duplicate.
+func (ch *Channel) Retire(ks *KeyState) {
+	ch.mu.Lock()
+	ks.retired = true
+	ch.mu.Unlock()
 }
 
 // Remove forgets a key state (a lame duck past its transition window).
@@ -250,7 +297,10 @@ func (ch *Channel) HandlePacket(raw []byte) error {
 		close(ch.peerKnown)
 	} else if p.Session != ch.remote {
 		ch.mu.Unlock()
-		return fmt.Errorf("control: packet from unknown session %x", p.Session)
+		if !ch.client && p.Op == wire.HardResetClientV2 {
+			return ErrNewSession
+		}
+		return fmt.Errorf("control: %v from unknown session %x", p.Op, p.Session)
 	}
 	if p.NumAcks > 0 && p.Remote != ch.local {
 		ch.mu.Unlock()
@@ -258,6 +308,9 @@ func (ch *Channel) HandlePacket(raw []byte) error {
 	}
 	ks := ch.states[p.KeyID]
 	var fresh *KeyState
+	if ks != nil && ks.retired && p.Op == wire.SoftResetV1 && p.ID == 0 {
+		ks = nil // the peer reuses a retired key id: start over
+	}
 	if ks == nil {
 		reply := wire.SoftResetV1
 		if !ch.client && p.Op == wire.HardResetClientV2 && p.KeyID == 0 {
@@ -286,7 +339,7 @@ func (ch *Channel) HandlePacket(raw []byte) error {
 	ch.mu.Unlock()
 	ch.Kick()
 	if fresh != nil {
-		go ch.onNew(fresh)
+		ch.onNew(fresh)
 	}
 	return nil
 }
@@ -298,10 +351,11 @@ type KeyState struct {
 	Created time.Time
 	ch      *Channel
 
-	rel   *reliable.Layer // guarded by ch.mu
-	input []byte          // received TLS bytes not yet read; guarded by ch.mu
-	err   error           // set when closed; guarded by ch.mu
-	cond  sync.Cond       // signals input or err; L is ch.mu
+	rel     *reliable.Layer // guarded by ch.mu
+	input   []byte          // received TLS bytes not yet read; guarded by ch.mu
+	err     error           // set when closed; guarded by ch.mu
+	retired bool            // replaced by a newer key state; guarded by ch.mu
+	cond    sync.Cond       // signals input or err; L is ch.mu
 }
 
 func (ks *KeyState) closeLocked(err error) {

@@ -62,6 +62,7 @@ type link struct {
 	n       [2]int
 	drop    func(dir, n int) bool
 	dropped int
+	capture chan []byte // receives packets for a missing b
 }
 
 func (l *link) sender(dir int) func([]byte) error {
@@ -77,9 +78,21 @@ func (l *link) sender(dir int) func([]byte) error {
 		if dir == 1 {
 			to = l.a
 		}
+		capture := l.capture
 		l.mu.Unlock()
-		if !drop {
-			go to.HandlePacket(append([]byte(nil), p...))
+		switch {
+		case drop:
+		case to == nil:
+			select {
+			case capture <- append([]byte(nil), p...):
+			default:
+			}
+		default:
+			go func() {
+				if err := to.HandlePacket(append([]byte(nil), p...)); err != nil && testing.Verbose() {
+					println("link:", err.Error())
+				}
+			}()
 		}
 		return nil
 	}
@@ -109,7 +122,7 @@ func newPair(t *testing.T, w func(server bool) wrap.Wrapper, drop func(dir, n in
 		wc, ws = w(false), w(true)
 	}
 	p.cli, _ = NewChannel(ChannelConfig{Client: true, Wrapper: wc, Send: p.l.sender(0)})
-	p.srv, _ = NewChannel(ChannelConfig{Wrapper: ws, Send: p.l.sender(1), OnSoftReset: func(ks *KeyState) { p.softResets <- ks }})
+	p.srv, _ = NewChannel(ChannelConfig{Wrapper: ws, Send: p.l.sender(1), OnSoftReset: func(ks *KeyState) { go func() { p.softResets <- ks }() }})
 	p.l.a, p.l.b = p.cli, p.srv
 	t.Cleanup(func() { p.cli.Close(); p.srv.Close() })
 	return p
@@ -397,4 +410,80 @@ func FuzzHandlePacket(f *testing.F) {
 		ch.HandlePacket(b)
 		ch.Flush()
 	})
+}
+
+// A server channel made after a stateless reset exchange (as a UDP server
+// does once the client acknowledged the reset it answered without state)
+// carries the TLS session, renegotiations on reused key ids and reports a
+// client that starts over.
+func TestServerChannelAfterStatelessReset(t *testing.T) {
+	p := newPair(t, nil, nil) // for its TLS configurations and link
+	p.srv.Close()
+	first := make(chan []byte, 4)
+	p.l.mu.Lock()
+	p.l.b, p.l.capture = nil, first // until the server exists
+	p.l.mu.Unlock()
+	cks, _ := p.cli.Start(0)
+	var reset wire.ControlPacket
+	if err := wire.DecodeControl(<-first, &reset); err != nil || reset.Op != wire.HardResetClientV2 {
+		t.Fatalf("client's first packet: %v %v", reset.Op, err)
+	}
+	local := wire.SessionID{0xc0, 0x0c, 0x1e}
+	reply, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.HardResetServerV2, Session: local,
+		NumAcks: 1, Acks: [8]uint32{0}, Remote: reset.Session, ID: 0})
+	if err := p.cli.HandlePacket(reply); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := p.cli.RemoteSession(); got != local {
+		t.Fatalf("client learned session %x", got)
+	}
+	srv, sks := NewServerChannel(ChannelConfig{Send: p.l.sender(1),
+		OnSoftReset: func(ks *KeyState) { go func() { p.softResets <- ks }() }}, local, reset.Session, true)
+	defer srv.Close()
+	if srv.LocalSession() != local || srv.State(0) != sks {
+		t.Fatal("server channel has the wrong session id or key state 0")
+	}
+	p.l.mu.Lock()
+	p.l.b, p.srv = srv, srv
+	p.l.mu.Unlock()
+	cm, sm := p.exchange(t, cks, sks)
+	if cm != sm {
+		t.Fatal("tls-ekm material differs")
+	}
+
+	// Renegotiate on key 1, retire it, then reuse id 1: the second soft
+	// reset must start a new key state, not count as a duplicate.
+	var prev *KeyState
+	for round := 0; round < 2; round++ {
+		if round == 1 {
+			// Let round 0's acks settle first: ids are reused only after
+			// cycling through 1..7, long after the old state went quiet.
+			deadline := time.Now().Add(3 * time.Second)
+			for !(prev.Idle() && p.cli.State(1).Idle()) && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(20 * time.Millisecond)
+			srv.Retire(prev)
+			p.cli.Remove(p.cli.State(1))
+		}
+		cks1, _ := p.cli.Start(1)
+		var sks1 *KeyState
+		select {
+		case sks1 = <-p.softResets:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: server saw no soft reset", round)
+		}
+		if sks1 == prev || sks1.ID != 1 {
+			t.Fatalf("round %d: key state %p id %d reused", round, sks1, sks1.ID)
+		}
+		if c1, s1 := p.exchange(t, cks1, sks1); c1 != s1 {
+			t.Fatalf("round %d: keys differ", round)
+		}
+		prev = sks1
+	}
+
+	other, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.HardResetClientV2, Session: wire.SessionID{7}})
+	if err := srv.HandlePacket(other); !errors.Is(err, ErrNewSession) {
+		t.Fatalf("hard reset from a new client session: %v, want ErrNewSession", err)
+	}
 }

@@ -196,9 +196,19 @@ func prefixFromMask(addr, mask string) (netip.Prefix, error) {
 	if err != nil {
 		return netip.Prefix{}, err
 	}
+	bits, err := MaskBits(mask)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return a.Prefix(bits)
+}
+
+// MaskBits returns the prefix length of an IPv4 netmask such as
+// 255.255.255.0, rejecting non-contiguous masks.
+func MaskBits(mask string) (int, error) {
 	m, err := netip.ParseAddr(mask)
 	if err != nil || !m.Is4() {
-		return netip.Prefix{}, fmt.Errorf("bad netmask %q", mask)
+		return 0, fmt.Errorf("bad netmask %q", mask)
 	}
 	b := m.As4()
 	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
@@ -208,7 +218,7 @@ func prefixFromMask(addr, mask string) (netip.Prefix, error) {
 		v <<= 1
 	}
 	if v != 0 {
-		return netip.Prefix{}, fmt.Errorf("non-contiguous netmask %q", mask)
+		return 0, fmt.Errorf("non-contiguous netmask %q", mask)
 	}
-	return a.Prefix(bits)
+	return bits, nil
 }

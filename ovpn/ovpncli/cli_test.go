@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"testing"
 )
@@ -11,11 +12,23 @@ import (
 // TestMain lets the end-to-end test run Connect and Serve in another
 // network namespace by re-executing this test binary.
 func TestMain(m *testing.M) {
-	switch os.Getenv("WIRELANE_OVPNCLI_HELPER") {
-	case "connect":
-		os.Exit(Connect(os.Args[1:]))
-	case "serve":
-		os.Exit(Serve(os.Args[1:]))
+	if d := os.Getenv("WIRELANE_OVPNCLI_STATUS_DIR"); d != "" {
+		StatusDir = d
+	}
+	helper := map[string]func([]string) int{"connect": Connect, "serve": Serve}[os.Getenv("WIRELANE_OVPNCLI_HELPER")]
+	if helper != nil {
+		// WIRELANE_OVPNCLI_CPUPROFILE=PREFIX writes PREFIX.connect and
+		// PREFIX.serve CPU profiles (for the throughput comparison).
+		if prefix := os.Getenv("WIRELANE_OVPNCLI_CPUPROFILE"); prefix != "" {
+			if f, err := os.Create(prefix + "." + os.Getenv("WIRELANE_OVPNCLI_HELPER")); err == nil {
+				pprof.StartCPUProfile(f)
+				code := helper(os.Args[1:])
+				pprof.StopCPUProfile()
+				f.Close()
+				os.Exit(code)
+			}
+		}
+		os.Exit(helper(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }

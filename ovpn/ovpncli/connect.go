@@ -19,10 +19,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -166,9 +166,22 @@ func Connect(args []string) int {
 		return 1
 	}
 
+	abs, _ := filepath.Abs(file)
+	snapshot := func(iface string) func() TunnelStatus {
+		return func() TunnelStatus {
+			st := sess.Stats()
+			return TunnelStatus{Kind: KindClient, Interface: iface, Config: abs, Remote: sess.RemoteAddr().String(),
+				Proto: sess.Transport(), Cipher: sess.Cipher().String(), Address: push.Local.String(), Since: st.Since,
+				RxBytes: st.RxBytes, TxBytes: st.TxBytes}
+		}
+	}
 	if ifname == "null" {
 		progress("dev null: no TUN device; the tunnel carries no traffic")
-		return waitSession(ctx, sess, func() {})
+		pub, err := publishStatus(snapshot(""), statusInterval)
+		if err != nil {
+			progress("status not published: %v", err)
+		}
+		return waitSession(ctx, sess, pub.close)
 	}
 	d, err := tun.CreateTUN(ifname, *mtu)
 	if err != nil {
@@ -194,7 +207,7 @@ func Connect(args []string) int {
 		progress("removed routes and %s", name)
 	}
 	if !*noRoutes {
-		if err := installRoutes(ctx, nc, cfg, push); err != nil {
+		if err := installRoutes(nc, sess.RemoteAddr().Addr(), push); err != nil {
 			sess.Close()
 			teardown()
 			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
@@ -204,10 +217,14 @@ func Connect(args []string) int {
 	if len(push.DNS) > 0 {
 		progress("pushed DNS servers (not applied): %v", push.DNS)
 	}
+	pub, err := publishStatus(snapshot(name), statusInterval)
+	if err != nil {
+		progress("status not published: %v", err)
+	}
 	go pumpFromTUN(d, sess)
 	go pumpToTUN(d, sess)
 	progress("tunnel up; press Ctrl-C to disconnect")
-	return waitSession(ctx, sess, teardown)
+	return waitSession(ctx, sess, func() { pub.close(); teardown() })
 }
 
 func peerIDString(p *control.PushReply) string {
@@ -233,8 +250,9 @@ func waitSession(ctx context.Context, sess *client.Session, teardown func()) int
 }
 
 // installRoutes adds the pushed routes and, for redirect-gateway, the two
-// half default routes plus a host route keeping the server outside.
-func installRoutes(ctx context.Context, nc *netConf, cfg *config.Config, push *control.PushReply) error {
+// half default routes plus a host route keeping server (the remote that
+// answered) outside.
+func installRoutes(nc *netConf, server netip.Addr, push *control.PushReply) error {
 	gw := push.Remote
 	for _, r := range push.Routes {
 		if !r.Addr().Is4() {
@@ -251,18 +269,12 @@ func installRoutes(ctx context.Context, nc *netConf, cfg *config.Config, push *c
 		if len(f) == 0 || f[0] != "redirect-gateway" {
 			continue
 		}
-		// Every remote of the file stays outside the tunnel (the session
-		// does not say which one answered).
-		for _, r := range cfg.Remotes {
-			addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", r.Host)
-			if err != nil {
-				return fmt.Errorf("redirect-gateway: resolving %s: %w", r.Host, err)
+		if server.Is4() {
+			if err := nc.addHostRouteOutside(server); err != nil {
+				return err
 			}
-			for _, a := range addrs {
-				if err := nc.addHostRouteOutside(a.Unmap()); err != nil {
-					return err
-				}
-			}
+		} else {
+			progress("server %s is not IPv4: no host route needed for the IPv4 default route", server)
 		}
 		for _, half := range []string{"0.0.0.0/1", "128.0.0.0/1"} {
 			if err := nc.addRoute(netip.MustParsePrefix(half), gw); err != nil {
@@ -274,11 +286,18 @@ func installRoutes(ctx context.Context, nc *netConf, cfg *config.Config, push *c
 	return nil
 }
 
-// pumpFromTUN sends what the device reads into the tunnel.
+// tunBatch bounds how many packets one device read or write moves; a TSO
+// super-packet splits into up to about 45 segments at MTU 1500, and a
+// smaller batch would drop it (tun.ErrTooManySegments).
+const tunBatch = 128
+
+// pumpFromTUN sends what the device reads into the tunnel, a device batch
+// per WritePackets call.
 func pumpFromTUN(d tun.Device, sess *client.Session) {
 	const offset = 16
-	n := min(max(d.BatchSize(), 1), 32)
+	n := min(max(d.BatchSize(), 1), tunBatch)
 	bufs := make([][]byte, n)
+	pkts := make([][]byte, n)
 	sizes := make([]int, n)
 	for i := range bufs {
 		bufs[i] = make([]byte, offset+65535)
@@ -286,7 +305,10 @@ func pumpFromTUN(d tun.Device, sess *client.Session) {
 	for {
 		got, err := d.Read(bufs, sizes, offset)
 		for i := 0; i < got; i++ {
-			_ = sess.WritePacket(bufs[i][offset : offset+sizes[i]])
+			pkts[i] = bufs[i][offset : offset+sizes[i]]
+		}
+		if got > 0 {
+			_ = sess.WritePackets(pkts[:got])
 		}
 		if err != nil && !errors.Is(err, tun.ErrTooManySegments) {
 			return
@@ -294,18 +316,26 @@ func pumpFromTUN(d tun.Device, sess *client.Session) {
 	}
 }
 
-// pumpToTUN writes what the tunnel delivers to the device.
+// pumpToTUN writes what the tunnel delivers to the device, taking every
+// packet already queued so the device can coalesce them (GRO).
 func pumpToTUN(d tun.Device, sess *client.Session) {
 	const offset = 16
-	buf := make([]byte, offset+65535)
-	bufs := [][]byte{nil}
+	n := min(max(d.BatchSize(), 1), tunBatch)
+	bufs := make([][]byte, n)
+	out := make([][]byte, n)
+	sizes := make([]int, n)
+	for i := range bufs {
+		bufs[i] = make([]byte, offset+65535)
+	}
 	for {
-		n, err := sess.ReadPacket(buf[offset:])
+		got, err := sess.ReadPackets(bufs, sizes, offset)
 		if err != nil {
 			return
 		}
-		bufs[0] = buf[:offset+n]
-		if _, err := d.Write(bufs, offset); errors.Is(err, os.ErrClosed) {
+		for i := 0; i < got; i++ {
+			out[i] = bufs[i][:offset+sizes[i]]
+		}
+		if _, err := d.Write(out[:got], offset); errors.Is(err, os.ErrClosed) {
 			return
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/netns"
+	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
@@ -49,7 +50,7 @@ func startHelper(t *testing.T, ns *netns.NS, which string, args ...string) *help
 	t.Helper()
 	h := &helper{done: make(chan struct{})}
 	h.cmd = netns.Command(ns, append([]string{os.Args[0]}, args...)...)
-	h.cmd.Env = append(os.Environ(), "WIRELANE_OVPNCLI_HELPER="+which)
+	h.cmd.Env = append(os.Environ(), "WIRELANE_OVPNCLI_HELPER="+which, "WIRELANE_OVPNCLI_STATUS_DIR="+StatusDir)
 	h.cmd.Stdout, h.cmd.Stderr = &h.out, &h.out
 	if err := h.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -106,21 +107,25 @@ func TestE2EConnectServe(t *testing.T) {
 		t.Skip("end-to-end test needs root (network namespaces and TUN devices)")
 	}
 	netns.Need(t, "ping")
-	pki := newTestPKI(t, "Wirelane CLI Test CA")
-	srvCert, srvKey := pki.issue(t, "server", x509.ExtKeyUsageServerAuth)
-	cliCert, cliKey := pki.issue(t, "cli1", x509.ExtKeyUsageClientAuth)
+	pki := testpki.New(t, "Wirelane CLI Test CA")
+	srvCert, srvKey := pki.Valid(t, "server", x509.ExtKeyUsageServerAuth)
+	cliCert, cliKey := pki.Valid(t, "cli1", x509.ExtKeyUsageClientAuth)
 	var k wrap.StaticKey
 	for i := range k {
 		k[i] = byte(i*7 + 1)
 	}
 	dir := t.TempDir()
+	oldDir := StatusDir
+	StatusDir = filepath.Join(dir, "run")
+	t.Cleanup(func() { StatusDir = oldDir })
 	files := map[string]string{
-		"ca.crt": string(pki.caPEM), "server.crt": string(srvCert), "server.key": string(srvKey), "ta.key": string(k.Format()),
+		"ca.crt": string(pki.CAPEM), "server.crt": string(srvCert), "server.key": string(srvKey), "ta.key": string(k.Format()),
 		"server.conf": "port 1194\nproto udp\ndev wlsrv0\ntopology subnet\nserver 10.9.0.0 255.255.255.0\n" +
 			"ca ca.crt\ncert server.crt\nkey server.key\ndh none\ntls-crypt ta.key\n" +
-			"data-ciphers CHACHA20-POLY1305:AES-256-GCM\npush \"route 10.98.0.0 255.255.255.0\"\nkeepalive 10 60\nverb 3\n",
-		"cli1.ovpn": "client\ndev tun\nremote 192.168.81.1 1194 udp\nnobind\nremote-cert-tls server\n" +
-			"<ca>\n" + string(pki.caPEM) + "</ca>\n<cert>\n" + string(cliCert) + "</cert>\n<key>\n" + string(cliKey) + "</key>\n" +
+			"data-ciphers CHACHA20-POLY1305:AES-256-GCM\npush \"route 10.98.0.0 255.255.255.0\"\n" +
+			"push \"redirect-gateway def1\"\nkeepalive 10 60\nverb 3\n",
+		"cli1.ovpn": "client\ndev tun\nremote 192.168.81.1 1194 udp\nremote 192.168.81.77 1194 udp\nnobind\nremote-cert-tls server\n" +
+			"<ca>\n" + string(pki.CAPEM) + "</ca>\n<cert>\n" + string(cliCert) + "</cert>\n<key>\n" + string(cliKey) + "</key>\n" +
 			"<tls-crypt>\n" + string(k.Format()) + "</tls-crypt>\n",
 	}
 	for name, body := range files {
@@ -151,11 +156,50 @@ func TestE2EConnectServe(t *testing.T) {
 	if r := netns.Run(t, cliNS, "ip", "-4", "route", "show", "dev", "wlc0"); !strings.Contains(r, "10.98.0.0/24 via 10.9.0.1") {
 		t.Fatalf("wlc0 routes:\n%s", r)
 	}
+	// redirect-gateway: the two halves through the tunnel and a host route
+	// for the server that answered, none for the remote never tried.
+	all := netns.Run(t, cliNS, "ip", "-4", "route", "show")
+	for _, want := range []string{"0.0.0.0/1 via 10.9.0.1 dev wlc0", "128.0.0.0/1 via 10.9.0.1 dev wlc0", "192.168.81.1 dev c1"} {
+		if !strings.Contains(all, want) {
+			t.Fatalf("routes lack %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "192.168.81.77") {
+		t.Fatalf("a host route for the remote that was not used:\n%s", all)
+	}
 	netns.Run(t, cliNS, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.9.0.1")
 	netns.Run(t, cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", "10.98.0.1")
 	netns.Run(t, srvNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", "10.9.0.2")
 
+	// Both tunnels appear in the status files.
+	var tunnels []TunnelStatus
+	netns.Eventually(t, 5*time.Second, "status of both tunnels with traffic", func() error {
+		var err error
+		if tunnels, err = Status(); err != nil {
+			return err
+		}
+		if len(tunnels) != 2 || len(tunnels[1].Clients) != 1 || tunnels[0].RxBytes == 0 || tunnels[1].RxBytes == 0 {
+			return fmt.Errorf("got %+v", tunnels)
+		}
+		return nil
+	})
+	c, sv := tunnels[0], tunnels[1] // ordered by interface: wlc0, wlsrv0
+	if c.Kind != KindClient || c.Interface != "wlc0" || c.Remote != "192.168.81.1:1194" || c.Address != "10.9.0.2/24" ||
+		c.Cipher != "CHACHA20-POLY1305" || c.Proto != "UDPv4" || c.Since.IsZero() {
+		t.Fatalf("client status %+v", c)
+	}
+	if sv.Kind != KindServer || sv.Interface != "wlsrv0" || sv.Address != "10.9.0.1/24" || sv.Clients[0].CommonName != "cli1" ||
+		sv.Clients[0].Address != "10.9.0.2" || sv.Clients[0].RxBytes == 0 {
+		t.Fatalf("server status %+v", sv)
+	}
+	var text strings.Builder
+	FormatStatus(&text, tunnels)
+	t.Logf("status:\n%s", text.String())
+
 	cli.interrupt(t)
+	if tunnels, err := Status(); err != nil || len(tunnels) != 1 || tunnels[0].Kind != KindServer {
+		t.Fatalf("status after the client left: %+v, %v", tunnels, err)
+	}
 	if !strings.Contains(cli.out.String(), "removed routes and wlc0") {
 		t.Fatalf("connect output after SIGINT:\n%s", cli.out.String())
 	}
@@ -164,6 +208,9 @@ func TestE2EConnectServe(t *testing.T) {
 	}
 	srv.waitFor(t, `client "cli1" (10.9.0.2) left: the client sent an exit notification`, 5*time.Second)
 	srv.interrupt(t)
+	if names, _ := filepath.Glob(filepath.Join(StatusDir, "*")); len(names) != 0 {
+		t.Fatalf("status files left after exit: %v", names)
+	}
 	if out, err := netns.Try(srvNS, nil, "ip", "link", "show", "wlsrv0"); err == nil {
 		t.Fatalf("wlsrv0 still exists after the server stopped:\n%s", out)
 	}

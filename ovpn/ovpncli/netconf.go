@@ -4,6 +4,7 @@ package ovpncli
 // each recorded so that teardown removes exactly what was added.
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -88,7 +89,7 @@ func (c *netConf) addHostRouteOutside(server netip.Addr) error {
 	return nil
 }
 
-func errorsIsExist(err error) bool { return err == unix.EEXIST }
+func errorsIsExist(err error) bool { return errors.Is(err, unix.EEXIST) }
 
 // teardown removes the routes added (the address goes with the device).
 func (c *netConf) teardown() {

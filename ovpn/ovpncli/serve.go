@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os/signal"
+	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 
@@ -92,6 +94,26 @@ func Serve(args []string) int {
 	defer nc.teardown()
 	progress("device %s: %s, mtu %d, up", name, s.TunnelAddress(), mtu)
 	progress("listening on %s %s; clients get addresses from %s; Ctrl-C stops", cfg.Proto, s.Addr(), cfg.Network)
+
+	abs, _ := filepath.Abs(file)
+	started := time.Now()
+	pub, err := publishStatus(func() TunnelStatus {
+		st := TunnelStatus{Kind: KindServer, Interface: name, Config: abs, Remote: s.Addr().String(), Proto: string(cfg.Proto),
+			Address: s.TunnelAddress().String(), Since: started}
+		for _, c := range s.Clients() {
+			st.RxBytes += c.RxBytes
+			st.TxBytes += c.TxBytes
+			st.Clients = append(st.Clients, ClientStatus{CommonName: c.CommonName, Remote: c.Remote.String(),
+				Address: c.Address.String(), PeerID: c.PeerID, Cipher: c.Cipher.String(), Since: c.Since,
+				RxBytes: c.RxBytes, TxBytes: c.TxBytes})
+		}
+		sort.Slice(st.Clients, func(i, j int) bool { return st.Clients[i].PeerID < st.Clients[j].PeerID })
+		return st
+	}, statusInterval)
+	if err != nil {
+		progress("status not published: %v", err)
+	}
+	defer pub.close()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/internal/testnet"
 	"github.com/wirelane/wirelane/ovpn/keys"
 	"github.com/wirelane/wirelane/ovpn/wire"
 )
@@ -72,7 +73,7 @@ func BenchmarkWritePacket(b *testing.B) {
 		b.Run(map[int]string{64: "64B", 1420: "1420B"}[size], func(b *testing.B) {
 			s, sink := benchServer(b)
 			benchPeer(b, s, sink, data.AES256GCM)
-			pkt := icmpEcho(8, netip.MustParseAddr("10.8.0.1"), netip.MustParseAddr("10.8.0.2"), 1, 1, make([]byte, size-28))
+			pkt := testnet.ICMPEcho(8, netip.MustParseAddr("10.8.0.1"), netip.MustParseAddr("10.8.0.2"), 1, 1, make([]byte, size-28))
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -98,7 +99,7 @@ func BenchmarkHandleData(b *testing.B) {
 			}
 		}
 	}()
-	payload := icmpEcho(8, netip.MustParseAddr("10.8.0.2"), netip.MustParseAddr("10.8.0.1"), 1, 1, make([]byte, 1420-28))
+	payload := testnet.ICMPEcho(8, netip.MustParseAddr("10.8.0.2"), netip.MustParseAddr("10.8.0.1"), 1, 1, make([]byte, 1420-28))
 	buf := make([]byte, data.Headroom+len(payload)+data.Tailroom)
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
@@ -115,4 +116,23 @@ func BenchmarkHandleData(b *testing.B) {
 		b.Fatalf("%d packets rejected", bad)
 	}
 	time.Sleep(10 * time.Millisecond)
+}
+
+// Host to client in batches of 32 equal-size packets: route, encrypt, one
+// sendmmsg carrying UDP_SEGMENT messages.
+func BenchmarkWritePackets32x1420(b *testing.B) {
+	s, sink := benchServer(b)
+	benchPeer(b, s, sink, data.AES256GCM)
+	pkts := make([][]byte, 32)
+	for i := range pkts {
+		pkts[i] = testnet.ICMPEcho(8, netip.MustParseAddr("10.8.0.1"), netip.MustParseAddr("10.8.0.2"), 1, uint16(i), make([]byte, 1420-28))
+	}
+	b.SetBytes(32 * 1420)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.WritePackets(pkts); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -6,29 +6,29 @@ package server
 // the wire format if ignored are errors (with file and line); directives
 // about the local host (logging, privileges, persistence) are warnings.
 //
-//	text -> lines -> tokens (quotes, comments) -> directive table -> Config
-//	             \-> inline blocks collected until </name>
+//	text -> config.Reader (lines, tokens, inline blocks, the directives
+//	        clients share) -> server directive table -> Config
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
+	"github.com/wirelane/wirelane/ovpn/config"
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
 // Proto is the server's transport protocol.
-type Proto string
+type Proto = config.Proto
 
 // Transport protocols.
 const (
-	UDP Proto = "udp"
-	TCP Proto = "tcp"
+	UDP = config.UDP
+	TCP = config.TCP
 )
 
 // Config is a server configuration. Zero fields take the defaults listed
@@ -96,36 +96,16 @@ type Config struct {
 }
 
 // Diagnostic is a warning about one line of a configuration file.
-type Diagnostic struct {
-	Line      int
-	Directive string
-	Message   string
-}
+type Diagnostic = config.Diagnostic
 
-func (d Diagnostic) String() string {
-	return fmt.Sprintf("line %d: %s: %s", d.Line, d.Directive, d.Message)
-}
-
-// ConfigError is a configuration error with its location.
-type ConfigError struct {
-	File      string
-	Line      int
-	Directive string
-	Err       error
-}
-
-func (e *ConfigError) Error() string {
-	if e.Directive != "" {
-		return fmt.Sprintf("%s:%d: %s: %v", e.File, e.Line, e.Directive, e.Err)
-	}
-	return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
-}
-
-func (e *ConfigError) Unwrap() error { return e.Err }
+// ConfigError is a configuration error with its location ("file:line:
+// directive: cause"); Unwrap gives ErrUnsupported for recognised
+// directives the server does not implement.
+type ConfigError = config.Error
 
 // ErrUnsupported marks recognised directives the server does not implement
 // and must not silently ignore.
-var ErrUnsupported = errors.New("not supported")
+var ErrUnsupported = config.ErrUnsupported
 
 // serverUnsupported would weaken security or change the wire format if
 // ignored.
@@ -172,226 +152,73 @@ func ParseConfigFile(path string) (*Config, error) {
 // ParseConfig parses server configuration text. name labels errors; dir
 // resolves relative file references ("" forbids them).
 func ParseConfig(text []byte, name, dir string) (*Config, error) {
-	p := &cfgParser{name: name, dir: dir, cfg: &Config{KeyDirection: wrap.Bidirectional}}
-	if err := p.run(string(text)); err != nil {
+	p := &cfgParser{Reader: config.NewReader(name, dir), cfg: &Config{}}
+	if err := p.Run(text, p.directive, p.inline); err != nil {
 		return nil, err
 	}
 	return p.finish()
 }
 
+// cfgParser layers the server's directives over config.Reader, which
+// reads the lines, inline blocks and the directives clients share.
 type cfgParser struct {
-	name, dir string
+	*config.Reader
 	cfg       *Config
-	line      int
 	family    int // 4, 6 or 0 from proto udp4/udp6
 	local     string
 	port      uint16
-	dataCiph  string
 	topology  string
 	hasServer bool
 }
 
-func (p *cfgParser) errorf(directive, format string, args ...any) error {
-	return &ConfigError{File: p.name, Line: p.line, Directive: directive, Err: fmt.Errorf(format, args...)}
-}
-
-func (p *cfgParser) warn(directive, msg string) {
-	p.cfg.Warnings = append(p.cfg.Warnings, Diagnostic{Line: p.line, Directive: directive, Message: msg})
-}
-
-func (p *cfgParser) run(text string) error {
-	lines := strings.Split(text, "\n")
-	for i := 0; i < len(lines); i++ {
-		p.line = i + 1
-		raw := strings.TrimSpace(strings.TrimSuffix(lines[i], "\r"))
-		if strings.HasPrefix(raw, "<") && strings.HasSuffix(raw, ">") && !strings.HasPrefix(raw, "</") {
-			tag := raw[1 : len(raw)-1]
-			start := p.line
-			var body []string
-			closed := false
-			for i++; i < len(lines); i++ {
-				if strings.TrimSpace(strings.TrimSuffix(lines[i], "\r")) == "</"+tag+">" {
-					closed = true
-					break
-				}
-				body = append(body, lines[i])
-			}
-			saved := p.line
-			p.line = start
-			if !closed {
-				return p.errorf("<"+tag+">", "inline block not closed with </%s>", tag)
-			}
-			if err := p.inline(tag, []byte(strings.Join(body, "\n")+"\n")); err != nil {
-				return err
-			}
-			p.line = saved
-			continue
-		}
-		args, err := tokenize(raw)
-		if err != nil {
-			return p.errorf("", "%v", err)
-		}
-		if len(args) == 0 {
-			continue
-		}
-		args[0] = strings.ToLower(strings.TrimPrefix(args[0], "--"))
-		if err := p.directive(args); err != nil {
-			return err
-		}
+func (p *cfgParser) inline(tag, body string) error {
+	if ok, err := p.SharedInline(tag, body); ok {
+		return err
 	}
-	return nil
-}
-
-// tokenize splits a line into words, honouring "double" and 'single'
-// quotes, backslash escapes inside double quotes, and # or ; comments.
-func tokenize(s string) ([]string, error) {
-	var out []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case (c == '#' || c == ';') && !inWord:
-			return out, nil
-		case c == ' ' || c == '\t':
-			if inWord {
-				out = append(out, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '"' || c == '\'':
-			inWord = true
-			j := i + 1
-			for ; j < len(s) && s[j] != c; j++ {
-				if c == '"' && s[j] == '\\' && j+1 < len(s) {
-					j++
-				}
-				cur.WriteByte(s[j])
-			}
-			if j >= len(s) {
-				return nil, errors.New("unterminated quote")
-			}
-			i = j
-		default:
-			inWord = true
-			cur.WriteByte(c)
-		}
-	}
-	if inWord {
-		out = append(out, cur.String())
-	}
-	return out, nil
-}
-
-func (p *cfgParser) inline(tag string, body []byte) error {
 	switch tag {
-	case "ca", "cert", "key":
-		p.setPEM(tag, body)
-	case "tls-auth", "tls-crypt":
-		return p.setStatic(tag, body)
 	case "dh":
-		p.warn("<dh>", "ignored; ECDHE is used")
+		p.Warn("<dh>", "ignored; ECDHE is used")
 	default:
 		if what, ok := serverUnsupported[tag]; ok {
-			return p.errorf("<"+tag+">", "%s: %w", what, ErrUnsupported)
+			return p.Errorf("<"+tag+">", "%s: %w", what, ErrUnsupported)
 		}
-		return p.errorf("<"+tag+">", "unknown inline block")
+		return p.Errorf("<"+tag+">", "unknown inline block")
 	}
 	return nil
-}
-
-func (p *cfgParser) setPEM(which string, b []byte) {
-	switch which {
-	case "ca":
-		p.cfg.CA = b
-	case "cert":
-		p.cfg.Cert = b
-	default:
-		p.cfg.Key = b
-	}
-}
-
-func (p *cfgParser) setStatic(which string, b []byte) error {
-	k, err := wrap.ParseStaticKey(b)
-	if err != nil {
-		return p.errorf(which, "%v", err)
-	}
-	if which == "tls-auth" {
-		p.cfg.TLSAuth = k
-	} else {
-		p.cfg.TLSCrypt = k
-	}
-	return nil
-}
-
-func (p *cfgParser) readFile(directive, name string) ([]byte, error) {
-	if name == "[inline]" {
-		return nil, nil
-	}
-	if p.dir == "" {
-		return nil, p.errorf(directive, "file references are not allowed here (%q)", name)
-	}
-	if !filepath.IsAbs(name) {
-		name = filepath.Join(p.dir, name)
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, p.errorf(directive, "%v", err)
-	}
-	return b, nil
-}
-
-func (p *cfgParser) want(args []string, min, max int) error {
-	n := len(args) - 1
-	if n < min || n > max {
-		if min == max {
-			return p.errorf(args[0], "takes %d argument(s), got %d", min, n)
-		}
-		return p.errorf(args[0], "takes %d to %d arguments, got %d", min, max, n)
-	}
-	return nil
-}
-
-func (p *cfgParser) number(directive, s string, max int) (int, error) {
-	v, err := strconv.Atoi(s)
-	if err != nil || v < 0 || v > max {
-		return 0, p.errorf(directive, "bad number %q (want 0 to %d)", s, max)
-	}
-	return v, nil
 }
 
 func (p *cfgParser) directive(args []string) error {
 	c := p.cfg
 	name := args[0]
+	if ok, err := p.SharedDirective(args); ok {
+		return err
+	}
 	switch name {
 	case "mode":
-		if err := p.want(args, 1, 1); err != nil {
+		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
 		if args[1] != "server" {
-			return p.errorf(name, "only mode server is supported, not %q", args[1])
+			return p.Errorf(name, "only mode server is supported, not %q", args[1])
 		}
 	case "tls-server":
-		return p.want(args, 0, 0)
+		return p.Want(args, 0, 0)
 	case "port", "lport":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		v, err := p.number(name, args[1], 65535)
+		v, err := p.NumberArg(args, 1, 65535)
 		if err != nil {
 			return err
 		}
 		p.port = uint16(v)
 	case "local":
-		if err := p.want(args, 1, 1); err != nil {
+		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
 		if _, err := netip.ParseAddr(args[1]); err != nil {
-			return p.errorf(name, "want an IP address, got %q", args[1])
+			return p.Errorf(name, "want an IP address, got %q", args[1])
 		}
 		p.local = args[1]
 	case "proto":
-		if err := p.want(args, 1, 1); err != nil {
+		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
 		switch strings.ToLower(args[1]) {
@@ -400,7 +227,7 @@ func (p *cfgParser) directive(args []string) error {
 		case "tcp", "tcp-server", "tcp4", "tcp4-server", "tcp6", "tcp6-server":
 			c.Proto = TCP
 		default:
-			return p.errorf(name, "unknown or client-only protocol %q", args[1])
+			return p.Errorf(name, "unknown or client-only protocol %q", args[1])
 		}
 		switch {
 		case strings.Contains(args[1], "4"):
@@ -409,133 +236,77 @@ func (p *cfgParser) directive(args []string) error {
 			p.family = 6
 		}
 	case "dev":
-		if err := p.want(args, 1, 1); err != nil {
+		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
 		if len(args[1]) > 15 || strings.ContainsAny(args[1], "/ ") {
-			return p.errorf(name, "bad interface name %q", args[1])
+			return p.Errorf(name, "bad interface name %q", args[1])
 		}
 		if strings.HasPrefix(args[1], "tap") || args[1] == "null" {
-			return p.errorf(name, "%q: only tun devices are supported", args[1])
+			return p.Errorf(name, "%q: only tun devices are supported", args[1])
 		}
 		c.Dev = args[1]
 	case "tun-mtu":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		v, err := p.number(name, args[1], 65535)
+		v, err := p.NumberArg(args, 1, 65535)
 		if err != nil {
 			return err
 		}
 		if v < 576 {
-			return p.errorf(name, "MTU %d is below 576", v)
+			return p.Errorf(name, "MTU %d is below 576", v)
 		}
 		c.MTU = v
 	case "topology":
-		if err := p.want(args, 1, 1); err != nil {
+		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
 		if args[1] != "subnet" {
-			return p.errorf(name, "topology %q: %w (use topology subnet)", args[1], ErrUnsupported)
+			return p.Errorf(name, "topology %q: %w (use topology subnet)", args[1], ErrUnsupported)
 		}
 		p.topology = args[1]
 	case "server":
-		if err := p.want(args, 2, 3); err != nil {
+		if err := p.Want(args, 2, 3); err != nil {
 			return err
+		}
+		if len(args) == 4 {
+			return p.Errorf(name, "%q: %w (the server always assigns addresses from the pool)", args[3], ErrUnsupported)
 		}
 		pfx, err := prefixFromMask(args[1], args[2])
 		if err != nil {
-			return p.errorf(name, "%v", err)
+			return p.Errorf(name, "%v", err)
 		}
 		if !pfx.Addr().Is4() || pfx.Bits() > 29 {
-			return p.errorf(name, "want an IPv4 network of /29 or larger, got %s", pfx)
+			return p.Errorf(name, "want an IPv4 network of /29 or larger, got %s", pfx)
 		}
 		if pfx.Masked() != pfx {
-			return p.errorf(name, "%s has host bits set (network is %s)", args[1], pfx.Masked())
+			return p.Errorf(name, "%s has host bits set (network is %s)", args[1], pfx.Masked())
 		}
 		c.Network = pfx
 		p.hasServer = true
-	case "ca", "cert", "key":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		b, err := p.readFile(name, args[1])
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			p.setPEM(name, b)
-		}
-	case "tls-auth", "tls-crypt":
-		if err := p.want(args, 1, 2); err != nil {
-			return err
-		}
-		b, err := p.readFile(name, args[1])
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			if err := p.setStatic(name, b); err != nil {
-				return err
-			}
-		}
-		if len(args) == 3 {
-			if name == "tls-crypt" {
-				return p.errorf(name, "takes no key direction")
-			}
-			return p.keyDirection(args[2])
-		}
-	case "key-direction":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		return p.keyDirection(args[1])
-	case "auth":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		if _, err := wrap.DigestByName(args[1]); err != nil {
-			return p.errorf(name, "%v", err)
-		}
-		c.Auth = args[1]
 	case "remote-cert-tls":
-		if err := p.want(args, 1, 1); err != nil {
+		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
 		if args[1] != "client" {
-			return p.errorf(name, "a server checks clients: want client, got %q", args[1])
+			return p.Errorf(name, "a server checks clients: want client, got %q", args[1])
 		}
 		c.RemoteCertTLS = args[1]
-	case "tls-version-min":
-		if err := p.want(args, 1, 2); err != nil {
-			return err
-		}
-		if args[1] != "1.2" && args[1] != "1.3" {
-			return p.errorf(name, "want 1.2 or 1.3, got %q", args[1])
-		}
-		c.TLSVersionMin = args[1]
-	case "data-ciphers", "ncp-ciphers":
-		if err := p.want(args, 1, 1); err != nil {
-			return err
-		}
-		p.dataCiph = args[1]
 	case "push":
-		if err := p.want(args, 1, 1); err != nil {
+		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
 		opt := strings.TrimSpace(args[1])
 		if opt == "" || strings.ContainsAny(opt, ",\x00") {
-			return p.errorf(name, "bad option %q (empty, or holds a comma or NUL)", args[1])
+			return p.Errorf(name, "bad option %q (empty, or holds a comma or NUL)", args[1])
 		}
 		switch strings.Fields(opt)[0] {
 		case "ifconfig", "peer-id", "cipher", "protocol-flags", "key-derivation", "topology", "route-gateway", "push-continuation":
-			return p.errorf(name, "%q is pushed by the server itself", opt)
+			return p.Errorf(name, "%q is pushed by the server itself", opt)
 		case "compress", "comp-lzo":
-			return p.errorf(name, "%q: compression %w", opt, ErrUnsupported)
+			return p.Errorf(name, "%q: compression %w", opt, ErrUnsupported)
 		}
 		c.Push = append(c.Push, opt)
 	case "route":
-		if err := p.want(args, 1, 3); err != nil {
+		if err := p.Want(args, 1, 3); err != nil {
 			return err
 		}
 		mask := "255.255.255.255"
@@ -544,30 +315,17 @@ func (p *cfgParser) directive(args []string) error {
 		}
 		pfx, err := prefixFromMask(args[1], mask)
 		if err != nil {
-			return p.errorf(name, "%v", err)
+			return p.Errorf(name, "%v", err)
 		}
 		c.Routes = append(c.Routes, pfx.Masked())
 	case "keepalive":
-		if err := p.want(args, 2, 2); err != nil {
-			return err
-		}
-		a, err := p.number(name, args[1], 1<<20)
+		ping, restart, err := p.Keepalive(args)
 		if err != nil {
 			return err
 		}
-		b, err := p.number(name, args[2], 1<<20)
-		if err != nil {
-			return err
-		}
-		if a > 0 && b < 2*a {
-			return p.errorf(name, "the restart timeout (%d) must be at least twice the ping interval (%d)", b, a)
-		}
-		c.Ping, c.PingRestart = a, b
+		c.Ping, c.PingRestart = ping, restart
 	case "ping", "ping-restart", "reneg-sec", "hand-window", "max-clients":
-		if err := p.want(args, 1, 2); err != nil {
-			return err
-		}
-		v, err := p.number(name, args[1], 1<<30)
+		v, err := p.NumberArg(args, 2, 1<<30)
 		if err != nil {
 			return err
 		}
@@ -590,55 +348,47 @@ func (p *cfgParser) directive(args []string) error {
 	default:
 		if what, ok := serverUnsupported[name]; ok {
 			if name == "comp-lzo" && len(args) == 2 && args[1] == "no" {
-				return p.errorf(name, "even \"comp-lzo no\" adds a compression byte to every packet: %w", ErrUnsupported)
+				return p.Errorf(name, "even \"comp-lzo no\" adds a compression byte to every packet: %w", ErrUnsupported)
 			}
-			return p.errorf(name, "%s: %w", what, ErrUnsupported)
+			return p.Errorf(name, "%s: %w", what, ErrUnsupported)
 		}
 		if why, ok := serverIgnored[name]; ok {
 			if why == "" {
 				why = "ignored"
 			}
-			p.warn(name, why)
+			p.Warn(name, why)
 			return nil
 		}
 		switch name {
 		case "client", "remote", "pull", "tls-client", "nobind", "auth-user-pass":
-			return p.errorf(name, "a client directive in a server configuration")
+			return p.Errorf(name, "a client directive in a server configuration")
 		}
-		p.warn(name, "unknown directive ignored")
-	}
-	return nil
-}
-
-func (p *cfgParser) keyDirection(s string) error {
-	switch s {
-	case "0":
-		p.cfg.KeyDirection = wrap.Direction0
-	case "1":
-		p.cfg.KeyDirection = wrap.Direction1
-	default:
-		return p.errorf("key-direction", "want 0 or 1, got %q", s)
+		p.Warn(name, "unknown directive ignored")
 	}
 	return nil
 }
 
 func (p *cfgParser) finish() (*Config, error) {
 	c := p.cfg
-	p.line = 0
+	sh := &p.Shared
+	c.CA, c.Cert, c.Key = sh.CA, sh.Cert, sh.Key
+	c.TLSAuth, c.TLSCrypt, c.KeyDirection, c.Auth = sh.TLSAuth, sh.TLSCrypt, sh.KeyDirection, sh.Auth
+	c.TLSVersionMin = sh.TLSVersionMin
+	c.Warnings = p.Warnings
 	if !p.hasServer {
-		return nil, p.errorf("server", "no `server NET MASK` line: the client address pool is missing")
+		return nil, p.Errorf("server", "no `server NET MASK` line: the client address pool is missing")
 	}
 	if len(c.CA) == 0 {
-		return nil, p.errorf("ca", "no CA certificate given; clients cannot be verified")
+		return nil, p.Errorf("ca", "no CA certificate given; clients cannot be verified")
 	}
 	if len(c.Cert) == 0 || len(c.Key) == 0 {
-		return nil, p.errorf("cert", "the server needs both cert and key")
+		return nil, p.Errorf("cert", "the server needs both cert and key")
 	}
 	if c.TLSAuth != nil && c.TLSCrypt != nil {
-		return nil, p.errorf("tls-crypt", "tls-auth and tls-crypt are mutually exclusive")
+		return nil, p.Errorf("tls-crypt", "tls-auth and tls-crypt are mutually exclusive")
 	}
 	if c.TLSAuth != nil && c.KeyDirection == wrap.Direction1 {
-		return nil, p.errorf("key-direction", "a server uses key direction 0 (1 is the client's)")
+		return nil, p.Errorf("key-direction", "a server uses key direction 0 (1 is the client's)")
 	}
 	if c.Proto == "" {
 		c.Proto = UDP
@@ -655,43 +405,25 @@ func (p *cfgParser) finish() (*Config, error) {
 		addr = netip.MustParseAddr(p.local).Unmap()
 	}
 	c.Listen = netip.AddrPortFrom(addr, port)
-	if p.dataCiph != "" {
-		for _, name := range strings.Split(p.dataCiph, ":") {
-			ci, err := data.ParseCipher(strings.TrimPrefix(name, "?"))
-			if err != nil {
-				if strings.HasPrefix(name, "?") {
-					continue
-				}
-				return nil, p.errorf("data-ciphers", "%v", err)
-			}
-			c.DataCiphers = append(c.DataCiphers, ci)
-		}
-		if len(c.DataCiphers) == 0 {
-			return nil, p.errorf("data-ciphers", "no supported cipher in %q", p.dataCiph)
+	if sh.DataCiphers != "" {
+		var err error
+		if c.DataCiphers, err = p.Ciphers(sh.DataCiphers, ""); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil
 }
 
-// prefixFromMask turns "10.8.0.0" "255.255.255.0" into 10.8.0.0/24.
+// prefixFromMask turns "10.8.0.0" "255.255.255.0" into 10.8.0.0/24,
+// keeping host bits so callers can reject them.
 func prefixFromMask(addr, mask string) (netip.Prefix, error) {
 	a, err := netip.ParseAddr(addr)
 	if err != nil || !a.Is4() {
 		return netip.Prefix{}, fmt.Errorf("bad IPv4 address %q", addr)
 	}
-	m, err := netip.ParseAddr(mask)
-	if err != nil || !m.Is4() {
-		return netip.Prefix{}, fmt.Errorf("bad netmask %q", mask)
-	}
-	b := m.As4()
-	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-	bits := 0
-	for v&0x80000000 != 0 {
-		bits++
-		v <<= 1
-	}
-	if v != 0 {
-		return netip.Prefix{}, fmt.Errorf("non-contiguous netmask %q", mask)
+	bits, err := control.MaskBits(mask)
+	if err != nil {
+		return netip.Prefix{}, err
 	}
 	return netip.PrefixFrom(a, bits), nil
 }

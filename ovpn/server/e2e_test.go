@@ -9,18 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/wirelane/wirelane/internal/netns"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/internal/testnet"
 	"github.com/wirelane/wirelane/tun"
 )
 
@@ -30,28 +28,6 @@ import (
 //
 //	ovc1 (openvpn, tun0)  c1 ==veth== s1  ovs (Wirelane server, wlsrv0 10.8.0.1/24,
 //	ovc2 (openvpn, tun0)  c2 ==veth== s2        10.99.0.1 on lo behind a pushed route)
-
-// inNamespace runs fn on an OS thread switched into ns; the thread is
-// discarded afterwards (the goroutine exits while locked).
-func inNamespace(ns string, fn func()) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.Open("/var/run/netns/" + ns)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
-		}
-		fn()
-		errc <- nil
-	}()
-	return <-errc
-}
 
 func needE2E(t *testing.T) {
 	t.Helper()
@@ -79,7 +55,7 @@ func startOpenVPNClient(t *testing.T, f *fixture, dir string, ns *netns.NS, name
 
 func startOpenVPNClientProto(t *testing.T, f *fixture, dir string, ns *netns.NS, name, remote, proto string, extra ...string) *ovpnClient {
 	t.Helper()
-	cert, key := f.pki.issue(t, name, x509.ExtKeyUsageClientAuth)
+	cert, key := f.pki.Valid(t, name, x509.ExtKeyUsageClientAuth)
 	for file, b := range map[string][]byte{name + ".crt": cert, name + ".key": key} {
 		if err := os.WriteFile(filepath.Join(dir, file), b, 0o600); err != nil {
 			t.Fatal(err)
@@ -137,7 +113,7 @@ func TestE2EOpenVPNClients(t *testing.T) {
 	needE2E(t)
 	f := newFixture(t)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), f.pki.caPEM, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), f.pki.CAPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	srvNS, c1NS, c2NS := netns.New(t, "ovs"), netns.New(t, "ovc1"), netns.New(t, "ovc2")
@@ -151,7 +127,7 @@ func TestE2EOpenVPNClients(t *testing.T) {
 
 	var dev tun.Device
 	var err error
-	if e := inNamespace(srvNS.Name, func() { dev, err = tun.CreateTUN("wlsrv0", 1500) }); e != nil || err != nil {
+	if e := testnet.InNamespace(srvNS.Name, func() { dev, err = tun.CreateTUN("wlsrv0", 1500) }); e != nil || err != nil {
 		t.Fatalf("TUN in %s: %v %v", srvNS.Name, e, err)
 	}
 	defer dev.Close()
@@ -164,7 +140,7 @@ func TestE2EOpenVPNClients(t *testing.T) {
 	cfg.RenegSec = 2 // server-initiated renegotiations while the test runs
 	logs := &logBuffer{t: t}
 	s := startServer(t, cfg, Options{Logf: logs.logf, ListenUDP: func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
-		if e := inNamespace(srvNS.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
+		if e := testnet.InNamespace(srvNS.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
 			return nil, e
 		}
 		return c, err
@@ -216,7 +192,7 @@ func TestE2EOpenVPNClients(t *testing.T) {
 	ccfg := f.clientConfig(t, s, "wlclient", "")
 	ccfg.Remotes[0].Host = "192.168.71.1"
 	ccfg.Remotes[0].Port = 1194
-	wc := dialClient(t, ccfg, client.Options{WrapSocket: func(fn func()) error { return inNamespace(c1NS.Name, fn) }})
+	wc := dialClient(t, ccfg, client.Options{WrapSocket: func(fn func()) error { return testnet.InNamespace(c1NS.Name, fn) }})
 	ping(t, wc, netip.MustParseAddr("10.8.0.1"), 1)
 	ping(t, wc, i2.Address, 2)
 	// Client 2 pings the Wirelane client, which answers as a host would.
@@ -230,7 +206,7 @@ func TestE2EOpenVPNClients(t *testing.T) {
 			p := buf[:n]
 			if n >= 28 && p[9] == 1 && p[20] == 8 {
 				src, dst, _ := ipv4Addrs(p)
-				wc.WritePacket(icmpEcho(0, dst, src, binary.BigEndian.Uint16(p[24:]), binary.BigEndian.Uint16(p[26:]), p[28:]))
+				wc.WritePacket(testnet.ICMPEcho(0, dst, src, binary.BigEndian.Uint16(p[24:]), binary.BigEndian.Uint16(p[26:]), p[28:]))
 			}
 		}
 	}()
@@ -313,7 +289,7 @@ func TestE2EOpenVPNTCPTLSCryptRenegotiation(t *testing.T) {
 	needE2E(t)
 	f := newFixture(t)
 	dir := t.TempDir()
-	for name, b := range map[string][]byte{"ca.crt": f.pki.caPEM, "ta.key": f.static.Format()} {
+	for name, b := range map[string][]byte{"ca.crt": f.pki.CAPEM, "ta.key": f.static.Format()} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +300,7 @@ func TestE2EOpenVPNTCPTLSCryptRenegotiation(t *testing.T) {
 	netns.Run(t, cNS, "ip", "addr", "add", "192.168.73.2/24", "dev", "c1")
 	var dev tun.Device
 	var err error
-	if e := inNamespace(srvNS.Name, func() { dev, err = tun.CreateTUN("wlsrv0", 1500) }); e != nil || err != nil {
+	if e := testnet.InNamespace(srvNS.Name, func() { dev, err = tun.CreateTUN("wlsrv0", 1500) }); e != nil || err != nil {
 		t.Fatalf("TUN in %s: %v %v", srvNS.Name, e, err)
 	}
 	defer dev.Close()
@@ -337,7 +313,7 @@ func TestE2EOpenVPNTCPTLSCryptRenegotiation(t *testing.T) {
 	cfg.DataCiphers = []data.Cipher{data.ChaCha20Poly1305, data.AES256GCM}
 	logs := &logBuffer{t: t}
 	s := startServer(t, cfg, Options{Logf: logs.logf, ListenTCP: func(network, addr string) (l net.Listener, err error) {
-		if e := inNamespace(srvNS.Name, func() { l, err = net.Listen(network, addr) }); e != nil {
+		if e := testnet.InNamespace(srvNS.Name, func() { l, err = net.Listen(network, addr) }); e != nil {
 			return nil, e
 		}
 		return l, err

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wire"
 )
@@ -31,10 +32,11 @@ func FuzzServerPacket(f *testing.F) {
 		if len(pkt) == 0 || len(pkt) > 65535 {
 			return
 		}
-		cs := newCtrlSession(wire.SessionID{3}, wire.SessionID{2}, nil, func([]byte) error { return nil }, true)
-		defer cs.close()
-		_ = cs.handle(pkt)
-		cs.flush()
+		cs, _ := control.NewServerChannel(control.ChannelConfig{Send: func([]byte) error { return nil },
+			OnSoftReset: func(*control.KeyState) {}}, wire.SessionID{3}, wire.SessionID{2}, true)
+		defer cs.Close()
+		_ = cs.HandlePacket(pkt)
+		cs.Flush()
 		op, _ := wire.Header(pkt[0])
 		if op.IsData() {
 			s.udpData(from, buf[:copy(buf[:65535], pkt)])

@@ -12,19 +12,21 @@ import (
 
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
+	"github.com/wirelane/wirelane/ovpn/internal/testnet"
+	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
 // fixture is a PKI with a server certificate and a static key.
 type fixture struct {
-	pki             *testPKI
+	pki             *testpki.PKI
 	srvCert, srvKey []byte
 	static          *wrap.StaticKey
 }
 
 func newFixture(t testing.TB) *fixture {
-	f := &fixture{pki: newTestPKI(t, "Wirelane Test CA")}
-	f.srvCert, f.srvKey = f.pki.issue(t, "server", x509.ExtKeyUsageServerAuth)
+	f := &fixture{pki: testpki.New(t, "Wirelane Test CA")}
+	f.srvCert, f.srvKey = f.pki.Valid(t, "server", x509.ExtKeyUsageServerAuth)
 	var k wrap.StaticKey
 	for i := range k {
 		k[i] = byte(i*29 + 3)
@@ -36,7 +38,7 @@ func newFixture(t testing.TB) *fixture {
 // serverConfig returns a loopback configuration on a free port.
 func (f *fixture) serverConfig(proto Proto) *Config {
 	return &Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Proto: proto, Network: netip.MustParsePrefix("10.8.0.0/24"),
-		CA: f.pki.caPEM, Cert: f.srvCert, Key: f.srvKey, Ping: 10, PingRestart: 60, RemoteCertTLS: "client",
+		CA: f.pki.CAPEM, Cert: f.srvCert, Key: f.srvKey, Ping: 10, PingRestart: 60, RemoteCertTLS: "client",
 		Push: []string{"route 10.99.0.0 255.255.255.0"}}
 }
 
@@ -56,13 +58,13 @@ func startServer(t testing.TB, cfg *Config, opts Options) *Server {
 // clientConfig builds a Wirelane client configuration for s.
 func (f *fixture) clientConfig(t testing.TB, s *Server, cn, extra string) *config.Config {
 	t.Helper()
-	cert, key := f.pki.issue(t, cn, x509.ExtKeyUsageClientAuth)
+	cert, key := f.pki.Valid(t, cn, x509.ExtKeyUsageClientAuth)
 	proto := "udp"
 	if s.cfg.Proto == TCP {
 		proto = "tcp-client"
 	}
 	text := fmt.Sprintf("client\ndev tun\nremote %s %d %s\nnobind\nremote-cert-tls server\n<ca>\n%s</ca>\n<cert>\n%s</cert>\n<key>\n%s</key>\n%s",
-		s.Addr().Addr(), s.Addr().Port(), proto, f.pki.caPEM, cert, key, extra)
+		s.Addr().Addr(), s.Addr().Port(), proto, f.pki.CAPEM, cert, key, extra)
 	c, err := config.Parse([]byte(text), cn+".ovpn", "")
 	if err != nil {
 		t.Fatal(err)
@@ -88,38 +90,6 @@ func dialClient(t testing.TB, cfg *config.Config, opts client.Options) *client.S
 	return c
 }
 
-// icmpEcho builds an IPv4 ICMP echo request (typ 8) or reply (typ 0).
-func icmpEcho(typ byte, src, dst netip.Addr, id, seq uint16, payload []byte) []byte {
-	p := make([]byte, 20+8+len(payload))
-	p[0], p[8], p[9] = 0x45, 64, 1
-	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
-	s4, d4 := src.As4(), dst.As4()
-	copy(p[12:16], s4[:])
-	copy(p[16:20], d4[:])
-	binary.BigEndian.PutUint16(p[10:], checksum(p[:20]))
-	icmp := p[20:]
-	icmp[0] = typ
-	binary.BigEndian.PutUint16(icmp[4:], id)
-	binary.BigEndian.PutUint16(icmp[6:], seq)
-	copy(icmp[8:], payload)
-	binary.BigEndian.PutUint16(icmp[2:], checksum(icmp))
-	return p
-}
-
-func checksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
-}
-
 // echoResponder answers ICMP echo requests the server hands to the host
 // side, as the server's TUN device would, until the server closes.
 func echoResponder(s *Server) {
@@ -135,7 +105,7 @@ func echoResponder(s *Server) {
 				continue
 			}
 			src, dst, _ := ipv4Addrs(p)
-			_ = s.WritePacket(icmpEcho(0, dst, src, binary.BigEndian.Uint16(p[24:]), binary.BigEndian.Uint16(p[26:]), p[28:]))
+			_ = s.WritePacket(testnet.ICMPEcho(0, dst, src, binary.BigEndian.Uint16(p[24:]), binary.BigEndian.Uint16(p[26:]), p[28:]))
 		}
 	}()
 }
@@ -146,7 +116,7 @@ func ping(t testing.TB, c *client.Session, dst netip.Addr, seq uint16) {
 	t.Helper()
 	src := c.Pushed().Local.Addr()
 	payload := []byte(fmt.Sprintf("wirelane server ping %d", seq))
-	if err := c.WritePacket(icmpEcho(8, src, dst, 0x55, seq, payload)); err != nil {
+	if err := c.WritePacket(testnet.ICMPEcho(8, src, dst, 0x55, seq, payload)); err != nil {
 		t.Fatalf("WritePacket: %v", err)
 	}
 	got := make(chan error, 1)
@@ -192,7 +162,7 @@ func answerPings(c *client.Session) {
 			p := buf[:n]
 			if n >= 28 && p[9] == 1 && p[20] == 8 {
 				src, dst, _ := ipv4Addrs(p)
-				_ = c.WritePacket(icmpEcho(0, dst, src, binary.BigEndian.Uint16(p[24:]), binary.BigEndian.Uint16(p[26:]), p[28:]))
+				_ = c.WritePacket(testnet.ICMPEcho(0, dst, src, binary.BigEndian.Uint16(p[24:]), binary.BigEndian.Uint16(p[26:]), p[28:]))
 			}
 		}
 	}()

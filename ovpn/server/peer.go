@@ -12,10 +12,10 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -30,8 +30,6 @@ import (
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
-var randRead = rand.Read
-
 // IV_PROTO bits the server reads.
 const (
 	ivProtoDataV2    = 1 << 1
@@ -43,16 +41,13 @@ type peer struct {
 	s       *Server
 	id      uint32                         // peer-id; immutable
 	addr    atomic.Pointer[netip.AddrPort] // transport address; changed only under s.mu (float)
+	uaddr   atomic.Pointer[net.UDPAddr]    // addr for batched UDP sends; stored with addr
 	tx      transport                      // immutable
-	ctrl    *ctrlSession                   // immutable
+	ctrl    *control.Channel               // immutable; its flusher goroutine sends control packets
 	created time.Time                      // immutable
 
-	data atomic.Pointer[data.Channel] // set by the first key exchange
-	// pending holds a renegotiated key that already decrypts but does not
-	// send yet: the client may use it before it has acknowledged our
-	// key_method_2, which is when we switch to it.
-	pending atomic.Pointer[data.Channel]
-	vaddr   atomic.Pointer[netip.Addr] // tunnel address, set by the first key exchange
+	data  atomic.Pointer[data.Channel] // set by the first key exchange
+	vaddr atomic.Pointer[netip.Addr]   // tunnel address, set by the first key exchange
 
 	mu        sync.Mutex // guards the fields below
 	cn        string
@@ -68,15 +63,17 @@ type peer struct {
 	authFail  string    // why the client is refused after the key exchange ("" = accepted)
 	busy      int       // key exchanges in progress
 
-	lastRecv atomic.Int64 // unix ns of the last authenticated packet
-	lastSend atomic.Int64 // unix ns of the last data packet sent
+	lastRecv atomic.Int64  // unix ns of the last authenticated packet
+	lastSend atomic.Int64  // unix ns of the last data packet sent
+	rxBytes  atomic.Uint64 // IP bytes received from the client
+	txBytes  atomic.Uint64 // IP bytes sent to the client
 
 	closed    chan struct{}
 	closeOnce sync.Once
 }
 
 type keyCtx struct {
-	ks        *keyState
+	ks        *control.KeyState
 	conn      *tls.Conn
 	retiredAt time.Time // when a newer key replaced it; guarded by peer.mu
 }
@@ -86,19 +83,23 @@ type keyCtx struct {
 func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wrap.Wrapper, tx transport, resetSent bool) (*peer, error) {
 	p := &peer{s: s, tx: tx, created: time.Now(), nextKeyID: 1, closed: make(chan struct{})}
 	p.addr.Store(&from)
+	p.uaddr.Store(net.UDPAddrFromAddrPort(from))
 	isUDP := tx == nil
 	if isUDP {
 		p.tx = udpTransport{p: p}
 	}
-	p.ctrl = newCtrlSession(local, remote, w, p.sendControl, resetSent)
-	p.ctrl.onSoftReset = func(ks *keyState) { p.goKeyState(ks, false) }
+	var ks0 *control.KeyState
+	p.ctrl, ks0 = control.NewServerChannel(control.ChannelConfig{Wrapper: w, Send: p.sendControl,
+		OnSoftReset: func(ks *control.KeyState) { p.goKeyState(ks, false) }}, local, remote, resetSent)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		p.ctrl.Close()
 		return nil, ErrClosed
 	}
 	if len(s.byID) >= s.cfg.MaxClients {
 		s.mu.Unlock()
+		p.ctrl.Close()
 		return nil, fmt.Errorf("server: max-clients (%d) reached", s.cfg.MaxClients)
 	}
 	for id := uint32(0); ; id++ {
@@ -118,7 +119,7 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 	s.logf("openvpn server: %s: new session (peer-id %d)", from, p.id)
 	s.wg.Add(1)
 	go p.run()
-	p.goKeyState(p.ctrl.state(0), true)
+	p.goKeyState(ks0, true)
 	return p, nil
 }
 
@@ -137,7 +138,8 @@ func (p *peer) vaddrLoad() netip.Addr {
 func (p *peer) info() ClientInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return ClientInfo{CommonName: p.cn, Remote: p.remote(), Address: p.vaddrLoad(), PeerID: p.id, Cipher: p.cipher, EKM: p.ekm, Since: p.since}
+	return ClientInfo{CommonName: p.cn, Remote: p.remote(), Address: p.vaddrLoad(), PeerID: p.id, Cipher: p.cipher, EKM: p.ekm, Since: p.since,
+		RxBytes: p.rxBytes.Load(), TxBytes: p.txBytes.Load()}
 }
 
 func (p *peer) sendControl(pkt []byte) error {
@@ -165,26 +167,15 @@ func (p *peer) sendData(payload []byte) error {
 	return err
 }
 
-// run flushes the control channel and runs the timers until the peer
-// closes.
+// run runs the timers until the peer closes.
 func (p *peer) run() {
 	defer p.s.wg.Done()
-	flushT := time.NewTimer(time.Hour)
-	defer flushT.Stop()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
-		next := p.ctrl.flush()
-		wait := time.Hour
-		if !next.IsZero() {
-			wait = max(time.Until(next), time.Millisecond)
-		}
-		flushT.Reset(wait)
 		select {
 		case <-p.closed:
 			return
-		case <-p.ctrl.kick:
-		case <-flushT.C:
 		case now := <-tick.C:
 			p.tick(now)
 		}
@@ -216,24 +207,21 @@ func (p *peer) tick(now time.Time) {
 		p.close("inactivity timeout (ping-restart)")
 		return
 	}
-	ch := p.data.Load()
-	if ch != nil {
+	if ch := p.data.Load(); ch != nil {
+		ch.DropSecondary(now, p.s.opts.TransitionWindow)
 		if k := ch.Primary(); k != nil && k.NeedsRekey() {
 			reneg = true
 		}
 	}
-	// The transition window counts from when the old key stopped sending,
-	// not from when it was made.
+	// The old key state's control channel goes with its data key, a
+	// transition window after it stopped sending.
 	if lame != nil && now.Sub(lameSince) > p.s.opts.TransitionWindow {
 		p.mu.Lock()
 		if p.lame == lame {
 			p.lame = nil
 		}
 		p.mu.Unlock()
-		p.ctrl.remove(lame.ks)
-		if ch != nil {
-			ch.DropSecondary(now, 0)
-		}
+		p.ctrl.Remove(lame.ks)
 	}
 	if reneg && !busy {
 		p.mu.Lock()
@@ -241,7 +229,7 @@ func (p *peer) tick(now time.Time) {
 		p.nextKeyID = nextKeyID(id)
 		p.renegAt = time.Time{}
 		p.mu.Unlock()
-		ks, err := p.ctrl.start(id)
+		ks, err := p.ctrl.Start(id)
 		if err == nil {
 			p.s.logf("openvpn server: %s: renegotiating (key %d)", p.label(), id)
 			p.goKeyState(ks, false)
@@ -313,7 +301,7 @@ func negotiateCipher(server []data.Cipher, pi peerInfo) (data.Cipher, bool) {
 }
 
 // goKeyState runs ks in a goroutine the server's Close waits for.
-func (p *peer) goKeyState(ks *keyState, initial bool) {
+func (p *peer) goKeyState(ks *control.KeyState, initial bool) {
 	p.s.wg.Add(1)
 	go func() {
 		defer p.s.wg.Done()
@@ -322,7 +310,7 @@ func (p *peer) goKeyState(ks *keyState, initial bool) {
 }
 
 // runKeyState runs TLS and the key exchange on ks, then its messages.
-func (p *peer) runKeyState(ks *keyState, initial bool) {
+func (p *peer) runKeyState(ks *control.KeyState, initial bool) {
 	if ks == nil {
 		return
 	}
@@ -331,12 +319,12 @@ func (p *peer) runKeyState(ks *keyState, initial bool) {
 		if initial {
 			// Send what is queued (a TLS alert) so the client learns why,
 			// then keep it from coming back with the same session.
-			p.ctrl.flush()
+			p.ctrl.Flush()
 			p.s.bury(p)
 			p.close(err.Error())
 		} else {
-			p.s.logf("openvpn server: %s: renegotiation of key %d failed: %v", p.label(), ks.id, err)
-			p.ctrl.remove(ks)
+			p.s.logf("openvpn server: %s: renegotiation of key %d failed: %v", p.label(), ks.ID, err)
+			p.ctrl.Remove(ks)
 		}
 		return
 	}
@@ -353,7 +341,7 @@ func (p *peer) runKeyState(ks *keyState, initial bool) {
 		case "EXIT":
 			// Acknowledge before forgetting the client, so it need not
 			// retransmit.
-			p.ctrl.flush()
+			p.ctrl.Flush()
 			p.close("the client sent an exit notification")
 			return
 		default:
@@ -362,7 +350,7 @@ func (p *peer) runKeyState(ks *keyState, initial bool) {
 	}
 }
 
-func (p *peer) keyExchange(ks *keyState, initial bool) (*keyCtx, *control.MessageReader, error) {
+func (p *peer) keyExchange(ks *control.KeyState, initial bool) (*keyCtx, *control.MessageReader, error) {
 	s := p.s
 	p.mu.Lock()
 	p.busy++
@@ -374,9 +362,9 @@ func (p *peer) keyExchange(ks *keyState, initial bool) (*keyCtx, *control.Messag
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), s.handWindow)
 	defer cancel()
-	stop := context.AfterFunc(ctx, func() { ks.conn().Close() })
+	stop := context.AfterFunc(ctx, func() { ks.Conn().Close() })
 	defer stop()
-	conn := tls.Server(ks.conn(), s.tlsCfg)
+	conn := tls.Server(ks.Conn(), s.tlsCfg)
 	if err := conn.HandshakeContext(ctx); err != nil {
 		return nil, nil, fmt.Errorf("TLS handshake: %w", err)
 	}
@@ -390,7 +378,7 @@ func (p *peer) keyExchange(ks *keyState, initial bool) (*keyCtx, *control.Messag
 		return nil, nil, err
 	}
 	if initial {
-		if err := p.setup(conn, cn, parsePeerInfo(peerKM.PeerInfo)); err != nil {
+		if err := p.setup(cn, parsePeerInfo(peerKM.PeerInfo)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -409,15 +397,16 @@ func (p *peer) keyExchange(ks *keyState, initial bool) (*keyCtx, *control.Messag
 			return nil, nil, fmt.Errorf("tls-ekm: %w", err)
 		}
 	} else {
+		remoteSID, _ := p.ctrl.RemoteSession()
 		src := keys.Sources{PreMaster: peerKM.PreMaster, ClientRandom1: peerKM.Random1, ClientRandom2: peerKM.Random2,
-			ServerRandom1: mine.Random1, ServerRandom2: mine.Random2, ClientSession: p.ctrl.remote, ServerSession: p.ctrl.local}
+			ServerRandom1: mine.Random1, ServerRandom2: mine.Random2, ClientSession: remoteSID, ServerSession: p.ctrl.LocalSession()}
 		m = keys.FromPRF(&src)
 		clear(src.PreMaster[:])
 	}
 	peerKM.Wipe()
 	send, recv := m.Split(ciph.KeyLen(), false)
 	m.Wipe()
-	k, err := data.NewKey(ks.id, ciph, send.Key, send.ImplicitIV, recv.Key, recv.ImplicitIV)
+	k, err := data.NewKey(ks.ID, ciph, send.Key, send.ImplicitIV, recv.Key, recv.ImplicitIV)
 	clear(send.Key)
 	clear(recv.Key)
 	if err != nil {
@@ -434,9 +423,10 @@ func (p *peer) keyExchange(ks *keyState, initial bool) (*keyCtx, *control.Messag
 	if initial {
 		p.data.Load().Install(k)
 	} else {
-		pending := data.NewChannel(wire.UndefinedPeerID) // receive only
-		pending.Install(k)
-		p.pending.Store(pending)
+		// Receive with the new key at once (the client may use it as soon
+		// as it has our key_method_2), send with it once the client has
+		// acknowledged that message.
+		p.data.Load().Prepare(k)
 	}
 	if _, err := conn.Write(mine.Marshal(false)); err != nil {
 		return nil, nil, fmt.Errorf("sending key_method_2: %w", err)
@@ -447,7 +437,6 @@ func (p *peer) keyExchange(ks *keyState, initial bool) (*keyCtx, *control.Messag
 		// key_method_2 (and so the key); until then it could not decrypt.
 		p.waitAcked(ks, 5*time.Second)
 		p.data.Load().Install(k)
-		p.pending.Store(nil)
 	}
 	kc := &keyCtx{ks: ks, conn: conn}
 	p.mu.Lock()
@@ -455,24 +444,24 @@ func (p *peer) keyExchange(ks *keyState, initial bool) (*keyCtx, *control.Messag
 	p.lame, p.primary = p.primary, kc
 	if p.lame != nil {
 		p.lame.retiredAt = time.Now()
-		p.ctrl.retire(p.lame.ks)
+		p.ctrl.Retire(p.lame.ks)
 	}
-	p.nextKeyID = nextKeyID(ks.id)
+	p.nextKeyID = nextKeyID(ks.ID)
 	if s.cfg.RenegSec > 0 {
 		p.renegAt = time.Now().Add(time.Duration(s.cfg.RenegSec) * time.Second)
 	}
 	p.mu.Unlock()
 	if old != nil {
-		p.ctrl.remove(old.ks)
+		p.ctrl.Remove(old.ks)
 	}
-	s.logf("openvpn server: %s: key %d active (%v, %s)", p.label(), ks.id, ciph, map[bool]string{true: "tls-ekm", false: "PRF"}[ekm])
+	s.logf("openvpn server: %s: key %d active (%v, %s)", p.label(), ks.ID, ciph, map[bool]string{true: "tls-ekm", false: "PRF"}[ekm])
 	return kc, control.NewMessageReader(conn), nil
 }
 
 // waitAcked waits up to d until everything sent on ks was acknowledged.
-func (p *peer) waitAcked(ks *keyState, d time.Duration) {
+func (p *peer) waitAcked(ks *control.KeyState, d time.Duration) {
 	deadline := time.Now().Add(d)
-	for !ks.idle() && time.Now().Before(deadline) {
+	for !ks.Idle() && time.Now().Before(deadline) {
 		select {
 		case <-p.closed:
 			return
@@ -483,7 +472,7 @@ func (p *peer) waitAcked(ks *keyState, d time.Duration) {
 
 // setup runs once per client after its first key_method_2: cipher and
 // feature negotiation, the common-name policy and the tunnel address.
-func (p *peer) setup(_ *tls.Conn, cn string, pi peerInfo) error {
+func (p *peer) setup(cn string, pi peerInfo) error {
 	s := p.s
 	ciph, ok := negotiateCipher(s.cfg.DataCiphers, pi)
 	if !ok {
@@ -650,7 +639,7 @@ func (p *peer) notifyRestart(d time.Duration) {
 		return
 	}
 	deadline := time.Now().Add(d)
-	for !kc.ks.idle() && time.Now().Before(deadline) {
+	for !kc.ks.Idle() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
@@ -675,12 +664,18 @@ func (p *peer) close(reason string) {
 			s.pool.put(va)
 		}
 		close(p.closed)
-		p.ctrl.close()
-		p.tx.close()
+		p.tx.close() // first: unblocks a flusher stuck in a TCP write
+		p.ctrl.Close()
 		info := p.info()
 		s.logf("openvpn server: %s: session ended: %s", p.label(), reason)
 		if s.opts.Events != nil && !info.Since.IsZero() {
 			s.opts.Events(Event{Kind: ClientDisconnected, Client: info, Reason: reason})
 		}
 	})
+}
+
+// remoteSession returns the client's session id.
+func (p *peer) remoteSession() wire.SessionID {
+	sid, _ := p.ctrl.RemoteSession()
+	return sid
 }

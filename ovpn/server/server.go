@@ -4,21 +4,28 @@
 // (topology subnet), peer-ids, cipher negotiation from IV_CIPHERS,
 // protocol-flags cc-exit tls-ekm, keepalive, renegotiation and exit
 // notification. IP packets are exchanged with the host side through
-// ReadPacket and WritePacket, so a TUN device (AttachTUN) or a test can sit
-// on top.
+// ReadPacket/ReadPackets and WritePacket/WritePackets, so a TUN device
+// (AttachTUN) or a test can sit on top.
 //
 // Pipelines:
 //
-//	UDP reader: socket -> data opcode -> peer by peer-id (DATA_V2) or address
+//	UDP reader: socket (recvmmsg batches, UDP_GRO runs split again)
+//	                   -> data opcode -> peer by peer-id (DATA_V2) or address
 //	                      -> data.Decrypt -> ping/exit -> source check
 //	                      -> client-to-client? peer.sendData : rx queue -> ReadPacket
-//	                   -> control, known address -> ctrlSession.handle
+//	                   -> control, known address -> control.Channel.HandlePacket
 //	                   -> control, unknown address -> stateless cookie (cookie.go):
 //	                      reset -> HARD_RESET_SERVER_V2; acked cookie -> new peer
 //	TCP: one reader goroutine per connection, the same steps without cookies.
 //	WritePacket (any goroutine): destination address -> peer -> data.Encrypt -> send
-//	peer goroutine: control flush (retransmits, acks) and the 1 s timers
+//	WritePackets: the same per packet into a batch; equal-size runs to one
+//	    client become UDP_SEGMENT (GSO) messages; one sendmmsg
+//	per peer: control.Channel's flusher (retransmits, acks); a goroutine for the 1 s timers
 //	key-state goroutines: TLS -> key_method_2 -> keys -> push -> messages
+//
+// Files: udp.go and tcp.go (transports), cookie.go (stateless UDP
+// handshake), peer.go (a client's key exchange, push and timers), route.go (packet routing), pool.go,
+// config.go (server configuration files), tun.go (AttachTUN).
 package server
 
 import (
@@ -31,8 +38,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/internal/pktqueue"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
@@ -40,8 +51,9 @@ import (
 type Options struct {
 	// Logf receives diagnostics; keys and passwords never reach it.
 	Logf func(format string, args ...any)
-	// Events, when set, is called (from server goroutines, never
-	// concurrently for one client) when a client connects or leaves.
+	// Events, when set, is called from server goroutines (possibly
+	// concurrently) when a client has connected or has left; it must not
+	// block.
 	Events func(Event)
 	// ListenUDP and ListenTCP replace the socket calls (tests use them to
 	// open the socket in another network namespace).
@@ -75,8 +87,11 @@ type ClientInfo struct {
 	Address    netip.Addr     // tunnel address from the pool
 	PeerID     uint32
 	Cipher     data.Cipher
-	EKM        bool // keys from TLS keying-material export
-	Since      time.Time
+	EKM        bool      // keys from TLS keying-material export
+	Since      time.Time // when the client got its configuration
+	// RxBytes and TxBytes count the IP packet bytes received from and
+	// sent to the client (keepalives excluded).
+	RxBytes, TxBytes uint64
 }
 
 // Errors returned by the packet interface.
@@ -95,9 +110,16 @@ type Server struct {
 	cookies    *cookieJar
 	handWindow time.Duration
 
-	udp  *net.UDPConn // nil for TCP
-	tcp  net.Listener // nil for UDP
-	addr netip.AddrPort
+	udp *net.UDPConn // nil for TCP
+	// ubatch is udp as a batch reader and writer (recvmmsg/sendmmsg); nil
+	// for TCP. Immutable.
+	ubatch batchConn
+	gso    atomic.Bool // the UDP socket takes UDP_SEGMENT messages
+	// gsoLimit: segments of this size or more are sent singly (the
+	// kernel refused them segmented, e.g. above the path MTU).
+	gsoLimit atomic.Int64
+	tcp      net.Listener // nil for UDP
+	addr     netip.AddrPort
 
 	mu      sync.RWMutex             // guards the maps and closed
 	byAddr  map[netip.AddrPort]*peer // UDP peers by transport address
@@ -108,11 +130,11 @@ type Server struct {
 	graveMu sync.Mutex             // guards graves
 	graves  map[graveKey]time.Time // refused sessions, until their cookie expires
 
-	rx     chan *rxBuf // packets for the host side
-	free   chan *rxBuf
-	txPool sync.Pool // *[]byte send buffers
-	done   chan struct{}
-	wg     sync.WaitGroup
+	rx      *pktqueue.Queue // packets for the host side
+	txPool  sync.Pool       // *[]byte send buffers
+	batches sync.Pool       // *txBatch for WritePackets
+	done    chan struct{}
+	wg      sync.WaitGroup
 
 	stats Stats
 }
@@ -120,11 +142,6 @@ type Server struct {
 // Stats counts dropped packets, for diagnostics and tests.
 type Stats struct {
 	BadControl, BadData, Spoofed, NoRoute, RxFull, TUNErrors atomic.Uint64
-}
-
-type rxBuf struct {
-	b []byte
-	n int
 }
 
 const (
@@ -183,17 +200,15 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	s := &Server{cfg: c, opts: opts, logf: opts.Logf, tlsCfg: tlsCfg, pool: p,
 		handWindow: time.Duration(c.HandWindow) * time.Second,
 		byAddr:     map[netip.AddrPort]*peer{}, byID: map[uint32]*peer{}, byVaddr: map[netip.Addr]*peer{},
-		rx: make(chan *rxBuf, rxQueue), free: make(chan *rxBuf, rxQueue), done: make(chan struct{})}
+		rx: pktqueue.New(rxQueue, rxBufLen), done: make(chan struct{})}
 	if _, err := s.newWrapper(); err != nil {
 		return nil, err
 	}
 	if s.cookies, err = newCookieJar(s.handWindow); err != nil {
 		return nil, err
 	}
-	for i := 0; i < rxQueue; i++ {
-		s.free <- &rxBuf{b: make([]byte, rxBufLen)}
-	}
 	s.txPool.New = func() any { b := make([]byte, sendHeadroom+data.Headroom+maxPkt+data.Tailroom); return &b }
+	s.batches.New = func() any { return new(txBatch) }
 	network := "udp4"
 	if c.Listen.Addr().Is6() {
 		network = "udp6"
@@ -219,6 +234,13 @@ func New(cfg *Config, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("server: listen %s %s: %w", network, c.Listen, err)
 		}
 		s.addr = s.udp.LocalAddr().(*net.UDPAddr).AddrPort()
+		if network == "udp4" {
+			s.ubatch = ipv4.NewPacketConn(s.udp)
+		} else {
+			s.ubatch = ipv6.NewPacketConn(s.udp)
+		}
+		s.gso.Store(probeGSO(s.udp))
+		s.gsoLimit.Store(maxPkt + 1)
 		s.wg.Add(1)
 		go s.readUDP()
 	}
@@ -247,7 +269,9 @@ func (s *Server) Clients() []ClientInfo {
 	defer s.mu.RUnlock()
 	out := make([]ClientInfo, 0, len(s.byVaddr))
 	for _, p := range s.byVaddr {
-		out = append(out, p.info())
+		if info := p.info(); !info.Since.IsZero() {
+			out = append(out, info)
+		}
 	}
 	return out
 }

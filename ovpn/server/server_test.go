@@ -14,6 +14,8 @@ import (
 
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/internal/testnet"
+	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 	"github.com/wirelane/wirelane/ovpn/wire"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
@@ -181,7 +183,7 @@ func TestClientToClient(t *testing.T) {
 			}
 			// Without client-to-client the packet goes to the host side,
 			// whose routing decides.
-			req := icmpEcho(8, a.Pushed().Local.Addr(), bAddr, 9, 1, []byte("via host"))
+			req := testnet.ICMPEcho(8, a.Pushed().Local.Addr(), bAddr, 9, 1, []byte("via host"))
 			if err := a.WritePacket(req); err != nil {
 				t.Fatal(err)
 			}
@@ -198,10 +200,10 @@ func TestSpoofedSourceDropped(t *testing.T) {
 	f := newFixture(t)
 	s := startServer(t, f.serverConfig(UDP), Options{})
 	c := dialClient(t, f.clientConfig(t, s, "spoof", ""), client.Options{})
-	if err := c.WritePacket(icmpEcho(8, netip.MustParseAddr("10.8.0.77"), s.TunnelAddress().Addr(), 1, 1, nil)); err != nil {
+	if err := c.WritePacket(testnet.ICMPEcho(8, netip.MustParseAddr("10.8.0.77"), s.TunnelAddress().Addr(), 1, 1, nil)); err != nil {
 		t.Fatal(err)
 	}
-	good := icmpEcho(8, c.Pushed().Local.Addr(), s.TunnelAddress().Addr(), 1, 2, nil)
+	good := testnet.ICMPEcho(8, c.Pushed().Local.Addr(), s.TunnelAddress().Addr(), 1, 2, nil)
 	if err := c.WritePacket(good); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +215,7 @@ func TestSpoofedSourceDropped(t *testing.T) {
 	if s.Stats().Spoofed.Load() != 1 {
 		t.Fatalf("spoofed count %d", s.Stats().Spoofed.Load())
 	}
-	if err := s.WritePacket(icmpEcho(8, s.TunnelAddress().Addr(), netip.MustParseAddr("10.8.0.99"), 1, 1, nil)); !errors.Is(err, ErrNoRoute) {
+	if err := s.WritePacket(testnet.ICMPEcho(8, s.TunnelAddress().Addr(), netip.MustParseAddr("10.8.0.99"), 1, 1, nil)); !errors.Is(err, ErrNoRoute) {
 		t.Fatalf("write to an unassigned address: %v", err)
 	}
 }
@@ -272,9 +274,9 @@ func TestRejectedClients(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// A certificate from another CA.
-	other := newTestPKI(t, "Other CA")
+	other := testpki.New(t, "Other CA")
 	cc := f.clientConfig(t, s, "stranger", "")
-	cc.Cert, cc.Key = other.issue(t, "stranger", x509.ExtKeyUsageClientAuth)
+	cc.Cert, cc.Key = other.Valid(t, "stranger", x509.ExtKeyUsageClientAuth)
 	if _, err := client.Dial(ctx, cc, client.Options{HandshakeTimeout: 3 * time.Second}); err == nil {
 		t.Fatal("a client certificate from another CA was accepted")
 	}

@@ -5,6 +5,7 @@ package server
 // TCP handshake already proved the address).
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wire"
 )
@@ -67,7 +69,7 @@ func (s *Server) serveTCP(c net.Conn) {
 		return
 	}
 	var local wire.SessionID
-	if _, err := randRead(local[:]); err != nil {
+	if _, err := rand.Read(local[:]); err != nil {
 		c.Close()
 		return
 	}
@@ -89,8 +91,8 @@ func (s *Server) serveTCP(c net.Conn) {
 			s.handleData(peer, raw)
 			continue
 		}
-		if err := peer.ctrl.handle(raw); err != nil {
-			if errors.Is(err, errNewSession) {
+		if err := peer.ctrl.HandlePacket(raw); err != nil {
+			if errors.Is(err, control.ErrNewSession) {
 				peer.close("the client started a new session")
 				return
 			}

@@ -2,8 +2,9 @@ package server
 
 // Attaching a TUN device to the server.
 //
-//	device Read (batch) -> WritePacket each -> client by destination address
-//	ReadPacket -> device Write (one packet, virtio header room before it)
+//	device Read (batch) -> WritePackets -> client by destination address
+//	ReadPackets (what is queued) -> device Write of the batch (virtio
+//	    header room before each packet; the device coalesces with GRO)
 
 import (
 	"errors"
@@ -17,8 +18,11 @@ import (
 // Linux TUN devices with offloads put there.
 const tunOffset = 16
 
-// maxTUNBatch bounds the buffers of one device read (each 64 KiB).
-const maxTUNBatch = 32
+// maxTUNBatch bounds the buffers of one device read or write (each 64
+// KiB). It matches the Linux device batch: a TSO super-packet splits into
+// up to about 45 segments at MTU 1500, and a smaller batch would drop it
+// (tun.ErrTooManySegments).
+const maxTUNBatch = 128
 
 // AttachTUN moves packets between dev and the server until the server is
 // closed or the device fails, and returns why (nil after Close). It does
@@ -42,10 +46,14 @@ func (s *Server) fromTUN(dev tun.Device) error {
 	for i := range bufs {
 		bufs[i] = make([]byte, tunOffset+maxPkt)
 	}
+	pkts := make([][]byte, n)
 	for {
 		got, err := dev.Read(bufs, sizes, tunOffset)
 		for i := 0; i < got; i++ {
-			_ = s.WritePacket(bufs[i][tunOffset : tunOffset+sizes[i]])
+			pkts[i] = bufs[i][tunOffset : tunOffset+sizes[i]]
+		}
+		if got > 0 {
+			_ = s.WritePackets(pkts[:got])
 		}
 		if err != nil {
 			if errors.Is(err, tun.ErrTooManySegments) {
@@ -60,22 +68,29 @@ func (s *Server) fromTUN(dev tun.Device) error {
 }
 
 func (s *Server) toTUN(dev tun.Device) error {
-	buf := make([]byte, tunOffset+maxPkt)
-	bufs := [][]byte{nil}
+	n := min(max(dev.BatchSize(), 1), maxTUNBatch)
+	bufs := make([][]byte, n)
+	out := make([][]byte, n)
+	sizes := make([]int, n)
+	for i := range bufs {
+		bufs[i] = make([]byte, tunOffset+maxPkt)
+	}
 	for {
-		n, err := s.ReadPacket(buf[tunOffset:])
+		got, err := s.ReadPackets(bufs, sizes, tunOffset)
 		if err != nil {
 			return err
 		}
-		bufs[0] = buf[:tunOffset+n]
-		if _, err := dev.Write(bufs, tunOffset); err != nil {
+		for i := 0; i < got; i++ {
+			out[i] = bufs[i][:tunOffset+sizes[i]]
+		}
+		if _, err := dev.Write(out[:got], tunOffset); err != nil {
 			if s.isClosed() {
 				return ErrClosed
 			}
 			if errors.Is(err, os.ErrClosed) {
 				return fmt.Errorf("server: TUN write: %w", err)
 			}
-			// One packet the kernel refused; keep going.
+			// A packet the kernel refused; keep going.
 			s.stats.TUNErrors.Add(1)
 		}
 	}

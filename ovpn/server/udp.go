@@ -2,27 +2,73 @@ package server
 
 // The UDP transport: one socket for every client.
 //
-//	socket -> data opcode -> peer by peer-id (DATA_V2) or address -> handleData
+//	socket (recvmmsg batches) -> data opcode -> peer by peer-id (DATA_V2) or address -> handleData
 //	                         (a known peer-id from a new address floats the peer)
-//	       -> control from a known address -> ctrlSession.handle
+//	       -> control from a known address -> control.Channel.HandlePacket
 //	       -> control from an unknown address -> stateless cookie (cookie.go)
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
 	"time"
 
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wire"
 )
 
-// readUDP is the UDP receive loop.
+// batchConn reads and writes batches of datagrams (x/net's ipv4 and ipv6
+// PacketConn share the message type).
+type batchConn interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
+// probeGSO reports whether the kernel knows UDP_SEGMENT on c.
+func probeGSO(c *net.UDPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	rc.Control(func(fd uintptr) {
+		_, err := unix.GetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT)
+		ok = err == nil
+	})
+	return ok
+}
+
+// udpReadBatch is how many datagrams one receive system call may return.
+const udpReadBatch = 32
+
+// readUDP is the UDP receive loop: one recvmmsg per batch, then each
+// datagram in turn. With UDP_GRO the kernel hands over runs of equal-size
+// datagrams from one sender as one buffer; they are split again here,
+// each copied out so that decryption has its tailroom.
 func (s *Server) readUDP() {
 	defer s.wg.Done()
-	buf := make([]byte, maxPkt+data.Tailroom)
+	const stride = maxPkt + data.Tailroom
+	slab := make([]byte, udpReadBatch*stride)
+	msgs := make([]ipv4.Message, udpReadBatch)
+	gro := enableGRO(s.udp)
+	oobLen := unix.CmsgSpace(4)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{slab[i*stride : i*stride+maxPkt]}
+		if gro {
+			msgs[i].OOB = make([]byte, oobLen)
+		}
+	}
+	var scratch []byte
+	if gro {
+		scratch = make([]byte, stride)
+	}
 	for {
-		n, from, err := s.udp.ReadFromUDPAddrPort(buf[:maxPkt])
+		n, err := s.ubatch.ReadBatch(msgs, 0)
 		if err != nil {
 			if s.isClosed() {
 				return
@@ -34,33 +80,88 @@ func (s *Server) readUDP() {
 			s.logf("openvpn server: UDP read: %v", err)
 			return
 		}
-		if n == 0 {
-			continue
-		}
-		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-		pkt := buf[:n]
-		op, _ := wire.Header(pkt[0])
-		if op.IsData() {
-			s.udpData(from, pkt)
-			continue
-		}
-		s.mu.RLock()
-		p := s.byAddr[from]
-		s.mu.RUnlock()
-		if p != nil {
-			err := p.ctrl.handle(pkt)
-			if err == nil {
-				p.touch()
+		for i := 0; i < n; i++ {
+			m := &msgs[i]
+			ua, ok := m.Addr.(*net.UDPAddr)
+			if m.N == 0 || !ok {
 				continue
 			}
-			if !errors.Is(err, errNewSession) {
-				s.stats.BadControl.Add(1)
+			ap := ua.AddrPort()
+			from := netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+			// Capacity runs to the end of this buffer's stride: tailroom
+			// for Decrypt without touching the next datagram.
+			pkt := slab[i*stride : i*stride+m.N : (i+1)*stride]
+			seg := 0
+			if gro {
+				seg = groSegment(m.OOB[:m.NN])
+				m.OOB = m.OOB[:oobLen]
+			}
+			if seg <= 0 || seg >= len(pkt) {
+				s.udpPacket(from, pkt)
 				continue
 			}
-			p.close("the client started a new session")
+			for off := 0; off < len(pkt); off += seg {
+				k := copy(scratch, pkt[off:min(off+seg, len(pkt))])
+				s.udpPacket(from, scratch[:k])
+			}
 		}
-		s.udpUnknown(from, pkt)
 	}
+}
+
+// enableGRO asks the kernel to coalesce received datagrams (UDP_GRO); it
+// reports whether the socket took it.
+func enableGRO(c *net.UDPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok := false
+	rc.Control(func(fd uintptr) {
+		ok = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) == nil
+	})
+	return ok
+}
+
+// groSegment returns the segment size of a coalesced receive, or 0.
+func groSegment(oob []byte) int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_UDP && m.Header.Type == unix.UDP_GRO && len(m.Data) >= 2 {
+			if len(m.Data) >= 4 {
+				return int(binary.NativeEndian.Uint32(m.Data))
+			}
+			return int(binary.NativeEndian.Uint16(m.Data))
+		}
+	}
+	return 0
+}
+
+// udpPacket handles one datagram.
+func (s *Server) udpPacket(from netip.AddrPort, pkt []byte) {
+	op, _ := wire.Header(pkt[0])
+	if op.IsData() {
+		s.udpData(from, pkt)
+		return
+	}
+	s.mu.RLock()
+	p := s.byAddr[from]
+	s.mu.RUnlock()
+	if p != nil {
+		err := p.ctrl.HandlePacket(pkt)
+		if err == nil {
+			p.touch()
+			return
+		}
+		if !errors.Is(err, control.ErrNewSession) {
+			s.stats.BadControl.Add(1)
+			return
+		}
+		p.close("the client started a new session")
+	}
+	s.udpUnknown(from, pkt)
 }
 
 func (s *Server) udpData(from netip.AddrPort, pkt []byte) {
@@ -104,6 +205,7 @@ func (s *Server) float(p *peer, to netip.AddrPort) {
 	delete(s.byAddr, old)
 	s.byAddr[to] = p
 	p.addr.Store(&to)
+	p.uaddr.Store(net.UDPAddrFromAddrPort(to))
 	s.logf("openvpn server: %s: floated from %s", p.label(), old)
 }
 
@@ -162,7 +264,7 @@ func (s *Server) udpUnknown(from netip.AddrPort, raw []byte) {
 			s.logf("openvpn server: %s: %v", from, err)
 			return
 		}
-		if err := peer.ctrl.handle(raw); err != nil {
+		if err := peer.ctrl.HandlePacket(raw); err != nil {
 			s.stats.BadControl.Add(1)
 		}
 		peer.touch()
@@ -199,7 +301,7 @@ func (s *Server) bury(p *peer) {
 			}
 		}
 	}
-	s.graves[graveKey{p.remote(), p.ctrl.remote}] = now.Add(2 * s.cookies.slot)
+	s.graves[graveKey{p.remote(), p.remoteSession()}] = now.Add(2 * s.cookies.slot)
 }
 
 func (s *Server) buried(from netip.AddrPort, session wire.SessionID, now time.Time) bool {

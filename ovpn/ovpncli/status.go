@@ -1,0 +1,266 @@
+package ovpncli
+
+// Status files: how `wirelane show` learns about running OpenVPN tunnels.
+//
+//	connect/serve -> statusPublisher (every 2 s, and on exit: removed)
+//	    -> snapshot func -> JSON -> temp file -> rename to
+//	       /var/run/wirelane/ovpn-<pid>.json (dir 0755, file 0644, no secrets)
+//	Status() -> read every ovpn-*.json -> skip files whose process is gone
+//	    or that stopped being updated -> []TunnelStatus -> FormatStatus
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// StatusDir is where running tunnels publish their status files. Tests
+// point it elsewhere.
+var StatusDir = "/var/run/wirelane"
+
+// statusInterval is how often a running tunnel rewrites its status file;
+// staleAfter is when Status stops trusting a file that was not rewritten
+// (a hung process, or a reused process id).
+const (
+	statusInterval = 2 * time.Second
+	staleAfter     = 30 * time.Second
+)
+
+// Tunnel kinds in TunnelStatus.Kind.
+const (
+	KindClient = "openvpn-client"
+	KindServer = "openvpn-server"
+)
+
+// TunnelStatus describes one running OpenVPN tunnel. It holds no secrets.
+type TunnelStatus struct {
+	Kind      string `json:"kind"` // KindClient or KindServer
+	PID       int    `json:"pid"`
+	Interface string `json:"interface"` // TUN device ("" for dev null)
+	Config    string `json:"config"`    // configuration file
+	// Remote is the server's transport address (client) or the listening
+	// address (server).
+	Remote string `json:"remote"`
+	Proto  string `json:"proto"`
+	Cipher string `json:"cipher,omitempty"` // data cipher (client)
+	// Address is the pushed address (client) or the server's tunnel
+	// address, both with prefix length.
+	Address string    `json:"address"`
+	Since   time.Time `json:"since"` // connected (client) or started (server)
+	// RxBytes and TxBytes count IP packet bytes from and into the tunnel
+	// (a server sums its clients).
+	RxBytes uint64         `json:"rx_bytes"`
+	TxBytes uint64         `json:"tx_bytes"`
+	Clients []ClientStatus `json:"clients,omitempty"` // server only
+	Updated time.Time      `json:"updated"`           // when the file was written
+}
+
+// ClientStatus is one client of a server tunnel.
+type ClientStatus struct {
+	CommonName string    `json:"common_name"`
+	Remote     string    `json:"remote"`
+	Address    string    `json:"address"`
+	PeerID     uint32    `json:"peer_id"`
+	Cipher     string    `json:"cipher"`
+	Since      time.Time `json:"since"`
+	RxBytes    uint64    `json:"rx_bytes"`
+	TxBytes    uint64    `json:"tx_bytes"`
+}
+
+// statusPublisher rewrites one status file until closed.
+type statusPublisher struct {
+	path     string
+	snapshot func() TunnelStatus // called from the publisher goroutine only
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+}
+
+// publishStatus writes the first status file now and starts rewriting it
+// every interval.
+func publishStatus(snapshot func() TunnelStatus, interval time.Duration) (*statusPublisher, error) {
+	if _, err := os.Stat(StatusDir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(StatusDir, 0o755); err != nil {
+			return nil, fmt.Errorf("status directory: %w", err)
+		}
+		_ = os.Chmod(StatusDir, 0o755) // whatever the umask
+	}
+	p := &statusPublisher{path: filepath.Join(StatusDir, fmt.Sprintf("ovpn-%d.json", os.Getpid())),
+		snapshot: snapshot, stop: make(chan struct{}), done: make(chan struct{})}
+	if err := p.write(); err != nil {
+		return nil, err
+	}
+	go p.run(interval)
+	return p, nil
+}
+
+func (p *statusPublisher) run(interval time.Duration) {
+	defer close(p.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			_ = p.write() // a full disk must not end the tunnel
+		}
+	}
+}
+
+// write replaces the status file atomically.
+func (p *statusPublisher) write() error {
+	st := p.snapshot()
+	st.PID = os.Getpid()
+	st.Updated = time.Now()
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(StatusDir, ".ovpn-*.tmp")
+	if err != nil {
+		return fmt.Errorf("status file: %w", err)
+	}
+	_, werr := f.Write(append(b, '\n'))
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o644)); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("status file: %w", err)
+	}
+	if err := os.Rename(f.Name(), p.path); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("status file: %w", err)
+	}
+	return nil
+}
+
+// close stops publishing and removes the file.
+func (p *statusPublisher) close() {
+	if p == nil {
+		return
+	}
+	p.once.Do(func() {
+		close(p.stop)
+		<-p.done
+		os.Remove(p.path)
+	})
+}
+
+// Status lists the OpenVPN tunnels running on this host, from their status
+// files, ordered by interface. Files of processes that are gone, or that
+// were not rewritten for 30 s, are skipped. A missing status directory
+// means no tunnels.
+func Status() ([]TunnelStatus, error) {
+	names, err := filepath.Glob(filepath.Join(StatusDir, "ovpn-*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []TunnelStatus
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // removed while listing
+			}
+			return nil, err
+		}
+		var st TunnelStatus
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if !processAlive(st.PID) || time.Since(st.Updated) > staleAfter {
+			continue
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Interface != out[j].Interface {
+			return out[i].Interface < out[j].Interface
+		}
+		return out[i].PID < out[j].PID
+	})
+	return out, nil
+}
+
+// processAlive reports whether a process with id pid exists.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// FormatStatus writes the tunnels in the style of `wg show`.
+func FormatStatus(w io.Writer, tunnels []TunnelStatus) error {
+	var b strings.Builder
+	for i, t := range tunnels {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		iface := t.Interface
+		if iface == "" {
+			iface = "(no device)"
+		}
+		fmt.Fprintf(&b, "interface: %s (%s, pid %d)\n", iface, t.Kind, t.PID)
+		fmt.Fprintf(&b, "  config: %s\n", t.Config)
+		if t.Kind == KindServer {
+			fmt.Fprintf(&b, "  listening: %s %s\n", t.Proto, t.Remote)
+		} else {
+			fmt.Fprintf(&b, "  remote: %s %s\n", t.Proto, t.Remote)
+		}
+		fmt.Fprintf(&b, "  address: %s\n", t.Address)
+		if t.Cipher != "" {
+			fmt.Fprintf(&b, "  cipher: %s\n", t.Cipher)
+		}
+		label := "connected"
+		if t.Kind == KindServer {
+			label = "up"
+		}
+		fmt.Fprintf(&b, "  %s since: %s (%s)\n", label, t.Since.Format(time.RFC3339), ago(t.Updated.Sub(t.Since)))
+		fmt.Fprintf(&b, "  transfer: %s received, %s sent\n", byteCount(t.RxBytes), byteCount(t.TxBytes))
+		if t.Kind == KindServer {
+			fmt.Fprintf(&b, "  clients: %d\n", len(t.Clients))
+		}
+		for _, c := range t.Clients {
+			fmt.Fprintf(&b, "\n  client: %s\n", c.CommonName)
+			fmt.Fprintf(&b, "    endpoint: %s\n", c.Remote)
+			fmt.Fprintf(&b, "    address: %s, peer-id %d, %s\n", c.Address, c.PeerID, c.Cipher)
+			fmt.Fprintf(&b, "    connected since: %s (%s)\n", c.Since.Format(time.RFC3339), ago(t.Updated.Sub(c.Since)))
+			fmt.Fprintf(&b, "    transfer: %s received, %s sent\n", byteCount(c.RxBytes), byteCount(c.TxBytes))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ago formats a duration as whole seconds, minutes and hours.
+func ago(d time.Duration) string {
+	d = max(d, 0).Round(time.Second)
+	return d.String()
+}
+
+// byteCount formats n with binary units, as `wg show` does.
+func byteCount(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, units := float64(n)/unit, []string{"KiB", "MiB", "GiB", "TiB", "PiB"}
+	i := 0
+	for v >= unit && i < len(units)-1 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.2f %s", v, units[i])
+}

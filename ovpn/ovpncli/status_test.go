@@ -1,0 +1,114 @@
+package ovpncli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func useStatusDir(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "run", "wirelane")
+	old := StatusDir
+	StatusDir = dir
+	t.Cleanup(func() { StatusDir = old })
+	return dir
+}
+
+// A published status is listed with what the snapshot said, rewritten
+// as counters change, readable by everyone, and gone after close.
+func TestStatusPublishListRemove(t *testing.T) {
+	dir := useStatusDir(t)
+	var rx atomic.Uint64
+	since := time.Now().Add(-time.Minute).Truncate(time.Second)
+	pub, err := publishStatus(func() TunnelStatus {
+		return TunnelStatus{Kind: KindClient, Interface: "tun7", Remote: "192.0.2.1:1194", Proto: "UDPv4",
+			Cipher: "AES-256-GCM", Address: "10.8.0.2/24", Since: since, RxBytes: rx.Load(), TxBytes: 2048}
+	}, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.close()
+	for path, want := range map[string]os.FileMode{dir: 0o755 | os.ModeDir, pub.path: 0o644} {
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode() != want {
+			t.Fatalf("%s: mode %v, %v; want %v", path, fi.Mode(), err, want)
+		}
+	}
+	rx.Store(5 << 20)
+	var got []TunnelStatus
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if got, err = Status(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 1 && got[0].RxBytes == 5<<20 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(got) != 1 {
+		t.Fatalf("Status() = %+v", got)
+	}
+	st := got[0]
+	if st.PID != os.Getpid() || st.Interface != "tun7" || st.RxBytes != 5<<20 || !st.Since.Equal(since) || st.Address != "10.8.0.2/24" {
+		t.Fatalf("status %+v", st)
+	}
+	var b strings.Builder
+	if err := FormatStatus(&b, got); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"interface: tun7 (openvpn-client", "remote: UDPv4 192.0.2.1:1194", "cipher: AES-256-GCM",
+		"transfer: 5.00 MiB received, 2.00 KiB sent"} {
+		if !strings.Contains(b.String(), want) {
+			t.Fatalf("formatted status lacks %q:\n%s", want, b.String())
+		}
+	}
+	pub.close()
+	if _, err := os.Stat(pub.path); !os.IsNotExist(err) {
+		t.Fatalf("status file still there after close: %v", err)
+	}
+	if got, err := Status(); err != nil || len(got) != 0 {
+		t.Fatalf("Status() after close = %+v, %v", got, err)
+	}
+}
+
+// Files of processes that are gone, or no longer updated, are skipped; a
+// corrupt file is an error naming it; no directory means no tunnels.
+func TestStatusSkipsStaleEntries(t *testing.T) {
+	dir := useStatusDir(t)
+	if got, err := Status(); err != nil || len(got) != 0 {
+		t.Fatalf("Status() without a directory = %+v, %v", got, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, st TunnelStatus) {
+		b, _ := json.Marshal(st)
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ovpn-1.json", TunnelStatus{Kind: KindServer, PID: 0x3ffffff0, Interface: "gone", Updated: time.Now()})
+	write("ovpn-2.json", TunnelStatus{Kind: KindServer, PID: os.Getpid(), Interface: "stale", Updated: time.Now().Add(-time.Hour)})
+	write("ovpn-3.json", TunnelStatus{Kind: KindServer, PID: os.Getpid(), Interface: "live", Updated: time.Now(),
+		Clients: []ClientStatus{{CommonName: "c1", Address: "10.8.0.2"}}})
+	got, err := Status()
+	if err != nil || len(got) != 1 || got[0].Interface != "live" || len(got[0].Clients) != 1 {
+		t.Fatalf("Status() = %+v, %v", got, err)
+	}
+	var b strings.Builder
+	FormatStatus(&b, got)
+	if !strings.Contains(b.String(), "clients: 1") || !strings.Contains(b.String(), "client: c1") {
+		t.Fatalf("server status text:\n%s", b.String())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ovpn-4.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Status(); err == nil || !strings.Contains(err.Error(), "ovpn-4.json") {
+		t.Fatalf("corrupt file: %v", err)
+	}
+}
