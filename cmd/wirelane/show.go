@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -17,6 +19,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/wirelane/wirelane/internal/wgquick"
+	"github.com/wirelane/wirelane/ovpn/ovpncli"
 )
 
 const showHelp = `Shows the state of WireGuard interfaces as 'wg show' does: keys (private and
@@ -29,7 +32,13 @@ only ever added):
   {"schema": 1, "interfaces": [{"name", "public_key", "listen_port", "fwmark",
     "peers": [{"public_key", "has_preshared_key", "endpoint", "allowed_ips",
       "latest_handshake" (RFC 3339 or null), "latest_handshake_unix" (0 = never),
-      "rx_bytes", "tx_bytes", "persistent_keepalive" (seconds, 0 = off)}]}]}`
+      "rx_bytes", "tx_bytes", "persistent_keepalive" (seconds, 0 = off)}]}],
+   "openvpn": [{"kind" (client|server), "pid", "interface", "config", "remote",
+     "proto", "cipher", "address", "since", "rx_bytes", "tx_bytes",
+     "clients": [...] (server only), "updated"}]}
+
+OpenVPN tunnels started by "wirelane ovpn connect|serve" are listed after
+the WireGuard interfaces.`
 
 func cmdShow(args []string) int {
 	flags := flag.NewFlagSet("show", flag.ContinueOnError)
@@ -48,6 +57,13 @@ func cmdShow(args []string) int {
 	}
 	defer c.Close()
 
+	// OpenVPN tunnels publish status files; one that cannot be read is
+	// reported and skipped rather than hiding the WireGuard interfaces.
+	ovpns, oerr := ovpncli.Status()
+	if oerr != nil {
+		fmt.Fprintf(os.Stderr, "%s: warning: OpenVPN tunnel status: %v\n", prog, oerr)
+	}
+
 	var devs []*wgtypes.Device
 	switch what {
 	case "all", "interfaces":
@@ -61,15 +77,19 @@ func cmdShow(args []string) int {
 			return fail(fmt.Errorf("unable to access interface %s: its daemon is not running (%s)", what, removeStaleSocket(what)))
 		}
 		if errors.Is(err, fs.ErrNotExist) {
+			if t, ok := findOvpn(ovpns, what); ok {
+				return showOvpn(t, *asJSON)
+			}
 			return fail(fmt.Errorf("unable to access interface %s: no such WireGuard interface", what))
 		}
 		if err != nil {
 			return fail(fmt.Errorf("unable to access interface %s: %w", what, err))
 		}
 		devs = []*wgtypes.Device{d}
+		ovpns = nil // one WireGuard interface was asked for
 	}
 	if *asJSON {
-		if err := wgquick.WriteJSON(os.Stdout, devs); err != nil {
+		if err := writeShowJSON(os.Stdout, devs, ovpns); err != nil {
 			return fail(err)
 		}
 		return 0
@@ -78,6 +98,11 @@ func cmdShow(args []string) int {
 		names := make([]string, len(devs))
 		for i, d := range devs {
 			names[i] = d.Name
+		}
+		for _, t := range ovpns {
+			if t.Interface != "" {
+				names = append(names, t.Interface)
+			}
 		}
 		if len(names) > 0 {
 			fmt.Println(strings.Join(names, " "))
@@ -93,7 +118,60 @@ func cmdShow(args []string) int {
 			return fail(err)
 		}
 	}
+	if len(ovpns) > 0 {
+		if len(devs) > 0 {
+			fmt.Println()
+		}
+		if err := ovpncli.FormatStatus(os.Stdout, ovpns); err != nil {
+			return fail(err)
+		}
+	}
 	return 0
+}
+
+// findOvpn returns the OpenVPN tunnel on interface name.
+func findOvpn(ts []ovpncli.TunnelStatus, name string) (ovpncli.TunnelStatus, bool) {
+	for _, t := range ts {
+		if t.Interface == name {
+			return t, true
+		}
+	}
+	return ovpncli.TunnelStatus{}, false
+}
+
+// showOvpn prints one OpenVPN tunnel, as text or as the JSON document.
+func showOvpn(t ovpncli.TunnelStatus, asJSON bool) int {
+	var err error
+	if asJSON {
+		err = writeShowJSON(os.Stdout, nil, []ovpncli.TunnelStatus{t})
+	} else {
+		err = ovpncli.FormatStatus(os.Stdout, []ovpncli.TunnelStatus{t})
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// showDocument is the `show --json` document: the WireGuard part defined by
+// internal/wgquick plus the OpenVPN tunnels.
+type showDocument struct {
+	wgquick.ShowJSON
+	OpenVPN []ovpncli.TunnelStatus `json:"openvpn"`
+}
+
+// writeShowJSON writes the `show --json` document.
+func writeShowJSON(w io.Writer, devs []*wgtypes.Device, ovpns []ovpncli.TunnelStatus) error {
+	doc := showDocument{
+		ShowJSON: wgquick.ShowJSON{Schema: wgquick.ShowJSONSchema, Interfaces: []wgquick.InterfaceJSON{}},
+		OpenVPN:  append([]ovpncli.TunnelStatus{}, ovpns...),
+	}
+	for _, d := range devs {
+		doc.Interfaces = append(doc.Interfaces, wgquick.DeviceJSON(d))
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
 }
 
 // listDevices returns every userspace interface whose UAPI socket answers,
