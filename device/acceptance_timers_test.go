@@ -5,7 +5,8 @@ package device
 // [RekeyTimeout, RekeyTimeout+RekeyTimeoutJitterMax) and is really random;
 // the initiator's rekey-on-receive does not fire before its age; packets
 // for a peer without a session are queued up to MaxStagedPackets, newest
-// kept; steady traffic from an unchanged address publishes no route.
+// kept; steady traffic from an unchanged address publishes no route; a
+// persistent keepalive configured while down fires on Up.
 
 import (
 	"fmt"

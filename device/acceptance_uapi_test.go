@@ -463,11 +463,6 @@ func TestAcceptanceUAPI131071PrefixesThroughGet(t *testing.T) {
 func TestAcceptanceStalledGetDoesNotStallTraffic(t *testing.T) {
 	t.Run("alone", func(t *testing.T) { stalledGet(t, false) })
 	t.Run("with a concurrent set", func(t *testing.T) {
-		t.Skip("known bug: Device.Get holds allowedMu.RLock while it writes allowed_ip lines to the client " +
-			"(device/uapi.go, d.allowed.Prefixes inside Get); a client that stops reading keeps the read lock, " +
-			"a Set changing allowed IPs then waits in allowedMu.Lock holding cfgMu, and because sync.RWMutex " +
-			"blocks new readers behind a waiting writer, every send (routing) and receive (crypto-routing) " +
-			"read lock blocks too: the whole data path stops until the get client reads or disconnects")
 		stalledGet(t, true)
 	})
 }

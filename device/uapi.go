@@ -56,17 +56,48 @@ func (d *Device) Get(w *uapi.Writer) error {
 		if err != nil {
 			return err
 		}
-		d.allowedMu.RLock()
-		d.allowed.Prefixes(p, func(pfx netip.Prefix) bool {
-			err = w.AllowedIP(pfx)
-			return err == nil
-		})
-		d.allowedMu.RUnlock()
-		if err != nil {
+		if err := d.writeAllowedIPs(w, p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// getChunk is how many of a peer's prefixes Get copies under the allowed-IPs
+// read lock before it releases the lock and writes them to the client.
+const getChunk = 4096
+
+// writeAllowedIPs streams p's allowed IPs to w. The table's read lock is
+// held only while a chunk is copied, never while writing to the client: a
+// client that stops reading must not hold the lock, or a Set waiting for
+// the write lock would in turn stop every sender and receiver (an RWMutex
+// blocks new readers while a writer waits). Memory stays bounded by one
+// chunk. If the peer's prefixes change between chunks, the answer may
+// miss or repeat a prefix that changed, as any answer racing a Set may.
+func (d *Device) writeAllowedIPs(w *uapi.Writer, p *peer) error {
+	chunk := make([]netip.Prefix, 0, getChunk)
+	for done := 0; ; done += len(chunk) {
+		chunk = chunk[:0]
+		skip := done
+		d.allowedMu.RLock()
+		d.allowed.Prefixes(p, func(pfx netip.Prefix) bool {
+			if skip > 0 {
+				skip--
+				return true
+			}
+			chunk = append(chunk, pfx)
+			return len(chunk) < getChunk
+		})
+		d.allowedMu.RUnlock()
+		for _, pfx := range chunk {
+			if err := w.AllowedIP(pfx); err != nil {
+				return err
+			}
+		}
+		if len(chunk) < getChunk {
+			return nil
+		}
+	}
 }
 
 // Set applies a validated set=1 request with the semantics of the reference
