@@ -60,8 +60,11 @@
 //
 //	cfgMu (configuration) > mu (peer map)
 //	peer.hsMu > peer.kpMu > indices.mu
-//	peer.stageMu > pools.mu (stageMu is held while batches are queued,
-//	so that queue order is counter order)
+//	peer.stageMu > mu, pools.mu (stageMu is held while batches are queued
+//	or sent directly by the TUN reader, so that send order is counter
+//	order; a RefMode direct send read-locks mu under it)
+//	peer.recvMu > peer.stageMu, pools.mu (recvMu is held while a batch is
+//	delivered; a key confirmation flushes staged packets under it)
 //	allowedMu, rateLimiter.mu: held alone
 //
 // Each field's guard is written beside it.

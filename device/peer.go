@@ -39,6 +39,12 @@ type peer struct {
 	stageMu sync.Mutex
 	staged  []*packet
 
+	// recvMu serialises the delivery of opened batches (replay window, TUN
+	// write), whether by the peer's receiver goroutine or directly by a
+	// socket's receive goroutine; it guards heads.
+	recvMu sync.Mutex
+	heads  headRoom // guarded by recvMu
+
 	// lifecycle: run is replaced on every start; stop closes run.stopped.
 	// The data path loads run without a lock; runMu serialises start/stop.
 	runMu sync.Mutex
@@ -57,6 +63,12 @@ type peerRun struct {
 	inbound  chan *batch // opened batches in arrival order
 	stopped  chan struct{}
 	wg       sync.WaitGroup
+	// pending counts batches queued on outbound and not yet sent; the
+	// TUN reader sends directly only when it is zero (read under stageMu).
+	pending atomic.Int32
+	// pendingIn counts batches queued on inbound and not yet delivered; a
+	// socket's receive goroutine delivers directly only when it is zero.
+	pendingIn atomic.Int32
 }
 
 func (d *Device) newPeer(pub noise.PublicKey) *peer {
@@ -103,6 +115,12 @@ func (p *peer) stop() {
 		return
 	}
 	close(r.stopped)
+	// Wait out a direct send from the TUN reader (made under stageMu).
+	p.stageMu.Lock()
+	p.stageMu.Unlock() //nolint:staticcheck // empty critical section is the barrier
+	// Likewise a direct delivery from a socket's receive goroutine.
+	p.recvMu.Lock()
+	p.recvMu.Unlock() //nolint:staticcheck // empty critical section is the barrier
 	r.wg.Wait()
 	p.timers.stopAll()
 	p.dropStaged()

@@ -8,11 +8,16 @@ package device
 //	  -> classify: handshake messages to the handshake queue
 //	     (bounded; its length decides "under load")
 //	  -> transport: receiver index -> session (index read lock per batch)
-//	  -> group by session into batches -> the peer's ordered queue, then
-//	     opened right here (small batches; every batch on <= 2 cores) or
-//	     by the crypto workers (runtime.NumCPU goroutines, parallel)
+//	  -> group by session into batches; a small batch (every batch on
+//	     <= 2 cores) with nothing queued for the peer's receiver is
+//	     opened and delivered right here under peer.recvMu (no hand-off,
+//	     no wake-up; deliverDirect)
+//	  -> otherwise: the peer's ordered queue, then opened right here
+//	     (small batches) or by the crypto workers (runtime.NumCPU
+//	     goroutines, parallel)
 //	peer receiver (one goroutine per peer)                     sequential
 //	  -> wait for the batch (one mutex hand-off per batch)
+//	deliver (under peer.recvMu, from the receiver or deliverDirect)
 //	  -> replay window, session limits, key confirmation
 //	  -> inner packet checks and crypto-routing (allowed IPs read lock per
 //	     batch): the inner source must belong to this peer
@@ -134,10 +139,15 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 				d.pool.putBatch(b)
 				continue
 			}
+			if p.deliverDirect(r, b) {
+				continue
+			}
+			r.pendingIn.Add(1)
 			b.done.Lock()
 			select {
 			case r.inbound <- b:
 			case <-r.stopped:
+				r.pendingIn.Add(-1)
 				b.done.Unlock()
 				d.pool.putBatch(b)
 				continue
@@ -236,7 +246,6 @@ func innerSource(pkt []byte) (src []byte, length int, ok bool) {
 func (p *peer) runReceiver(r *peerRun) {
 	defer r.wg.Done()
 	d := p.d
-	var heads headRoom
 	for {
 		var b *batch
 		select {
@@ -246,9 +255,45 @@ func (p *peer) runReceiver(r *peerRun) {
 		}
 		b.done.Lock() // wait for the crypto worker
 		b.done.Unlock()
-		p.deliver(b, &heads)
+		p.recvMu.Lock()
+		p.deliver(b, &p.heads)
+		p.recvMu.Unlock()
 		d.pool.putBatch(b)
+		r.pendingIn.Add(-1)
 	}
+}
+
+// deliverDirect opens and delivers b in the calling receive goroutine when
+// it is small enough to open inline (see defaultInlineCrypto) and no
+// earlier batch is still queued for the peer's receiver, saving the
+// hand-off to (and the wake-up of) that goroutine. It reports whether it
+// took b. A receive goroutine's own batches stay in order: it queues one
+// only after counting it in pendingIn, and delivers directly only once
+// every queued batch has been delivered.
+func (p *peer) deliverDirect(r *peerRun, b *batch) bool {
+	d := p.d
+	if r.pendingIn.Load() != 0 || len(b.pkts) > int(d.inlineCrypto.Load()) {
+		return false
+	}
+	p.recvMu.Lock()
+	if r.pendingIn.Load() != 0 {
+		p.recvMu.Unlock()
+		return false
+	}
+	select {
+	case <-r.stopped:
+		p.recvMu.Unlock()
+		d.pool.putBatch(b)
+		return true
+	default:
+	}
+	for _, pk := range b.pkts {
+		d.open(b.kp, pk, b.nonce[:])
+	}
+	p.deliver(b, &p.heads)
+	p.recvMu.Unlock()
+	d.pool.putBatch(b)
+	return true
 }
 
 // deliver checks and writes one opened batch; heads is the receiver's

@@ -7,12 +7,16 @@ package device
 //	  -> route by destination in allowed IPs (read lock per batch)
 //	  -> per-peer staging queue (bounded; no session: start a handshake)
 //	  -> nonce assignment: one atomic Add per peer per batch   per peer
-//	  -> batch to the peer's ordered queue, then either
-//	     sealed right here (small batches; every batch on <= 2 cores), or
-//	     handed to the crypto workers (runtime.NumCPU goroutines, parallel)
+//	  -> small batch (every batch on <= 2 cores) and nothing queued for
+//	     the peer's sender: sealed and sent right here, under stageMu
+//	     (no hand-off, no wake-up), see transmit below
+//	  -> otherwise: batch to the peer's ordered queue, then either
+//	     sealed right here (small batches), or handed to the crypto
+//	     workers (runtime.NumCPU goroutines, parallel)
 //	  -> pad, seal in place, unlock the batch
 //	peer sender (one goroutine per peer)                       sequential
 //	  -> wait for the batch (one mutex hand-off per batch)
+//	transmit (sender, or the TUN reader for a direct batch)
 //	  -> RCU read section: borrow the route, Bind.Send(batch)   no lock
 //	  -> timers, counters, buffers back to the pool
 //
@@ -66,6 +70,8 @@ func (d *Device) runTUNReader() {
 	pkts := make([]*packet, bs)
 	bufs := make([][]byte, bs)
 	sizes := make([]int, bs)
+	reader := d.rcu.NewReader() // for batches sent without the hand-off
+	defer reader.Release()
 	owners := make([]*peer, bs)
 	scratch := make([]byte, tunOffset+1<<16)
 	var peers []*peer
@@ -149,7 +155,7 @@ func (d *Device) runTUNReader() {
 				}
 			}
 			p.stagePackets(group)
-			p.flushStaged()
+			p.flushStagedDirect(reader)
 		}
 		clear(group[:cap(group)])
 	}
@@ -221,7 +227,16 @@ func (p *peer) sendKeepalive() {
 
 // flushStaged hands the staged packets to the crypto workers under the
 // current session, or starts a handshake when there is none.
-func (p *peer) flushStaged() {
+func (p *peer) flushStaged() { p.flushStagedDirect(nil) }
+
+// flushStagedDirect is flushStaged for the TUN reader, which passes its own
+// RCU reader: a batch sealed inline while nothing is queued for the peer's
+// sender is sent right here, under stageMu, saving the hand-off to (and the
+// wake-up of) the sender goroutine. Counter order still holds: every batch
+// is queued or sent under stageMu, and a direct send happens only when all
+// earlier batches have left. peer.stop takes stageMu after closing stopped,
+// so no direct send outlives it.
+func (p *peer) flushStagedDirect(reader *conn.Reader) {
 	d := p.d
 	r := p.current()
 	if r == nil {
@@ -256,10 +271,25 @@ func (p *peer) flushStaged() {
 			b.pkts = append(b.pkts, pk)
 		}
 		sent += len(chunk)
+		if reader != nil && r.pending.Load() == 0 && len(b.pkts) <= int(d.inlineCrypto.Load()) {
+			select {
+			case <-r.stopped:
+				d.pool.putBatch(b)
+				continue
+			default:
+			}
+			for _, pk := range b.pkts {
+				d.seal(kp, pk, b.nonce[:])
+			}
+			p.transmit(b, reader)
+			continue
+		}
+		r.pending.Add(1)
 		b.done.Lock()
 		select {
 		case r.outbound <- b:
 		case <-r.stopped:
+			r.pending.Add(-1)
 			b.done.Unlock()
 			d.pool.putBatch(b)
 			continue
@@ -317,8 +347,7 @@ func (p *peer) startHandshake() {
 // runSender sends the peer's sealed batches in counter order.
 func (p *peer) runSender(r *peerRun) {
 	defer r.wg.Done()
-	d := p.d
-	reader := d.rcu.NewReader()
+	reader := p.d.rcu.NewReader()
 	defer reader.Release()
 	for {
 		var b *batch
@@ -329,50 +358,59 @@ func (p *peer) runSender(r *peerRun) {
 		}
 		b.done.Lock() // wait for the crypto worker
 		b.done.Unlock()
-		bufs := b.bufs[:0]
-		var bytes uint64
-		data := false
-		for _, pk := range b.pkts {
-			if pk.n == 0 {
-				continue // could not be sealed
+		p.transmit(b, reader)
+		r.pending.Add(-1)
+	}
+}
+
+// transmit sends the sealed packets of b to the peer's route (RefMode: the
+// locked endpoint), returns b to the pool and signals the timers. reader
+// belongs to the calling goroutine.
+func (p *peer) transmit(b *batch, reader *conn.Reader) {
+	d := p.d
+	bufs := b.bufs[:0]
+	var bytes uint64
+	data := false
+	for _, pk := range b.pkts {
+		if pk.n == 0 {
+			continue // could not be sealed
+		}
+		bufs = append(bufs, pk.buf[:pk.n])
+		bytes += uint64(pk.n)
+		if pk.n > noise.MessageTransportOverhead {
+			data = true
+		}
+	}
+	b.bufs = bufs
+	var err error
+	sent := false
+	if len(bufs) > 0 {
+		if d.refMode {
+			// Device read lock, endpoint mutex, a route built per batch.
+			err = p.refEP.Send(d.bind, &d.mu, bufs)
+			sent = !errors.Is(err, conn.ErrNoRoute)
+		} else {
+			reader.Enter()
+			if rt := p.routes.Borrow(); rt != nil {
+				err = d.bind.Send(bufs, rt)
+				sent = true
 			}
-			bufs = append(bufs, pk.buf[:pk.n])
-			bytes += uint64(pk.n)
-			if pk.n > noise.MessageTransportOverhead {
-				data = true
-			}
+			reader.Exit()
 		}
-		b.bufs = bufs
-		var err error
-		sent := false
-		if len(bufs) > 0 {
-			if d.refMode {
-				// Device read lock, endpoint mutex, a route built per batch.
-				err = p.refEP.Send(d.bind, &d.mu, bufs)
-				sent = !errors.Is(err, conn.ErrNoRoute)
-			} else {
-				reader.Enter()
-				if rt := p.routes.Borrow(); rt != nil {
-					err = d.bind.Send(bufs, rt)
-					sent = true
-				}
-				reader.Exit()
-			}
-		}
-		d.pool.putBatch(b)
-		if !sent {
-			continue
-		}
-		if err != nil {
-			d.log.Debug("send failed", "peer", p.pub.String(), "err", err)
-			continue
-		}
-		p.txBytes.Add(bytes)
-		p.timersAnyAuthenticatedPacketTraversal()
-		p.timersAnyAuthenticatedPacketSent()
-		if data {
-			p.timersDataSent()
-		}
+	}
+	d.pool.putBatch(b)
+	if !sent {
+		return
+	}
+	if err != nil {
+		d.log.Debug("send failed", "peer", p.pub.String(), "err", err)
+		return
+	}
+	p.txBytes.Add(bytes)
+	p.timersAnyAuthenticatedPacketTraversal()
+	p.timersAnyAuthenticatedPacketSent()
+	if data {
+		p.timersDataSent()
 	}
 }
 
