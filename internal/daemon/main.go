@@ -146,6 +146,9 @@ func parseArgs(args []string) (cfg Config, action string, err error) {
 			if cfg.Interface != "" || len(rest) != 1 {
 				return cfg, "", errors.New("exactly one interface name expected")
 			}
+			if rest[0] == "" {
+				return cfg, "", fmt.Errorf("empty interface name (argument %d)", i+2)
+			}
 			cfg.Interface = rest[0]
 			return cfg, "", nil
 		default:
@@ -154,6 +157,9 @@ func parseArgs(args []string) (cfg Config, action string, err error) {
 			}
 			if cfg.Interface != "" {
 				return cfg, "", fmt.Errorf("unexpected argument %q after interface name %q", a, cfg.Interface)
+			}
+			if a == "" {
+				return cfg, "", fmt.Errorf("empty interface name (argument %d)", i+1)
 			}
 			cfg.Interface = a
 		}
