@@ -43,7 +43,10 @@ go test -count=1 -timeout 20m $(go list ./... | grep -E "$plain")
 echo "== fuzz ($FUZZTIME each)"
 for pkg in $(go list ./...); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")
-	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+	# FuzzAcceptanceUAPIAgainstReference compares our UAPI answers with
+	# wireguard-go's: its corpus runs with the unit tests, and its open-ended
+	# search for new differences is run by hand, not on every CI run.
+	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | grep -v '^FuzzAcceptanceUAPIAgainstReference$' | sort -u); do
 		echo "-- $pkg $f"
 		go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg" >/tmp/fuzz.$$ 2>&1 || { cat /tmp/fuzz.$$; exit 1; }
 	done
