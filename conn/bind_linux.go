@@ -7,7 +7,8 @@ package conn
 //	Open ──> udp4 socket ─┬─ ReceiveFunc: recvmmsg into the caller's buffers
 //	         udp6 socket ─┘   -> sockaddr + PKTINFO parsed into Endpoint values
 //	                          -> UDP GRO trains split in place (receive_linux.go)
-//	Send(bufs, route) ──> pooled sendState (own RCU reader, own mmsghdrs)
+//	Send(bufs, route) ──> the Sender's own sendState, or a pooled one
+//	                      (own RCU reader, own mmsghdrs)
 //	                      -> runs of equal sizes become UDP_SEGMENT messages
 //	                      -> sendmmsg on the raw fd with the route's sockaddr
 //	                         and sticky-source cmsg (send_linux.go)
@@ -139,7 +140,7 @@ func NewStdBindOptions(opts Options) *StdBind {
 		b.rcu = new(RCU)
 	}
 	b.inval = newInvalidator()
-	b.pool.New = func() any { return newSendState(b.rcu) }
+	b.pool.New = func() any { return newSendState(b.rcu, true) }
 	return b
 }
 

@@ -70,5 +70,25 @@ type Bind interface {
 	BatchSize() int
 }
 
+// Sender sends batches of datagrams to borrowed routes. Every Bind is a
+// Sender; NewSender gives a goroutine one of its own.
+type Sender interface {
+	// Send is Bind.Send.
+	Send(bufs [][]byte, r *Route) error
+}
+
+// NewSender returns a Sender for the calling goroutine's exclusive use and
+// the function that releases it (call it once, when the goroutine stops
+// sending). A Bind that keeps per-send scratch space (StdBind) hands out a
+// Sender whose scratch is its own, so that its sends never touch a shared
+// pool and never allocate once the first one has; any other Bind is its
+// own Sender.
+func NewSender(b Bind) (Sender, func()) {
+	if sb, ok := b.(interface{ NewSender() (Sender, func()) }); ok {
+		return sb.NewSender()
+	}
+	return b, func() {}
+}
+
 // ErrBindAlreadyOpen is returned by Open on an open Bind.
 var ErrBindAlreadyOpen = errors.New("conn: bind is already open")

@@ -59,7 +59,7 @@ func (e *RefEndpoint) Endpoint() (Endpoint, bool) {
 // Send sends bufs the conventional way: devLock (the device's network lock;
 // nil for none) is read-locked around the whole send, the endpoint mutex
 // around the copy, and a Route is built for this batch alone.
-func (e *RefEndpoint) Send(b Bind, devLock *sync.RWMutex, bufs [][]byte) error {
+func (e *RefEndpoint) Send(b Sender, devLock *sync.RWMutex, bufs [][]byte) error {
 	if devLock != nil {
 		devLock.RLock()
 		defer devLock.RUnlock()

@@ -2,8 +2,8 @@ package conn
 
 // The send path, for one Send(bufs, route) call:
 //
-//	1. take a sendState from the bind's pool (per-P; its mmsghdr, iovec
-//	   and control arrays are reused, so nothing is allocated)
+//	1. use the Sender's own sendState (NewSender), or take one from the
+//	   bind's pool (Send); its mmsghdr, iovec and control arrays are reused
 //	2. enter the state's RCU read section and borrow the published
 //	   sockets (one atomic load)
 //	3. build messages: every message points at the route's ready-made
@@ -17,7 +17,8 @@ package conn
 //	   sticky source (EINVAL, ENODEV, EADDRNOTAVAIL, ENETUNREACH) resends
 //	   the rest without it and signals the source-invalid hooks; a single
 //	   oversized datagram is skipped and reported
-//	6. exit the read section, clear the state's pointers, return it
+//	6. exit the read section, clear the state's pointers (and return a
+//	   pooled state to the pool)
 
 import (
 	"net"
@@ -47,32 +48,89 @@ type sendState struct {
 	write func(fd uintptr) bool               // s.writeMsgs bound once, so the poller path allocates nothing
 }
 
-func newSendState(d *RCU) *sendState {
+// newSendState returns scratch space with its own reader in d. A pooled
+// state (pooled) releases its reader when the pool drops it; a Sender's
+// state is released by the Sender's owner.
+func newSendState(d *RCU, pooled bool) *sendState {
 	s := &sendState{rd: d.NewReader()}
 	s.write = s.writeMsgs
-	// A state the pool drops is no longer a reader of the domain.
-	runtime.AddCleanup(s, func(rd *Reader) { rd.Release() }, s.rd)
+	if pooled {
+		// A state the pool drops is no longer a reader of the domain.
+		runtime.AddCleanup(s, func(rd *Reader) { rd.Release() }, s.rd)
+	}
 	return s
 }
 
+// checkSendArgs validates one Send's arguments; ok is false when there is
+// nothing to send.
+func checkSendArgs(bufs [][]byte, r *Route) (ok bool, err error) {
+	switch {
+	case r == nil:
+		return false, ErrNoRoute
+	case len(bufs) == 0:
+		return false, nil
+	case len(bufs) > IdealBatchSize:
+		return false, ErrBatchTooLarge
+	}
+	return true, nil
+}
+
 // Send writes bufs as datagrams to r's destination from r's sticky source.
-// It takes no lock and, on the success path, allocates nothing.
+// It takes no lock. Its scratch space comes from a pool shared by all
+// callers, which allocates now and then (a goroutine landing on an empty
+// pool shard, or after collections); a goroutine that sends in a loop
+// should take a Sender of its own (NewSender), which never allocates.
 func (b *StdBind) Send(bufs [][]byte, r *Route) error {
-	if r == nil {
-		return ErrNoRoute
-	}
-	if len(bufs) == 0 {
-		return nil
-	}
-	if len(bufs) > IdealBatchSize {
-		return ErrBatchTooLarge
+	if ok, err := checkSendArgs(bufs, r); !ok {
+		return err
 	}
 	st := b.pool.Get().(*sendState)
+	err := b.sendWith(st, bufs, r)
+	b.pool.Put(st)
+	return err
+}
+
+// NewSender returns a Sender whose scratch space belongs to it alone, and
+// the function that releases it. The scratch (about 16 KiB) is allocated by
+// the first Send, so a Sender that never sends costs almost nothing; after
+// that, its sends allocate nothing. The Sender must be used by one goroutine
+// at a time, and not after release.
+func (b *StdBind) NewSender() (Sender, func()) {
+	s := &stdSender{b: b}
+	return s, s.release
+}
+
+// stdSender is one goroutine's Sender on a StdBind.
+type stdSender struct {
+	b  *StdBind   // immutable
+	st *sendState // nil until the first Send; owned by the using goroutine
+}
+
+// Send is StdBind.Send with the sender's own scratch space.
+func (s *stdSender) Send(bufs [][]byte, r *Route) error {
+	if ok, err := checkSendArgs(bufs, r); !ok {
+		return err
+	}
+	if s.st == nil {
+		s.st = newSendState(s.b.rcu, false)
+	}
+	return s.b.sendWith(s.st, bufs, r)
+}
+
+func (s *stdSender) release() {
+	if s.st != nil {
+		s.st.rd.Release()
+		s.st = nil
+	}
+}
+
+// sendWith sends bufs with st's scratch inside st's read section and
+// leaves st holding no pointers.
+func (b *StdBind) sendWith(st *sendState, bufs [][]byte, r *Route) error {
 	st.rd.Enter()
 	err := b.send(st, bufs, r)
 	st.rd.Exit()
 	st.clear()
-	b.pool.Put(st)
 	return err
 }
 

@@ -17,7 +17,8 @@ package device
 //	peer sender (one goroutine per peer)                       sequential
 //	  -> wait for the batch (one mutex hand-off per batch)
 //	transmit (sender, or the TUN reader for a direct batch)
-//	  -> RCU read section: borrow the route, Bind.Send(batch)   no lock
+//	  -> RCU read section: borrow the route, send the batch      no lock
+//	     through the goroutine's own conn.Sender (own scratch)
 //	  -> timers, counters, buffers back to the pool
 //
 // RefMode replaces the borrowed route by the conventional locked path:
@@ -70,8 +71,8 @@ func (d *Device) runTUNReader() {
 	pkts := make([]*packet, bs)
 	bufs := make([][]byte, bs)
 	sizes := make([]int, bs)
-	reader := d.rcu.NewReader() // for batches sent without the hand-off
-	defer reader.Release()
+	tx := d.newTxState() // for batches sent without the hand-off
+	defer tx.close()
 	owners := make([]*peer, bs)
 	scratch := make([]byte, tunOffset+1<<16)
 	var peers []*peer
@@ -155,7 +156,7 @@ func (d *Device) runTUNReader() {
 				}
 			}
 			p.stagePackets(group)
-			p.flushStagedDirect(reader)
+			p.flushStagedDirect(tx)
 		}
 		clear(group[:cap(group)])
 	}
@@ -230,13 +231,13 @@ func (p *peer) sendKeepalive() {
 func (p *peer) flushStaged() { p.flushStagedDirect(nil) }
 
 // flushStagedDirect is flushStaged for the TUN reader, which passes its own
-// RCU reader: a batch sealed inline while nothing is queued for the peer's
+// sending state: a batch sealed inline while nothing is queued for the peer's
 // sender is sent right here, under stageMu, saving the hand-off to (and the
 // wake-up of) the sender goroutine. Counter order still holds: every batch
 // is queued or sent under stageMu, and a direct send happens only when all
 // earlier batches have left. peer.stop takes stageMu after closing stopped,
 // so no direct send outlives it.
-func (p *peer) flushStagedDirect(reader *conn.Reader) {
+func (p *peer) flushStagedDirect(tx *txState) {
 	d := p.d
 	r := p.current()
 	if r == nil {
@@ -271,7 +272,7 @@ func (p *peer) flushStagedDirect(reader *conn.Reader) {
 			b.pkts = append(b.pkts, pk)
 		}
 		sent += len(chunk)
-		if reader != nil && r.pending.Load() == 0 && len(b.pkts) <= int(d.inlineCrypto.Load()) {
+		if tx != nil && r.pending.Load() == 0 && len(b.pkts) <= int(d.inlineCrypto.Load()) {
 			select {
 			case <-r.stopped:
 				d.pool.putBatch(b)
@@ -281,7 +282,7 @@ func (p *peer) flushStagedDirect(reader *conn.Reader) {
 			for _, pk := range b.pkts {
 				d.seal(kp, pk, b.nonce[:])
 			}
-			p.transmit(b, reader)
+			p.transmit(b, tx)
 			continue
 		}
 		r.pending.Add(1)
@@ -344,11 +345,31 @@ func (p *peer) startHandshake() {
 	}()
 }
 
+// txState belongs to one sending goroutine (the TUN reader, a peer's
+// sender): its RCU reader for borrowing routes, and its conn.Sender, whose
+// scratch space no other goroutine touches, so a send never reaches for a
+// shared pool.
+type txState struct {
+	reader  *conn.Reader
+	out     conn.Sender
+	release func()
+}
+
+func (d *Device) newTxState() *txState {
+	out, release := conn.NewSender(d.bind)
+	return &txState{reader: d.rcu.NewReader(), out: out, release: release}
+}
+
+func (t *txState) close() {
+	t.reader.Release()
+	t.release()
+}
+
 // runSender sends the peer's sealed batches in counter order.
 func (p *peer) runSender(r *peerRun) {
 	defer r.wg.Done()
-	reader := p.d.rcu.NewReader()
-	defer reader.Release()
+	tx := p.d.newTxState()
+	defer tx.close()
 	for {
 		var b *batch
 		select {
@@ -358,15 +379,15 @@ func (p *peer) runSender(r *peerRun) {
 		}
 		b.done.Lock() // wait for the crypto worker
 		b.done.Unlock()
-		p.transmit(b, reader)
+		p.transmit(b, tx)
 		r.pending.Add(-1)
 	}
 }
 
 // transmit sends the sealed packets of b to the peer's route (RefMode: the
-// locked endpoint), returns b to the pool and signals the timers. reader
+// locked endpoint), returns b to the pool and signals the timers. tx
 // belongs to the calling goroutine.
-func (p *peer) transmit(b *batch, reader *conn.Reader) {
+func (p *peer) transmit(b *batch, tx *txState) {
 	d := p.d
 	bufs := b.bufs[:0]
 	var bytes uint64
@@ -387,15 +408,15 @@ func (p *peer) transmit(b *batch, reader *conn.Reader) {
 	if len(bufs) > 0 {
 		if d.refMode {
 			// Device read lock, endpoint mutex, a route built per batch.
-			err = p.refEP.Send(d.bind, &d.mu, bufs)
+			err = p.refEP.Send(tx.out, &d.mu, bufs)
 			sent = !errors.Is(err, conn.ErrNoRoute)
 		} else {
-			reader.Enter()
+			tx.reader.Enter()
 			if rt := p.routes.Borrow(); rt != nil {
-				err = d.bind.Send(bufs, rt)
+				err = tx.out.Send(bufs, rt)
 				sent = true
 			}
-			reader.Exit()
+			tx.reader.Exit()
 		}
 	}
 	d.pool.putBatch(b)
