@@ -3,6 +3,8 @@
 //
 //	go run ./cmd/wirelane-bench [--quick] [--duration 3s] [--repeats 5]
 //	                            [--only inproc,netns,handshake,memory,bound]
+//	                            [--engines wireguard-go,wirelane,wirelane-ref]
+//	                            [--open-loop | --window 2048 --loss-timeout 3ms]
 //	                            [--markdown]
 //
 // Progress goes to standard error as one updating line; the table goes to
@@ -29,12 +31,16 @@ func run(args []string) int {
 	quick := fs.Bool("quick", false, "smoke run of a few seconds (CI): proves the harness works, measures nothing")
 	duration := fs.Duration("duration", 0, "measured window of each throughput run (default 3s, 150ms with --quick)")
 	repeats := fs.Int("repeats", 0, "runs per engine and case; engines alternate (default 5, 1 with --quick)")
+	engines := fs.String("engines", "", "comma-separated in-process engines (default "+strings.Join(bench.DefaultConfig().Engines, ",")+")")
 	only := fs.String("only", "", "comma-separated sections: "+strings.Join(bench.AllSections, ","))
 	peers := fs.Int("peers", 0, "peers for the memory section (default 10000, 500 with --quick)")
 	handshakes := fs.Int("handshakes", 0, "handshakes timed per repeat (default 2000, 100 with --quick)")
 	wgBin := fs.String("wireguard-go", "", "wireguard-go binary for netns (default: build it)")
 	wlBin := fs.String("wirelaned", "", "wirelaned binary for netns (default: build it)")
 	markdown := fs.Bool("markdown", false, "print the table as Markdown")
+	openLoop := fs.Bool("open-loop", false, "inproc: unlimited generator (the sender reads as fast as it can; the loopback socket drops the excess)")
+	window := fs.Int("window", bench.DefaultWindow, "inproc: most packets in flight with the closed-loop generator")
+	lossTimeout := fs.Duration("loss-timeout", bench.DefaultLossTimeout, "inproc: closed loop writes in-flight packets off as lost after this long without a delivery")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -65,6 +71,10 @@ func run(args []string) int {
 	}
 	cfg.Sections = sections
 	cfg.WireguardGoBin, cfg.WirelanedBin = *wgBin, *wlBin
+	if *engines != "" {
+		cfg.Engines = strings.Split(*engines, ",")
+	}
+	cfg.OpenLoop, cfg.Window, cfg.LossTimeout = *openLoop, *window, *lossTimeout
 
 	command := "go run ./cmd/wirelane-bench"
 	if len(args) > 0 {

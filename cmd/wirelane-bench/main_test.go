@@ -29,3 +29,14 @@ func TestQuickBoundRunSucceeds(t *testing.T) {
 		t.Errorf("exit %d, want 0", got)
 	}
 }
+
+func TestBadWindowFails(t *testing.T) {
+	for _, args := range [][]string{
+		{"--quick", "--only=bound", "--window=0"},
+		{"--quick", "--only=bound", "--loss-timeout=0s"},
+	} {
+		if got := run(args); got != 1 {
+			t.Errorf("run(%q) = %d, want 1", args, got)
+		}
+	}
+}

@@ -11,10 +11,13 @@ package main
 //	-> DNS through resolvconf                                            [undo: resolvconf -d]
 //	-> routes for every peer's AllowedIPs, longest prefix first;
 //	   a /0 gets fwmark + table + "not fwmark" and suppress rules        [undo: delete rules]
+//	   and the nftables table wg-quick-IFNAME of its family
+//	   (anti-spoofing drop + fwmark save/restore)                       [undo: delete table]
 //	-> PostUp hooks -> done (undo stack discarded)
 //
-// `down` runs PreDown, saves (SaveConfig), deletes the rules and the link
-// (the daemon exits when its TUN goes), removes DNS and runs PostDown.
+// `down` runs PreDown, saves (SaveConfig), deletes the rules, the nftables
+// tables and the link (the daemon exits when its TUN goes), removes DNS and
+// runs PostDown.
 
 import (
 	"context"
@@ -48,19 +51,23 @@ names the interface after its base name (wg0.conf -> wg0).`
 
 const upHelp = `Creates the interface: starts the userspace daemon, applies the keys and
 peers, then Address, MTU, DNS, Table, routes for AllowedIPs (policy routing
-for a default route) and the PreUp/PostUp hooks (%i = interface name).
+and an nftables anti-spoofing firewall for a default route) and the
+PreUp/PostUp hooks (%i = interface name).
 If any step fails, or on Ctrl-C, everything done so far is undone.
 
 ` + quickFileHelp + `
 
 Environment: WIRELANE_DAEMON=PATH runs "PATH IFNAME" instead of the
 built-in daemon (any userspace implementation with the wireguard-go
-command line, such as wirelaned).`
+command line, such as wirelaned). WIRELANE_FIREWALL=off brings a default
+route up without the nftables firewall (for kernels without nftables;
+hosts on your other networks can then reach the tunnel's addresses).`
 
 const downHelp = `Runs PreDown, writes the configuration back if SaveConfig is true, removes
-the interface and its policy rules and DNS, then runs PostDown. If the
-daemon is no longer running (it crashed or was killed), removes what it
-left behind (interface, stale socket, policy rules, DNS) without hooks.
+the interface, its policy rules, nftables tables and DNS, then runs
+PostDown. If the daemon is no longer running (it crashed or was killed),
+removes what it left behind (interface, stale socket, policy rules,
+nftables tables, DNS) without hooks.
 
 ` + quickFileHelp
 
@@ -164,6 +171,10 @@ func up(ctx context.Context, cfg *wgquick.Config) (err error) {
 		return fmt.Errorf("`%s' is in use by a running daemon (%s/%s.sock answers), probably in another network namespace; interface names must be unique across namespaces", name, socketDir, name)
 	}
 	// Check what can be checked before anything changes.
+	firewall, err := firewallWanted()
+	if err != nil {
+		return err
+	}
 	var table int
 	if t := cfg.Interface.Table; t != "" && t != "auto" && t != "off" {
 		if table, err = netcfg.ResolveTable(t); err != nil {
@@ -232,7 +243,7 @@ func up(ctx context.Context, cfg *wgquick.Config) (err error) {
 	if err := step(); err != nil {
 		return err
 	}
-	if err := addRoutes(nc, wc, cfg, table); err != nil {
+	if err := addRoutes(nc, wc, cfg, table, firewall); err != nil {
 		return err
 	}
 	if err := runHooks(ctx, cfg.Interface.PostUp, name); err != nil {
@@ -417,8 +428,9 @@ func autoMTU(nc *netcfg.Conf, eps []netip.AddrPort) int {
 }
 
 // addRoutes adds a route for every allowed IP the device reports, longest
-// prefix first, as wg-quick does.
-func addRoutes(nc *netcfg.Conf, wc *wgctrl.Client, cfg *wgquick.Config, table int) error {
+// prefix first, as wg-quick does. A /0 (Table auto) also gets policy rules
+// and, when firewall is set, wg-quick's nftables table for its family.
+func addRoutes(nc *netcfg.Conf, wc *wgctrl.Client, cfg *wgquick.Config, table int, firewall bool) error {
 	tableMode := cfg.Interface.Table
 	if tableMode == "off" {
 		return nil
@@ -473,6 +485,9 @@ func addRoutes(nc *netcfg.Conf, wc *wgctrl.Client, cfg *wgquick.Config, table in
 					return err
 				}
 			}
+			if err := addFirewall(nc, cfg.Name, fam, fwmark, firewall); err != nil {
+				return err
+			}
 		default:
 			covered, err := nc.RouteCovered(cfg.Name, p)
 			if err != nil {
@@ -486,6 +501,44 @@ func addRoutes(nc *netcfg.Conf, wc *wgctrl.Client, cfg *wgquick.Config, table in
 		}
 	}
 	return nil
+}
+
+// firewallEnv names the variable that turns the nftables firewall of a
+// default route off: "off" skips it, "" or "on" keep it.
+const firewallEnv = "WIRELANE_FIREWALL"
+
+// firewallWanted reads WIRELANE_FIREWALL; any other value is an error, so
+// that a misspelt value never silently means "on" or "off".
+func firewallWanted() (bool, error) {
+	switch v := os.Getenv(firewallEnv); v {
+	case "", "on":
+		return true, nil
+	case "off":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s=%q: use \"on\" or \"off\"", firewallEnv, v)
+	}
+}
+
+// addFirewall installs wg-quick's anti-spoofing and fwmark table for a
+// default route in family fam. Without nftables in the kernel it fails
+// (and `up` is undone) rather than bring up a full tunnel whose addresses
+// other hosts on the LAN can reach: the user asked for a tunnel, and may
+// only skip the protection knowingly, with WIRELANE_FIREWALL=off.
+func addFirewall(nc *netcfg.Conf, name string, fam, fwmark int, enabled bool) error {
+	if !enabled {
+		v := "IPv4"
+		if fam == unix.AF_INET6 {
+			v = "IPv6"
+		}
+		fmt.Fprintf(os.Stderr, "Warning: %s=off: no nftables firewall for %s (%s); hosts on your other networks can send packets to its addresses\n", firewallEnv, name, v)
+		return nil
+	}
+	err := nc.Firewall().AddAntiSpoofing(fam, name, uint32(fwmark))
+	if errors.Is(err, netcfg.ErrNoNftables) {
+		return fmt.Errorf("%w. Without it, hosts on your other networks could reach %s's addresses. Load the modules (modprobe nf_tables nft_fib_inet nft_ct) or, accepting that risk, set %s=off", err, name, firewallEnv)
+	}
+	return err
 }
 
 // runHooks runs hook commands through bash (sh if bash is missing) with %i
@@ -548,6 +601,9 @@ func down(cfg *wgquick.Config) error {
 			}
 		}
 	}
+	if _, err := nc.Firewall().DeleteFirewall(name); err != nil {
+		errs = append(errs, err)
+	}
 	if err := nc.DeleteLink(name); err != nil {
 		errs = append(errs, err)
 	}
@@ -607,6 +663,11 @@ func downOrphan(cfg *wgquick.Config) error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	n, err := nc.Firewall().DeleteFirewall(name)
+	removed += n
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if removed > 0 && len(cfg.Interface.DNS)+len(cfg.Interface.DNSSearch) > 0 {
 		if err := nc.UnsetDNS(name); err != nil {

@@ -155,7 +155,37 @@ func netState(t *testing.T, ns *tnetns.NS) string {
 		add("rule"+fam+" ", tnetns.Run(t, ns, "ip", fam, "rule", "show"))
 	}
 	sort.Strings(lines)
+	lines = append(lines, nftState(t, ns)...)
 	return strings.Join(lines, "\n")
+}
+
+// nftState lists the namespace's nftables ruleset (wg-quick's firewall for
+// a default route) as "nft ..." lines, one table after the other in name
+// and family order. IPv6 link-local addresses are left out: wg-quick
+// protects those it happens to see, which depends on timing. Without the
+// nft command it returns nothing.
+func nftState(t *testing.T, ns *tnetns.NS) []string {
+	t.Helper()
+	if _, err := exec.LookPath("nft"); err != nil {
+		return nil
+	}
+	var tables [][]string
+	for _, l := range strings.Split(tnetns.Run(t, ns, "nft", "list", "ruleset"), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.Contains(l, "fe80:") {
+			continue
+		}
+		if strings.HasPrefix(l, "table ") || len(tables) == 0 {
+			tables = append(tables, nil)
+		}
+		tables[len(tables)-1] = append(tables[len(tables)-1], "nft "+l)
+	}
+	sort.Slice(tables, func(i, j int) bool { return tables[i][0] < tables[j][0] })
+	var out []string
+	for _, tb := range tables {
+		out = append(out, tb...)
+	}
+	return out
 }
 
 // peerState is what `wirelane show --json` says about one interface,

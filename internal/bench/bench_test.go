@@ -89,7 +89,7 @@ func TestQuickRunProducesSaneFigures(t *testing.T) {
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"machine:", "command: test", EngineWireguardGo, EngineWirelaneRef, "vs wireguard-go", "targets:", "quick smoke run"} {
+	for _, want := range []string{"machine:", "command: test", EngineWireguardGo, EngineWirelaneRef, "vs wireguard-go", "targets:", "quick smoke run", "inproc:  generator closed loop", "inproc write-offs"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, text.String())
 		}
@@ -345,22 +345,188 @@ func TestGenTUN(t *testing.T) {
 }
 
 // TestGenTUNAllocatesNothing keeps the harness out of the engines'
-// allocation counts.
+// allocation counts, open loop and closed loop (including a Read that waits
+// for room and one that times out and writes packets off).
 func TestGenTUNAllocatesNothing(t *testing.T) {
 	pkt, _ := ipv4UDPPacket(1420, inprocSrc, inprocDst)
-	g := newGenTUN("t", 1420, pkt, pkt)
-	g.start()
-	defer g.Close()
 	bufs := make([][]byte, tunBatch)
 	for i := range bufs {
 		bufs[i] = make([]byte, 16+1500)
 	}
 	sizes := make([]int, tunBatch)
+
+	g := newGenTUN("t", 1420, pkt, pkt)
+	g.start()
+	defer g.Close()
 	if a := testing.AllocsPerRun(100, func() {
 		n, _ := g.Read(bufs, sizes, 16)
 		g.Write(bufs[:n], 16)
 	}); a != 0 {
-		t.Errorf("%v allocations per Read+Write", a)
+		t.Errorf("open loop: %v allocations per Read+Write", a)
+	}
+
+	snd := newGenTUN("s", 1420, pkt, nil)
+	rcv := newGenTUN("r", 1420, nil, pkt)
+	snd.closeLoop(rcv, 2*tunBatch, time.Millisecond)
+	snd.start()
+	defer snd.Close()
+	if a := testing.AllocsPerRun(100, func() {
+		n, _ := snd.Read(bufs, sizes, 16)
+		rcv.Write(bufs[:n], 16)
+	}); a != 0 {
+		t.Errorf("closed loop: %v allocations per Read+Write", a)
+	}
+	// Fill the window, then Read once more: it waits, times out and
+	// writes the window off.
+	if a := testing.AllocsPerRun(20, func() {
+		snd.Read(bufs, sizes, 16)
+		snd.Read(bufs, sizes, 16)
+		snd.Read(bufs, sizes, 16)
+	}); a != 0 {
+		t.Errorf("closed loop with write-offs: %v allocations per three Reads", a)
+	}
+	if snd.writeOffs() == 0 {
+		t.Error("the allocation run never wrote packets off")
+	}
+}
+
+// closedLoopPair is a started closed-loop sender and its receiver with the
+// given window and loss timeout, and batch buffers for reading.
+func closedLoopPair(t *testing.T, window int, timeout time.Duration) (snd, rcv *genTUN, bufs [][]byte, sizes []int) {
+	t.Helper()
+	pkt, _ := ipv4UDPPacket(64, inprocSrc, inprocDst)
+	snd = newGenTUN("s", 1420, pkt, nil)
+	rcv = newGenTUN("r", 1420, nil, pkt)
+	snd.closeLoop(rcv, window, timeout)
+	snd.start()
+	t.Cleanup(func() { snd.Close() })
+	bufs = make([][]byte, tunBatch)
+	for i := range bufs {
+		bufs[i] = make([]byte, 16+1500)
+	}
+	return snd, rcv, bufs, make([]int, tunBatch)
+}
+
+// deliver writes n copies of the generated packet to rcv, as the receiving
+// engine would.
+func deliver(rcv *genTUN, bufs [][]byte, n int) {
+	for n > 0 {
+		k := min(n, len(bufs))
+		rcv.Write(bufs[:k], 16)
+		n -= k
+	}
+}
+
+func TestGenTUNClosedLoopWaitsForDeliveries(t *testing.T) {
+	snd, rcv, bufs, sizes := closedLoopPair(t, 300, time.Hour)
+	// 300 packets of room: two full batches, then a Read must wait, since
+	// 44 packets of room are less than a batch.
+	for i, want := range []int{128, 128} {
+		if n, err := snd.Read(bufs, sizes, 16); n != want || err != nil {
+			t.Fatalf("Read %d = %d, %v; want %d", i, n, err, want)
+		}
+	}
+	read := make(chan int, 1)
+	go func() {
+		n, _ := snd.Read(bufs, sizes, 16)
+		read <- n
+	}()
+	select {
+	case n := <-read:
+		t.Fatalf("Read returned %d packets with 256 of 300 in flight", n)
+	case <-time.After(30 * time.Millisecond):
+	}
+	// 84 delivered: 172 in flight, 128 of room. The receiver's Write wakes
+	// the waiting Read.
+	w := make([][]byte, 84)
+	for i := range w {
+		w[i] = bufs[0]
+	}
+	rcv.Write(w[:83], 16)
+	select {
+	case n := <-read:
+		t.Fatalf("Read returned %d packets with 127 packets of room", n)
+	case <-time.After(30 * time.Millisecond):
+	}
+	rcv.Write(w[:1], 16)
+	select {
+	case n := <-read:
+		if n != 128 {
+			t.Fatalf("woken Read returned %d packets, want 128", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Read still waits after deliveries made room for a batch")
+	}
+	if got := snd.txPackets.Load() - rcv.rxPackets.Load(); got != 300 {
+		t.Errorf("%d packets in flight, want the window, 300", got)
+	}
+	if snd.writeOffs() != 0 {
+		t.Errorf("%d write-offs with an hour's timeout", snd.writeOffs())
+	}
+
+	// Close ends a waiting Read.
+	errc := make(chan error, 1)
+	go func() {
+		_, err := snd.Read(bufs, sizes, 16)
+		errc <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	snd.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("waiting Read ended with %v, want os.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end a Read waiting for room")
+	}
+}
+
+func TestGenTUNClosedLoopWritesOffLostPackets(t *testing.T) {
+	snd, rcv, bufs, sizes := closedLoopPair(t, 128, 5*time.Millisecond)
+	if n, _ := snd.Read(bufs, sizes, 16); n != 128 {
+		t.Fatalf("first Read = %d, want 128", n)
+	}
+	// All 128 are lost: the next Read waits one timeout, writes them off
+	// and goes on.
+	start := time.Now()
+	n, err := snd.Read(bufs, sizes, 16)
+	if n != 128 || err != nil {
+		t.Fatalf("Read after a loss = %d, %v; want 128", n, err)
+	}
+	if d := time.Since(start); d < 5*time.Millisecond {
+		t.Errorf("Read went on after %v, before the 5ms timeout", d)
+	}
+	if snd.writeOffs() != 1 {
+		t.Errorf("%d write-offs, want 1", snd.writeOffs())
+	}
+	snd.loop.mu.Lock()
+	in, off := snd.loop.inFlight(snd), snd.loop.writtenOff
+	snd.loop.mu.Unlock()
+	if in != 128 || off != 128 {
+		t.Errorf("in flight %d, written off %d; want 128 and 128", in, off)
+	}
+	// The first 128 were only late. Once 200 arrive, more arrived than
+	// were handed out and not written off: the write-off shrinks to what
+	// cannot have arrived (56), never leaving a negative number in flight.
+	deliver(rcv, bufs, 200)
+	snd.loop.mu.Lock()
+	in, off = snd.loop.inFlight(snd), snd.loop.writtenOff
+	snd.loop.mu.Unlock()
+	if in != 0 || off != 56 {
+		t.Errorf("after late arrivals: in flight %d, written off %d; want 0 and 56", in, off)
+	}
+	// Loss is still visible to the harness: 256 generated, 200 delivered.
+	if g, d := snd.txPackets.Load(), rcv.rxPackets.Load(); g != 256 || d != 200 {
+		t.Errorf("generated %d, delivered %d; want 256 and 200", g, d)
+	}
+	// When the rest turn up too, nothing stays written off.
+	deliver(rcv, bufs, 56)
+	snd.loop.mu.Lock()
+	in, off = snd.loop.inFlight(snd), snd.loop.writtenOff
+	snd.loop.mu.Unlock()
+	if in != 0 || off != 0 {
+		t.Errorf("after all arrived: in flight %d, written off %d; want 0 and 0", in, off)
 	}
 }
 
@@ -446,6 +612,8 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.Handshakes = -1 },
 		func(c *Config) { c.Warmup = -time.Second },
 		func(c *Config) { c.Engines = []string{"boringtun"} },
+		func(c *Config) { c.Window = 0 },
+		func(c *Config) { c.LossTimeout = 0 },
 	}
 	for i, mutate := range bad {
 		c := DefaultConfig()
@@ -459,5 +627,16 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := QuickConfig().Validate(); err != nil {
 		t.Error(err)
+	}
+	open := DefaultConfig()
+	open.OpenLoop, open.Window, open.LossTimeout = true, 0, 0
+	if err := open.Validate(); err != nil {
+		t.Errorf("open loop needs no window: %v", err)
+	}
+	if m := open.GeneratorMode(); !strings.HasPrefix(m, "open loop") {
+		t.Errorf("open-loop mode described as %q", m)
+	}
+	if m := DefaultConfig().GeneratorMode(); !strings.Contains(m, "closed loop") || !strings.Contains(m, "2048 packets") {
+		t.Errorf("closed-loop mode described as %q", m)
 	}
 }

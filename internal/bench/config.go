@@ -66,6 +66,16 @@ type Config struct {
 	WireguardGoBin, WirelanedBin string
 	// Quick marks a smoke run (reported in the notes).
 	Quick bool
+	// OpenLoop runs the in-process generator without flow control, as
+	// fast as the sending engine reads (the method before the closed
+	// loop); false: closed loop with Window packets in flight at most.
+	OpenLoop bool
+	// Window is the most packets the closed-loop generator keeps in
+	// flight (handed to the sender, not yet delivered by the receiver).
+	Window int
+	// LossTimeout is how long the closed-loop generator waits without a
+	// delivery before it writes off the packets in flight as lost.
+	LossTimeout time.Duration
 }
 
 // DefaultConfig is a full run: about five minutes on two cores.
@@ -78,6 +88,9 @@ func DefaultConfig() Config {
 		Handshakes: 2000,
 		Peers:      10000,
 		Engines:    []string{EngineWireguardGo, EngineWirelane, EngineWirelaneRef},
+
+		Window:      DefaultWindow,
+		LossTimeout: DefaultLossTimeout,
 	}
 }
 
@@ -92,6 +105,15 @@ func QuickConfig() Config {
 	c.Peers = 500
 	c.Quick = true
 	return c
+}
+
+// GeneratorMode describes the in-process generator this configuration
+// runs, for the report.
+func (c Config) GeneratorMode() string {
+	if c.OpenLoop {
+		return "open loop (unlimited: the sender reads as fast as it can, excess is dropped by the loopback socket)"
+	}
+	return fmt.Sprintf("closed loop (at most %d packets in flight; written off as lost after %v without a delivery)", c.Window, c.LossTimeout)
 }
 
 // Has reports whether the section is selected.
@@ -117,6 +139,12 @@ func (c Config) Validate() error {
 	}
 	if c.Handshakes < 1 {
 		return fmt.Errorf("handshakes %d: must be at least 1", c.Handshakes)
+	}
+	if !c.OpenLoop && c.Window < 1 {
+		return fmt.Errorf("window %d: must be at least 1 packet (or run open loop)", c.Window)
+	}
+	if !c.OpenLoop && c.LossTimeout <= 0 {
+		return fmt.Errorf("loss timeout %v: must be positive", c.LossTimeout)
 	}
 	if c.Peers < 1 {
 		return fmt.Errorf("peers %d: must be at least 1", c.Peers)

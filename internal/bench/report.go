@@ -235,6 +235,9 @@ func (r *Report) preamble() []string {
 		fmt.Sprintf("command: %s", r.Command),
 		fmt.Sprintf("runs:    %s per run, %d repeats, engines alternated, medians with min-max", r.Config.Duration, r.Config.Repeats),
 	}
+	if r.Config.Has(SectionInproc) {
+		lines = append(lines, "inproc:  generator "+r.Config.GeneratorMode())
+	}
 	return lines
 }
 

@@ -30,10 +30,10 @@ func (d *discard) sendBatch(pkts [][]byte) error {
 	}
 	return nil
 }
-func (d *discard) remote() netip.AddrPort                           { return netip.MustParseAddrPort("192.0.2.1:1194") }
-func (d *discard) serve(*sync.WaitGroup, func([]byte), func(error)) {}
-func (d *discard) close() error                                     { return nil }
-func (d *discard) name() string                                     { return "UDPv4" }
+func (d *discard) remote() netip.AddrPort                              { return netip.MustParseAddrPort("192.0.2.1:1194") }
+func (d *discard) serve(*sync.WaitGroup, func() *rxBatch, func(error)) {}
+func (d *discard) close() error                                        { return nil }
+func (d *discard) name() string                                        { return "UDPv4" }
 
 func benchSession(tb testing.TB) (*Session, *discard) {
 	d := &discard{}

@@ -8,7 +8,10 @@
 //
 //	receive goroutines (one per socket; conn.StdBind batches or TCP frames):
 //	    handlePacket -> data opcode    -> data.Decrypt -> ping/exit handling
-//	                                                   -> rx queue (pktqueue) -> ReadPacket(s)
+//	                                      -> DeliverTo set: the goroutine's rxBatch (copied
+//	                                         behind the writer's headroom), one Write per
+//	                                         receive batch
+//	                                      -> else rx queue (pktqueue) -> ReadPacket(s)
 //	                 -> control opcode -> control.Channel.HandlePacket
 //	WritePacket (any goroutine): copy to pooled buffer -> data.Encrypt -> transport.send
 //	    (UDP: conn.RouteCache.Borrow, one atomic load, then StdBind.Send)
@@ -103,12 +106,13 @@ type Session struct {
 	batches  sync.Pool     // *txBatch for WritePackets
 	wrapErr  atomic.Value  // last control unwrap error (string), for diagnostics
 
-	rx      *pktqueue.Queue // received packets for ReadPacket(s)
-	txPool  sync.Pool       // *[]byte send buffers with head- and tailroom
-	closed  chan struct{}   // closed by fail
-	closeMu sync.Once       // makes fail run once
-	err     error           // written once by fail before closed is closed; read after
-	wg      sync.WaitGroup  // receive and timer goroutines
+	rx      *pktqueue.Queue      // received packets for ReadPacket(s)
+	sink    atomic.Pointer[sink] // set by DeliverTo; nil: packets go to rx
+	txPool  sync.Pool            // *[]byte send buffers with head- and tailroom
+	closed  chan struct{}        // closed by fail
+	closeMu sync.Once            // makes fail run once
+	err     error                // written once by fail before closed is closed; read after
+	wg      sync.WaitGroup       // receive and timer goroutines
 }
 
 // keyCtx is one authenticated key state on the client side.
@@ -207,7 +211,7 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 	now := time.Now().UnixNano()
 	s.lastRecv.Store(now)
 	s.lastSend.Store(now)
-	tr.serve(&s.wg, s.handlePacket, s.fail)
+	tr.serve(&s.wg, s.newRxBatch, s.fail)
 	ks, err := s.ctrl.Start(0)
 	if err != nil {
 		s.fail(err)
@@ -297,8 +301,9 @@ func (s *Session) KeyID() uint8 {
 }
 
 // handlePacket processes one packet from the server; pkt has data.Tailroom
-// spare capacity and is only valid during the call.
-func (s *Session) handlePacket(pkt []byte) {
+// spare capacity and is only valid during the call. Payloads go to rb
+// when a writer is attached (DeliverTo), else to the rx queue.
+func (s *Session) handlePacket(pkt []byte, rb *rxBatch) {
 	op, _ := wire.Header(pkt[0])
 	if !op.IsData() {
 		if err := s.ctrl.HandlePacket(pkt); err != nil {
@@ -327,6 +332,9 @@ func (s *Session) handlePacket(pkt []byte) {
 		return
 	}
 	s.rxBytes.Add(uint64(len(payload)))
+	if rb.add(payload) {
+		return
+	}
 	s.rx.Put(payload) // a full queue drops, like a NIC ring
 }
 

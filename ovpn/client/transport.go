@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -18,16 +19,18 @@ import (
 //
 // send takes the packet buf[off:off+n]; the two bytes before off are free
 // (TCP writes its length prefix there), so no transport copies.
-// serve starts the receive goroutines: each calls handle for every packet
-// from the server (pkt has at least data.Tailroom spare capacity, valid
-// only during the call) and fail when its socket breaks.
+// serve starts the receive goroutines: each takes its own rxBatch from
+// newRx, calls its handle for every packet from the server (pkt has at
+// least data.Tailroom spare capacity, valid only during the call), its
+// flush after each receive batch (before waiting for more), and fail when
+// its socket breaks.
 type transport interface {
 	send(buf []byte, off, n int) error
 	// sendBatch sends several packets at once; each pkts[i] starts with
 	// sendHeadroom free bytes followed by the packet.
 	sendBatch(pkts [][]byte) error
 	remote() netip.AddrPort // the server's transport address
-	serve(wg *sync.WaitGroup, handle func(pkt []byte), fail func(error))
+	serve(wg *sync.WaitGroup, newRx func() *rxBatch, fail func(error))
 	close() error
 	name() string // "UDPv4", "TCPv4_CLIENT", ... for the options string
 }
@@ -97,11 +100,12 @@ func (t *udpTransport) sendBatch(pkts [][]byte) error {
 
 func (t *udpTransport) remote() netip.AddrPort { return t.server }
 
-func (t *udpTransport) serve(wg *sync.WaitGroup, handle func([]byte), fail func(error)) {
+func (t *udpTransport) serve(wg *sync.WaitGroup, newRx func() *rxBatch, fail func(error)) {
 	for _, fn := range t.fns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			rx := newRx()
 			const stride = maxPkt + data.Tailroom
 			slab := make([]byte, udpBatch*stride)
 			bufs := make([][]byte, udpBatch)
@@ -122,8 +126,9 @@ func (t *udpTransport) serve(wg *sync.WaitGroup, handle func([]byte), fail func(
 					}
 					// Capacity runs to the end of this buffer's stride, so
 					// Decrypt has its tailroom without touching the next.
-					handle(slab[i*stride : i*stride+sizes[i] : (i+1)*stride])
+					rx.handle(slab[i*stride : i*stride+sizes[i] : (i+1)*stride])
 				}
+				rx.flush()
 			}
 		}()
 	}
@@ -182,14 +187,21 @@ func (t *tcpTransport) remote() netip.AddrPort {
 	return netip.AddrPort{}
 }
 
-func (t *tcpTransport) serve(wg *sync.WaitGroup, handle func([]byte), fail func(error)) {
+func (t *tcpTransport) serve(wg *sync.WaitGroup, newRx func() *rxBatch, fail func(error)) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		rx := newRx()
+		// Frames are read from a buffer, so one read system call takes
+		// many; the batch is flushed when the buffer runs dry.
+		r := bufio.NewReaderSize(t.c, 256<<10)
 		buf := make([]byte, maxPkt+data.Tailroom)
 		var hdr [2]byte
 		for {
-			if _, err := io.ReadFull(t.c, hdr[:]); err != nil {
+			if r.Buffered() < 2 {
+				rx.flush()
+			}
+			if _, err := io.ReadFull(r, hdr[:]); err != nil {
 				fail(fmt.Errorf("client: transport: %w", err))
 				return
 			}
@@ -198,11 +210,11 @@ func (t *tcpTransport) serve(wg *sync.WaitGroup, handle func([]byte), fail func(
 				fail(fmt.Errorf("client: transport: %w", wire.ErrBadLength))
 				return
 			}
-			if _, err := io.ReadFull(t.c, buf[:n]); err != nil {
+			if _, err := io.ReadFull(r, buf[:n]); err != nil {
 				fail(fmt.Errorf("client: transport: %w", err))
 				return
 			}
-			handle(buf[:n])
+			rx.handle(buf[:n])
 		}
 	}()
 }

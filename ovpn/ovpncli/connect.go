@@ -222,7 +222,9 @@ func Connect(args []string) int {
 		progress("status not published: %v", err)
 	}
 	go pumpFromTUN(d, sess)
-	go pumpToTUN(d, sess)
+	// The session's receive goroutines write to the device themselves,
+	// a receive batch per write, so the device can coalesce it (GRO).
+	sess.DeliverTo(d, tunOffset)
 	progress("tunnel up; press Ctrl-C to disconnect")
 	return waitSession(ctx, sess, func() { pub.close(); teardown() })
 }
@@ -291,10 +293,14 @@ func installRoutes(nc *netConf, server netip.Addr, push *control.PushReply) erro
 // smaller batch would drop it (tun.ErrTooManySegments).
 const tunBatch = 128
 
+// tunOffset is the room before each packet for the virtio-net header of
+// Linux TUN devices with offloads.
+const tunOffset = 16
+
 // pumpFromTUN sends what the device reads into the tunnel, a device batch
 // per WritePackets call.
 func pumpFromTUN(d tun.Device, sess *client.Session) {
-	const offset = 16
+	const offset = tunOffset
 	n := min(max(d.BatchSize(), 1), tunBatch)
 	bufs := make([][]byte, n)
 	pkts := make([][]byte, n)
@@ -311,31 +317,6 @@ func pumpFromTUN(d tun.Device, sess *client.Session) {
 			_ = sess.WritePackets(pkts[:got])
 		}
 		if err != nil && !errors.Is(err, tun.ErrTooManySegments) {
-			return
-		}
-	}
-}
-
-// pumpToTUN writes what the tunnel delivers to the device, taking every
-// packet already queued so the device can coalesce them (GRO).
-func pumpToTUN(d tun.Device, sess *client.Session) {
-	const offset = 16
-	n := min(max(d.BatchSize(), 1), tunBatch)
-	bufs := make([][]byte, n)
-	out := make([][]byte, n)
-	sizes := make([]int, n)
-	for i := range bufs {
-		bufs[i] = make([]byte, offset+65535)
-	}
-	for {
-		got, err := sess.ReadPackets(bufs, sizes, offset)
-		if err != nil {
-			return
-		}
-		for i := 0; i < got; i++ {
-			out[i] = bufs[i][:offset+sizes[i]]
-		}
-		if _, err := d.Write(out[:got], offset); errors.Is(err, os.ErrClosed) {
 			return
 		}
 	}

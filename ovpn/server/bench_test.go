@@ -109,7 +109,7 @@ func BenchmarkHandleData(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s.handleData(p, pkt)
+		s.handleData(p, pkt, nil)
 	}
 	b.StopTimer()
 	if bad := s.Stats().BadData.Load() + s.Stats().Spoofed.Load(); bad != 0 {

@@ -39,7 +39,7 @@ func FuzzServerPacket(f *testing.F) {
 		cs.Flush()
 		op, _ := wire.Header(pkt[0])
 		if op.IsData() {
-			s.udpData(from, buf[:copy(buf[:65535], pkt)])
+			s.udpData(from, buf[:copy(buf[:65535], pkt)], nil)
 			ch := data.NewChannel(0)
 			_, _, _ = ch.Decrypt(buf[:copy(buf[:65535], pkt)])
 			return

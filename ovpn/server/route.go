@@ -5,7 +5,8 @@ package server
 //	client packet -> data.Decrypt (primary, or the prepared/lame-duck key)
 //	    -> ping / OCC exit -> source must be the client's pool address
 //	    -> client-to-client and the destination is a client? encrypt to it
-//	    -> else the rx queue -> ReadPacket
+//	    -> else the UDP reader's TUN batch (AttachTUN; one device write per
+//	       receive batch) or the rx queue -> ReadPacket
 //	WritePacket -> destination pool address -> client -> encrypt -> send
 //	WritePackets -> the same per packet into a batch -> runs of equal-size
 //	    packets to one client become UDP_SEGMENT (GSO) messages -> one sendmmsg
@@ -26,9 +27,11 @@ import (
 	"github.com/wirelane/wirelane/ovpn/data"
 )
 
-// handleData decrypts a data packet of p and routes its payload. It
-// reports whether the packet authenticated.
-func (s *Server) handleData(p *peer, pkt []byte) bool {
+// handleData decrypts a data packet of p and routes its payload: to
+// another client, to sink when it is not nil (the UDP reader's batch for
+// the attached TUN device), else to the rx queue. It reports whether the
+// packet authenticated.
+func (s *Server) handleData(p *peer, pkt []byte, sink *tunSink) bool {
 	ch := p.data.Load()
 	if ch == nil {
 		s.stats.BadData.Add(1)
@@ -63,6 +66,10 @@ func (s *Server) handleData(p *peer, pkt []byte) bool {
 			}
 			return true
 		}
+	}
+	if sink != nil {
+		sink.add(s, payload)
+		return true
 	}
 	s.deliver(payload)
 	return true

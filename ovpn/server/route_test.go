@@ -62,7 +62,7 @@ func TestDataV1ClientByAddress(t *testing.T) {
 	if op, _ := wire.Header(enc[0]); op != wire.DataV1 {
 		t.Fatalf("client sent %v", op)
 	}
-	s.udpData(from, enc)
+	s.udpData(from, enc, nil)
 	got := make([]byte, 2048)
 	n, err := s.ReadPacket(got)
 	if err != nil || !bytes.Equal(got[:n], pkt) {
@@ -70,7 +70,7 @@ func TestDataV1ClientByAddress(t *testing.T) {
 	}
 	// The same packet from another address is not this client's.
 	enc, _ = cli.EncryptPayload(buf, pkt)
-	s.udpData(netip.MustParseAddrPort("127.0.0.1:9"), enc)
+	s.udpData(netip.MustParseAddrPort("127.0.0.1:9"), enc, nil)
 	if s.Stats().BadData.Load() != 1 {
 		t.Fatalf("bad data count %d", s.Stats().BadData.Load())
 	}

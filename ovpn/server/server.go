@@ -130,9 +130,10 @@ type Server struct {
 	graveMu sync.Mutex             // guards graves
 	graves  map[graveKey]time.Time // refused sessions, until their cookie expires
 
-	rx      *pktqueue.Queue // packets for the host side
-	txPool  sync.Pool       // *[]byte send buffers
-	batches sync.Pool       // *txBatch for WritePackets
+	tun     atomic.Pointer[attached] // the device of a running AttachTUN, or nil
+	rx      *pktqueue.Queue          // packets for the host side (TCP clients, or no device attached)
+	txPool  sync.Pool                // *[]byte send buffers
+	batches sync.Pool                // *txBatch for WritePackets
 	done    chan struct{}
 	wg      sync.WaitGroup
 
@@ -239,6 +240,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		} else {
 			s.ubatch = ipv6.NewPacketConn(s.udp)
 		}
+		setSocketBuffers(s.udp)
 		s.gso.Store(probeGSO(s.udp))
 		s.gsoLimit.Store(maxPkt + 1)
 		s.wg.Add(1)

@@ -88,7 +88,7 @@ func (s *Server) serveTCP(c net.Conn) {
 		}
 		op, _ := wire.Header(raw[0])
 		if op.IsData() {
-			s.handleData(peer, raw)
+			s.handleData(peer, raw, nil)
 			continue
 		}
 		if err := peer.ctrl.HandlePacket(raw); err != nil {

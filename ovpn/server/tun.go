@@ -3,8 +3,11 @@ package server
 // Attaching a TUN device to the server.
 //
 //	device Read (batch) -> WritePackets -> client by destination address
-//	ReadPackets (what is queued) -> device Write of the batch (virtio
-//	    header room before each packet; the device coalesces with GRO)
+//	UDP reader: decrypted packets -> its tunSink (copied behind virtio
+//	    header room) -> device Write of the batch at the end of each
+//	    receive batch (the device coalesces with GRO)
+//	TCP readers: rx queue -> ReadPackets (what is queued) -> device Write
+//	    of the batch
 
 import (
 	"errors"
@@ -29,6 +32,9 @@ const maxTUNBatch = 128
 // not close dev; closing dev afterwards ends its reader goroutine. Packets
 // for addresses no client has are dropped (counted in Stats.NoRoute).
 func (s *Server) AttachTUN(dev tun.Device) error {
+	att := &attached{dev: dev}
+	s.tun.Store(att)
+	defer s.tun.CompareAndSwap(att, nil)
 	errc := make(chan error, 2)
 	go func() { errc <- s.fromTUN(dev) }()
 	go func() { errc <- s.toTUN(dev) }()
@@ -93,5 +99,61 @@ func (s *Server) toTUN(dev tun.Device) error {
 			// A packet the kernel refused; keep going.
 			s.stats.TUNErrors.Add(1)
 		}
+	}
+}
+
+// attached is the device of a running AttachTUN.
+type attached struct{ dev tun.Device }
+
+// tunSink is the UDP reader's batch of decrypted packets for the attached
+// device. Only the reader goroutine uses it.
+type tunSink struct {
+	att  *attached
+	bufs [][]byte // each tunOffset+maxPkt bytes, so the device can coalesce into it
+	out  [][]byte // bufs[:n] cut to their packets
+	n    int
+}
+
+// sinkFor returns the reader's sink for the device attached now: cur
+// when it is still the one, nil when no device is attached.
+func (s *Server) sinkFor(cur *tunSink) *tunSink {
+	att := s.tun.Load()
+	if att == nil {
+		return nil
+	}
+	if cur != nil && cur.att == att {
+		return cur
+	}
+	n := min(max(att.dev.BatchSize(), 1), maxTUNBatch)
+	k := &tunSink{att: att, bufs: make([][]byte, n), out: make([][]byte, n)}
+	for i := range k.bufs {
+		k.bufs[i] = make([]byte, tunOffset+maxPkt)
+	}
+	return k
+}
+
+// add copies one packet into the batch, writing the batch out first when
+// it is full.
+func (k *tunSink) add(s *Server, pkt []byte) {
+	if k.n == len(k.bufs) {
+		k.flush(s)
+	}
+	b := k.bufs[k.n]
+	k.out[k.n] = b[:tunOffset+copy(b[tunOffset:], pkt)]
+	k.n++
+}
+
+// flush writes the batch to the device in one call.
+func (k *tunSink) flush(s *Server) {
+	if k.n == 0 {
+		return
+	}
+	_, err := k.att.dev.Write(k.out[:k.n], tunOffset)
+	clear(k.out[:k.n])
+	k.n = 0
+	if err != nil {
+		// A packet the kernel refused, or the device is gone (AttachTUN
+		// then returns and detaches it).
+		s.stats.TUNErrors.Add(1)
 	}
 }

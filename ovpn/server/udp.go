@@ -4,6 +4,10 @@ package server
 //
 //	socket (recvmmsg batches) -> data opcode -> peer by peer-id (DATA_V2) or address -> handleData
 //	                         (a known peer-id from a new address floats the peer)
+//	       -> decrypted packets for the host, with a TUN device attached:
+//	          copied into the reader's TUN batch, one device write per
+//	          receive batch (no queue, no goroutine hand-off; a slow
+//	          device holds the reader back and the socket buffer absorbs it)
 //	       -> control from a known address -> control.Channel.HandlePacket
 //	       -> control from an unknown address -> stateless cookie (cookie.go)
 
@@ -43,6 +47,28 @@ func probeGSO(c *net.UDPConn) bool {
 	return ok
 }
 
+// socketBuffer is asked for as SO_RCVBUF and SO_SNDBUF of the UDP socket:
+// the kernel default (about 200 KiB) overflows under one fast client's
+// bursts, and each drop costs the client's TCP a retransmission.
+const socketBuffer = 7 << 20
+
+// setSocketBuffers enlarges c's buffers: the FORCE options first (they
+// pass net.core.rmem_max with CAP_NET_ADMIN), else the plain ones
+// (capped by the sysctl). Best effort.
+func setSocketBuffers(c *net.UDPConn) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
+			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[0], socketBuffer) != nil {
+				_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[1], socketBuffer)
+			}
+		}
+	})
+}
+
 // udpReadBatch is how many datagrams one receive system call may return.
 const udpReadBatch = 32
 
@@ -67,7 +93,12 @@ func (s *Server) readUDP() {
 	if gro {
 		scratch = make([]byte, stride)
 	}
+	var sink *tunSink // this goroutine's batch for the attached device
 	for {
+		if sink != nil {
+			sink.flush(s)
+		}
+		sink = s.sinkFor(sink)
 		n, err := s.ubatch.ReadBatch(msgs, 0)
 		if err != nil {
 			if s.isClosed() {
@@ -97,12 +128,12 @@ func (s *Server) readUDP() {
 				m.OOB = m.OOB[:oobLen]
 			}
 			if seg <= 0 || seg >= len(pkt) {
-				s.udpPacket(from, pkt)
+				s.udpPacket(from, pkt, sink)
 				continue
 			}
 			for off := 0; off < len(pkt); off += seg {
 				k := copy(scratch, pkt[off:min(off+seg, len(pkt))])
-				s.udpPacket(from, scratch[:k])
+				s.udpPacket(from, scratch[:k], sink)
 			}
 		}
 	}
@@ -139,11 +170,12 @@ func groSegment(oob []byte) int {
 	return 0
 }
 
-// udpPacket handles one datagram.
-func (s *Server) udpPacket(from netip.AddrPort, pkt []byte) {
+// udpPacket handles one datagram; sink (nil without a TUN device) takes
+// decrypted packets for the host.
+func (s *Server) udpPacket(from netip.AddrPort, pkt []byte, sink *tunSink) {
 	op, _ := wire.Header(pkt[0])
 	if op.IsData() {
-		s.udpData(from, pkt)
+		s.udpData(from, pkt, sink)
 		return
 	}
 	s.mu.RLock()
@@ -164,7 +196,7 @@ func (s *Server) udpPacket(from netip.AddrPort, pkt []byte) {
 	s.udpUnknown(from, pkt)
 }
 
-func (s *Server) udpData(from netip.AddrPort, pkt []byte) {
+func (s *Server) udpData(from netip.AddrPort, pkt []byte, sink *tunSink) {
 	op, _, pid, _, err := wire.DecodeDataHeader(pkt)
 	if err != nil {
 		s.stats.BadData.Add(1)
@@ -183,12 +215,12 @@ func (s *Server) udpData(from netip.AddrPort, pkt []byte) {
 		return
 	}
 	if p.remote() == from {
-		s.handleData(p, pkt)
+		s.handleData(p, pkt, sink)
 		return
 	}
 	// A DATA_V2 packet of a known peer-id from a new address: the client's
 	// NAT mapping changed. Follow it once the packet authenticates.
-	if op != wire.DataV2 || !s.handleData(p, pkt) {
+	if op != wire.DataV2 || !s.handleData(p, pkt, sink) {
 		return
 	}
 	s.float(p, from)
