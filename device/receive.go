@@ -142,27 +142,7 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			if p.deliverDirect(r, b) {
 				continue
 			}
-			r.pendingIn.Add(1)
-			b.done.Lock()
-			select {
-			case r.inbound <- b:
-			case <-r.stopped:
-				r.pendingIn.Add(-1)
-				b.done.Unlock()
-				d.pool.putBatch(b)
-				continue
-			}
-			if d.crypt(b) {
-				continue
-			}
-			select {
-			case d.work <- b:
-			case <-d.quit:
-				for _, pk := range b.pkts {
-					pk.ok = false
-				}
-				b.done.Unlock()
-			}
+			d.dispatch(b, r.inbound, &r.pendingIn, r.stopped)
 		}
 		clear(kps)
 	}

@@ -31,6 +31,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -285,27 +286,7 @@ func (p *peer) flushStagedDirect(tx *txState) {
 			p.transmit(b, tx)
 			continue
 		}
-		r.pending.Add(1)
-		b.done.Lock()
-		select {
-		case r.outbound <- b:
-		case <-r.stopped:
-			r.pending.Add(-1)
-			b.done.Unlock()
-			d.pool.putBatch(b)
-			continue
-		}
-		if d.crypt(b) {
-			continue
-		}
-		select {
-		case d.work <- b:
-		case <-d.quit:
-			for _, pk := range b.pkts {
-				pk.n = 0 // never sealed: the sender must drop it
-			}
-			b.done.Unlock()
-		}
+		d.dispatch(b, r.outbound, &r.pending, r.stopped)
 	}
 	n := copy(p.staged, p.staged[sent:])
 	clear(p.staged[n:])
@@ -472,6 +453,40 @@ func defaultInlineCrypto() int32 {
 		return conn.IdealBatchSize
 	}
 	return inlineBatchMax
+}
+
+// dispatch queues b, locked, on its peer's ordered queue (pending counts
+// it until the peer's goroutine is done with it), then seals or opens it
+// right here when it is small, or hands it to the crypto workers. A peer
+// that has stopped gets nothing: b goes back to the pool. A device that is
+// closing leaves b unprocessed and marked so (pk.n = 0 when sealing,
+// pk.ok = false when opening), and the peer's goroutine drops it.
+func (d *Device) dispatch(b *batch, queue chan<- *batch, pending *atomic.Int32, stopped <-chan struct{}) {
+	pending.Add(1)
+	b.done.Lock()
+	select {
+	case queue <- b:
+	case <-stopped:
+		pending.Add(-1)
+		b.done.Unlock()
+		d.pool.putBatch(b)
+		return
+	}
+	if d.crypt(b) {
+		return
+	}
+	select {
+	case d.work <- b:
+	case <-d.quit:
+		for _, pk := range b.pkts {
+			if b.send {
+				pk.n = 0 // never sealed
+			} else {
+				pk.ok = false // never opened
+			}
+		}
+		b.done.Unlock()
+	}
 }
 
 // crypt seals or opens b in the calling goroutine when it is small enough

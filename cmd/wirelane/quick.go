@@ -536,7 +536,7 @@ func addFirewall(nc *netcfg.Conf, name string, fam, fwmark int, enabled bool) er
 	}
 	err := nc.Firewall().AddAntiSpoofing(fam, name, uint32(fwmark))
 	if errors.Is(err, netcfg.ErrNoNftables) {
-		return fmt.Errorf("%w. Without it, hosts on your other networks could reach %s's addresses. Load the modules (modprobe nf_tables nft_fib_inet nft_ct) or, accepting that risk, set %s=off", err, name, firewallEnv)
+		return fmt.Errorf("%w. Without it, hosts on your other networks could reach %s's addresses. Load the modules (modprobe nf_tables nft_fib_ipv4 nft_fib_ipv6 nft_ct) or, accepting that risk, set %s=off", err, name, firewallEnv)
 	}
 	return err
 }

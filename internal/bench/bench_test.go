@@ -377,11 +377,12 @@ func TestGenTUNAllocatesNothing(t *testing.T) {
 		t.Errorf("closed loop: %v allocations per Read+Write", a)
 	}
 	// Fill the window, then Read once more: it waits, times out and
-	// writes the window off.
+	// writes the window off. One delivery keeps the wait at its base.
 	if a := testing.AllocsPerRun(20, func() {
 		snd.Read(bufs, sizes, 16)
 		snd.Read(bufs, sizes, 16)
 		snd.Read(bufs, sizes, 16)
+		rcv.Write(bufs[:1], 16)
 	}); a != 0 {
 		t.Errorf("closed loop with write-offs: %v allocations per three Reads", a)
 	}
@@ -527,6 +528,30 @@ func TestGenTUNClosedLoopWritesOffLostPackets(t *testing.T) {
 	snd.loop.mu.Unlock()
 	if in != 0 || off != 0 {
 		t.Errorf("after all arrived: in flight %d, written off %d; want 0 and 0", in, off)
+	}
+
+	// Two write-offs in a row without a delivery: the second waits twice
+	// as long, so one long stall cannot pile windows into the pipeline.
+	if n, _ := snd.Read(bufs, sizes, 16); n != 128 {
+		t.Fatalf("Read with an empty window = %d, want 128", n)
+	}
+	start = time.Now()
+	snd.Read(bufs, sizes, 16) // waits 5ms, writes 128 off
+	mid := time.Now()
+	snd.Read(bufs, sizes, 16) // waits 10ms, writes 128 off
+	end := time.Now()
+	if snd.writeOffs() != 3 {
+		t.Fatalf("%d write-offs, want 3", snd.writeOffs())
+	}
+	if first, second := mid.Sub(start), end.Sub(mid); second < 10*time.Millisecond {
+		t.Errorf("write-offs after %v and then %v without a delivery; want the second after at least 10ms", first, second)
+	}
+	// A delivery brings the wait back to 5ms.
+	deliver(rcv, bufs, 1)
+	start = time.Now()
+	snd.Read(bufs, sizes, 16)
+	if d := time.Since(start); d < 5*time.Millisecond || d > 9*time.Millisecond && d > 2*(end.Sub(mid)) {
+		t.Errorf("after a delivery the write-off waited %v, want about 5ms", d)
 	}
 }
 

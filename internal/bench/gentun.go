@@ -91,9 +91,21 @@ type flowWindow struct {
 	writeOffs atomic.Uint64
 	// late counts written-off packets that arrived after all (a write-off
 	// that came too soon); read atomically by the harness, written under mu.
-	late  atomic.Uint64
-	timer *time.Timer // guarded by mu; reused so that waiting allocates nothing
+	late atomic.Uint64
+	// timer is reused so that waiting allocates nothing; guarded by mu.
+	timer *time.Timer
+	// wait is how long the next write-off waits without a delivery: the
+	// timeout, doubled after every write-off not followed by a delivery
+	// (up to maxWriteOffWait), so that one long stall of the pipeline
+	// cannot pile window upon window into it. Guarded by mu.
+	wait time.Duration
+	// rxAtWriteOff is the delivered count at the last write-off; guarded
+	// by mu.
+	rxAtWriteOff uint64
 }
+
+// maxWriteOffWait caps the doubled wait between write-offs.
+const maxWriteOffWait = time.Second
 
 // Closed-loop defaults. The window keeps the pipeline full (a few batches
 // in every stage of both engines) yet far below what the 7 MiB socket
@@ -257,7 +269,10 @@ func (l *flowWindow) admit(g *genTUN, want int) (int, bool) {
 			l.waiting.Store(false)
 			return int(need), true
 		}
-		l.timer.Reset(l.timeout)
+		if rx != l.rxAtWriteOff || l.wait == 0 {
+			l.wait = l.timeout // delivered since the last write-off
+		}
+		l.timer.Reset(l.wait)
 		select {
 		case <-l.wake:
 			l.timer.Stop()
@@ -268,6 +283,8 @@ func (l *flowWindow) admit(g *genTUN, want int) (int, bool) {
 				// inFlight).
 				l.writtenOff += l.inFlight(g)
 				l.writeOffs.Add(1)
+				l.rxAtWriteOff = rx
+				l.wait = min(2*l.wait, maxWriteOffWait)
 			}
 		case <-g.closed:
 			l.timer.Stop()
