@@ -109,14 +109,9 @@ func (p *pools) getPackets(dst []*packet) {
 			}
 			dst[i] = nil
 		}
-		if n := len(p.packets); n > 0 {
-			pk := p.packets[n-1]
-			p.packets[n-1] = nil
-			p.packets = p.packets[:n-1]
-			if len(pk.buf) == size {
-				dst[i] = pk
-				continue
-			}
+		if pk := pop(&p.packets); pk != nil && len(pk.buf) == size {
+			dst[i] = pk
+			continue
 		}
 		dst[i] = &packet{buf: make([]byte, size)}
 	}
@@ -126,15 +121,12 @@ func (p *pools) getPackets(dst []*packet) {
 // getLarge returns a packet whose buffer holds largeBufferSize bytes.
 func (p *pools) getLarge() *packet {
 	p.mu.Lock()
-	if n := len(p.large); n > 0 {
-		pk := p.large[n-1]
-		p.large[n-1] = nil
-		p.large = p.large[:n-1]
-		p.mu.Unlock()
-		return pk
-	}
+	pk := pop(&p.large)
 	p.mu.Unlock()
-	return &packet{buf: make([]byte, largeBufferSize)}
+	if pk == nil {
+		pk = &packet{buf: make([]byte, largeBufferSize)}
+	}
+	return pk
 }
 
 // putPackets returns packets to the pool.
@@ -161,15 +153,12 @@ func (p *pools) putPackets(pkts []*packet) {
 // getBatch returns an empty batch.
 func (p *pools) getBatch() *batch {
 	p.mu.Lock()
-	if n := len(p.batches); n > 0 {
-		b := p.batches[n-1]
-		p.batches[n-1] = nil
-		p.batches = p.batches[:n-1]
-		p.mu.Unlock()
-		return b
-	}
+	b := pop(&p.batches)
 	p.mu.Unlock()
-	return &batch{pkts: make([]*packet, 0, conn.IdealBatchSize), bufs: make([][]byte, 0, conn.IdealBatchSize)}
+	if b == nil {
+		b = &batch{pkts: make([]*packet, 0, conn.IdealBatchSize), bufs: make([][]byte, 0, conn.IdealBatchSize)}
+	}
+	return b
 }
 
 // putBatch returns a batch and its packets to the pool.
@@ -184,4 +173,17 @@ func (p *pools) putBatch(b *batch) {
 		p.batches = append(p.batches, b)
 	}
 	p.mu.Unlock()
+}
+
+// pop removes and returns the last element of a free list (nil when it is
+// empty), clearing its slot so the list keeps nothing alive.
+func pop[T any](list *[]*T) *T {
+	n := len(*list)
+	if n == 0 {
+		return nil
+	}
+	x := (*list)[n-1]
+	(*list)[n-1] = nil
+	*list = (*list)[:n-1]
+	return x
 }

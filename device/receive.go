@@ -227,14 +227,10 @@ func (p *peer) runReceiver(r *peerRun) {
 	defer r.wg.Done()
 	d := p.d
 	for {
-		var b *batch
-		select {
-		case b = <-r.inbound:
-		case <-r.stopped:
+		b := nextBatch(r.inbound, r.stopped)
+		if b == nil {
 			return
 		}
-		b.done.Lock() // wait for the crypto worker
-		b.done.Unlock()
 		p.recvMu.Lock()
 		p.deliver(b, &p.heads)
 		p.recvMu.Unlock()

@@ -352,14 +352,10 @@ func (p *peer) runSender(r *peerRun) {
 	tx := p.d.newTxState()
 	defer tx.close()
 	for {
-		var b *batch
-		select {
-		case b = <-r.outbound:
-		case <-r.stopped:
+		b := nextBatch(r.outbound, r.stopped)
+		if b == nil {
 			return
 		}
-		b.done.Lock() // wait for the crypto worker
-		b.done.Unlock()
 		p.transmit(b, tx)
 		r.pending.Add(-1)
 	}
@@ -453,6 +449,19 @@ func defaultInlineCrypto() int32 {
 		return conn.IdealBatchSize
 	}
 	return inlineBatchMax
+}
+
+// nextBatch waits for the next batch of a peer's ordered queue and for its
+// crypto to finish; nil when the peer has stopped.
+func nextBatch(queue <-chan *batch, stopped <-chan struct{}) *batch {
+	select {
+	case b := <-queue:
+		b.done.Lock() // held by whoever seals or opens it
+		b.done.Unlock()
+		return b
+	case <-stopped:
+		return nil
+	}
 }
 
 // dispatch queues b, locked, on its peer's ordered queue (pending counts
