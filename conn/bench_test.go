@@ -5,7 +5,8 @@ package conn
 //
 //	go test -run '^$' -bench Send -benchmem -benchtime 100ms -cpu 1,2,4,8 ./conn/
 //
-// "loopback" sends through a real StdBind to a UDP socket on 127.0.0.1 that
+// Every sending goroutine has its own Sender, as in the device. "loopback"
+// sends through a real StdBind to a UDP socket on 127.0.0.1 that
 // nobody reads (the kernel drops past its buffer, after doing the send
 // work); "sink" sends to a Bind that only reads the route, to isolate what
 // the route costs.
@@ -81,10 +82,12 @@ func BenchmarkSend(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					rd := rcu.NewReader()
 					defer rd.Release()
+					tx, release := NewSender(bind)
+					defer release()
 					bufs := makeBufs(benchBatch, benchSize)
 					for pb.Next() {
 						rd.Enter()
-						if err := bind.Send(bufs, cache.Borrow()); err != nil {
+						if err := tx.Send(bufs, cache.Borrow()); err != nil {
 							b.Error(err)
 						}
 						rd.Exit()
@@ -103,9 +106,11 @@ func BenchmarkSend(b *testing.B) {
 				b.SetBytes(benchBatch * benchSize)
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
+					tx, release := NewSender(bind)
+					defer release()
 					bufs := makeBufs(benchBatch, benchSize)
 					for pb.Next() {
-						if err := e.Send(bind, &dev, bufs); err != nil {
+						if err := e.Send(tx, &dev, bufs); err != nil {
 							b.Error(err)
 						}
 					}
