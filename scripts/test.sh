@@ -10,7 +10,7 @@ FUZZTIME="${FUZZTIME:-5s}"
 
 if [ "$(id -u)" = 0 ]; then
 	need=()
-	for p in wg:wireguard-tools iperf3:iperf3 ping:iputils-ping ncat:ncat openvpn:openvpn ip:iproute2 iptables:iptables openssl:openssl; do
+	for p in wg:wireguard-tools iperf3:iperf3 ping:iputils-ping ncat:ncat openvpn:openvpn ip:iproute2 iptables:iptables nft:nftables openssl:openssl; do
 		command -v "${p%%:*}" >/dev/null 2>&1 || need+=("${p#*:}")
 	done
 	if [ "${#need[@]}" -gt 0 ]; then
