@@ -240,23 +240,7 @@ func TestReadFailsWhenInterfaceDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	errc := make(chan error, 1)
-	go func() {
-		bufs := [][]byte{make([]byte, 65536+16)}
-		bufs = append(bufs, make([][]byte, d.BatchSize()-1)...)
-		for i := range bufs {
-			if bufs[i] == nil {
-				bufs[i] = make([]byte, 65536+16)
-			}
-		}
-		sizes := make([]int, len(bufs))
-		for {
-			if _, err := d.Read(bufs, sizes, 16); err != nil && err != ErrTooManySegments {
-				errc <- err
-				return
-			}
-		}
-	}()
+	errc := readUntilError(d)
 	link, err := netlink.LinkByName(name)
 	if err != nil {
 		t.Fatal(err)
@@ -283,25 +267,17 @@ func TestMTUFollowsInterfaceIntoAnotherNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	ns := uniqueName("wlmns")
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-	}
-	run("ip", "netns", "add", ns)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	ns := newNamespace(t, "wlmns")
 	// A different interface with the same name stays behind, so that a
 	// look-up by name in the old namespace would answer wrongly.
-	run("ip", "link", "set", name, "netns", ns)
-	run("ip", "tuntap", "add", "dev", name, "mode", "tun")
-	run("ip", "link", "set", name, "mtu", "1300")
+	moveLink(t, name, "", ns)
+	runIP(t, "tuntap", "add", "dev", name, "mode", "tun")
+	runIP(t, "link", "set", name, "mtu", "1300")
 	t.Cleanup(func() { exec.Command("ip", "link", "del", name).Run() })
 
 	for _, mtu := range []int{9000, 65456, 1280} {
 		drain(d)
-		run("ip", "-n", ns, "link", "set", name, "mtu", fmt.Sprint(mtu))
+		runIP(t, "-n", ns, "link", "set", name, "mtu", fmt.Sprint(mtu))
 		waitEvent(t, d, EventMTUUpdate)
 		if got, err := d.MTU(); err != nil || got != mtu {
 			t.Fatalf("after setting MTU %d in the other namespace: MTU() = %d, %v", mtu, got, err)
@@ -309,12 +285,10 @@ func TestMTUFollowsInterfaceIntoAnotherNamespace(t *testing.T) {
 	}
 
 	// Moving it once more is followed too.
-	ns2 := uniqueName("wlmns")
-	run("ip", "netns", "add", ns2)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns2).Run() })
-	run("ip", "-n", ns, "link", "set", name, "netns", ns2)
+	ns2 := newNamespace(t, "wlmns")
+	moveLink(t, name, ns, ns2)
 	drain(d)
-	run("ip", "-n", ns2, "link", "set", name, "mtu", "4000")
+	runIP(t, "-n", ns2, "link", "set", name, "mtu", "4000")
 	waitEvent(t, d, EventMTUUpdate)
 	if got, err := d.MTU(); err != nil || got != 4000 {
 		t.Fatalf("after a second move: MTU() = %d, %v; want 4000", got, err)
@@ -373,16 +347,8 @@ func TestNamespaceDeletionEndsTheDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	ns := uniqueName("wlnns")
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-	}
-	run("ip", "netns", "add", ns)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	run("ip", "link", "set", name, "netns", ns)
+	ns := newNamespace(t, "wlnns")
+	moveLink(t, name, "", ns)
 	// Let the follower notice the move and look at the namespace a few
 	// times, then ask for the MTU there, so that a descriptor kept by
 	// either would show.
@@ -393,21 +359,8 @@ func TestNamespaceDeletionEndsTheDevice(t *testing.T) {
 	}
 	time.Sleep(3 * followInterval)
 
-	errc := make(chan error, 1)
-	go func() {
-		bufs := make([][]byte, d.BatchSize())
-		for i := range bufs {
-			bufs[i] = make([]byte, 65536+16)
-		}
-		sizes := make([]int, len(bufs))
-		for {
-			if _, err := d.Read(bufs, sizes, 16); err != nil && err != ErrTooManySegments {
-				errc <- err
-				return
-			}
-		}
-	}()
-	run("ip", "netns", "del", ns)
+	errc := readUntilError(d)
+	runIP(t, "netns", "del", ns)
 	select {
 	case err := <-errc:
 		t.Logf("Read after the namespace was deleted: %v", err)

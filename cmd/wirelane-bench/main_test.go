@@ -30,10 +30,11 @@ func TestQuickBoundRunSucceeds(t *testing.T) {
 	}
 }
 
-func TestBadWindowFails(t *testing.T) {
+func TestBadInprocOptionsFail(t *testing.T) {
 	for _, args := range [][]string{
 		{"--quick", "--only=bound", "--window=0"},
 		{"--quick", "--only=bound", "--loss-timeout=0s"},
+		{"--quick", "--only=bound", "--engines=wirelane,boringtun"},
 	} {
 		if got := run(args); got != 1 {
 			t.Errorf("run(%q) = %d, want 1", args, got)

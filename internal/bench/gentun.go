@@ -13,12 +13,14 @@ package bench
 //	                          of the first one, wakes a waiting sender)
 //
 // Closed loop (closeLoop): the sender's Read hands out packets only while
-// handed out - delivered to the receiver - written off stays below the
+// handed out - delivered to the receiver - written off stays within the
 // window. When the window is full, Read waits on a channel that the
-// receiver's Write signals; if nothing is delivered for lossTimeout, the
-// packets still in flight are written off as lost and generation goes on.
-// Open loop (no closeLoop): Read fills every batch as fast as the engine
-// reads.
+// receiver's Write signals once enough packets have arrived to make room
+// for a batch (no spinning, one wake-up per wait). If nothing at all is
+// delivered for the loss timeout, the packets in flight are written off as
+// lost and generation goes on; the next write-off without a delivery in
+// between waits twice as long. Open loop (no closeLoop): Read fills every
+// batch as fast as the engine reads.
 //
 // Nothing on either path allocates, so the allocation counts of a run belong
 // to the engines.
@@ -79,8 +81,11 @@ type flowWindow struct {
 	timeout time.Duration // read-only: no delivery for this long writes off the in-flight packets
 	recv    *genTUN       // read-only: the device whose deliveries are counted
 
-	waiting atomic.Bool   // set by a Read waiting for room, cleared when it goes on
-	wake    chan struct{} // capacity 1: the receiver's Write signals a waiting Read
+	// wakeAt is the delivered count at which a Read waiting for room can
+	// go on, or noWake; set by the waiting Read, read by the receiver's
+	// Write, which signals wake once its count reaches it.
+	wakeAt atomic.Uint64
+	wake   chan struct{} // capacity 1: the receiver's Write signals a waiting Read
 
 	mu sync.Mutex // serialises Reads of the sender; guards the fields below
 	// writtenOff counts packets given up as lost after a timeout (less
@@ -104,18 +109,28 @@ type flowWindow struct {
 	rxAtWriteOff uint64
 }
 
-// maxWriteOffWait caps the doubled wait between write-offs.
-const maxWriteOffWait = time.Second
-
-// Closed-loop defaults. The window keeps the pipeline full (a few batches
-// in every stage of both engines) yet far below what the 7 MiB socket
-// buffers of both binds hold, so the loopback socket does not overflow; see
-// docs/benchmarks.md for the windows measured. The timeout is long beside
-// the time one batch takes to cross the tunnel (well under a millisecond)
-// and short beside a window of measurement.
 const (
-	DefaultWindow      = 2048
-	DefaultLossTimeout = 3 * time.Millisecond
+	// maxWriteOffWait caps the doubled wait between write-offs.
+	maxWriteOffWait = time.Second
+	// noWake is wakeAt when no Read waits.
+	noWake = ^uint64(0)
+)
+
+// Closed-loop defaults, both measured on a 2-core machine (numbers in
+// docs/benchmarks.md). The window is 16 batches: 256 packets starved both
+// engines' pipelines (lower throughput), 1024 and 2048 performed alike,
+// 4096 and more raised wireguard-go's CPU per GB and, at 8192 with 64-byte
+// packets, let it drop 15% of them. The loss timeout must outlast the
+// pipeline's own pauses: on a loaded machine wireguard-go went tens of
+// milliseconds without delivering anything, so at 3 ms and 20 ms write-offs
+// were mostly of packets that then arrived, and at 3 ms the extra windows
+// they let in overflowed the socket again (16-40% loss).
+const (
+	// DefaultWindow is Config.Window unless set: most packets in flight.
+	DefaultWindow = 2048
+	// DefaultLossTimeout is Config.LossTimeout unless set: how long
+	// without a delivery before the packets in flight are written off.
+	DefaultLossTimeout = 50 * time.Millisecond
 )
 
 var (
@@ -156,6 +171,7 @@ func (g *genTUN) closeLoop(recv *genTUN, window int, timeout time.Duration) {
 		wake:    make(chan struct{}, 1),
 		timer:   t,
 	}
+	g.loop.wakeAt.Store(noWake)
 	recv.sender = g
 }
 
@@ -233,22 +249,23 @@ func (g *genTUN) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	return n, nil
 }
 
-// inFlight is the number of packets handed out and neither delivered nor
-// written off. Written-off packets are taken to be lost; if more packets
-// arrive than that allows, some were only late, and the written-off count
-// shrinks so that the count in flight never goes below zero (it is exact
-// again once every late packet has arrived). Called with l.mu held.
-func (l *flowWindow) inFlight(g *genTUN) uint64 {
+// inFlight returns the number of packets handed out and neither delivered
+// nor written off, and the delivered count it used. Written-off packets are
+// taken to be lost; if more packets arrive than that allows, some were only
+// late, and the written-off count shrinks so that the count in flight never
+// goes below zero (it is exact again once every late packet has arrived).
+// Called with l.mu held.
+func (l *flowWindow) inFlight(g *genTUN) (in, rx uint64) {
 	// Read the delivered count first: it only grows, so the difference
 	// can only overstate what is in flight, never understate it.
-	rx := l.recv.rxPackets.Load()
+	rx = l.recv.rxPackets.Load()
 	tx := g.txPackets.Load()
 	if rx+l.writtenOff > tx {
-		back := rx + l.writtenOff - tx
-		l.late.Add(min(back, l.writtenOff))
-		l.writtenOff -= min(back, l.writtenOff)
+		back := min(rx+l.writtenOff-tx, l.writtenOff)
+		l.late.Add(back)
+		l.writtenOff -= back
 	}
-	return tx - rx - l.writtenOff
+	return tx - rx - l.writtenOff, rx
 }
 
 // admit waits until the window has room for want packets (or for all the
@@ -257,17 +274,19 @@ func (l *flowWindow) inFlight(g *genTUN) uint64 {
 func (l *flowWindow) admit(g *genTUN, want int) (int, bool) {
 	need := min(uint64(want), l.window)
 	for {
-		in := l.inFlight(g)
-		if l.window-min(in, l.window) >= need {
+		in, rx := l.inFlight(g)
+		if in+need <= l.window {
 			return int(need), true
 		}
-		// Announce the wait, then look again: a delivery between the
-		// first look and the announcement would otherwise go unsignalled.
-		l.waiting.Store(true)
-		rx := l.recv.rxPackets.Load()
-		if in = l.inFlight(g); l.window-min(in, l.window) >= need {
-			l.waiting.Store(false)
-			return int(need), true
+		// Room for need packets comes with this many more deliveries.
+		// Ask the receiver's Write to signal then, and look again: a
+		// delivery between the first look and the request would
+		// otherwise go unsignalled.
+		at := rx + (in + need - l.window)
+		l.wakeAt.Store(at)
+		if l.recv.rxPackets.Load() >= at {
+			l.wakeAt.Store(noWake)
+			continue
 		}
 		if rx != l.rxAtWriteOff || l.wait == 0 {
 			l.wait = l.timeout // delivered since the last write-off
@@ -278,20 +297,21 @@ func (l *flowWindow) admit(g *genTUN, want int) (int, bool) {
 			l.timer.Stop()
 		case <-l.timer.C:
 			if l.recv.rxPackets.Load() == rx {
-				// Nothing arrived for a whole timeout: what is in
+				// Nothing arrived for a whole wait: what is in
 				// flight is lost (a late arrival is given back by
 				// inFlight).
-				l.writtenOff += l.inFlight(g)
+				in, _ = l.inFlight(g)
+				l.writtenOff += in
 				l.writeOffs.Add(1)
 				l.rxAtWriteOff = rx
 				l.wait = min(2*l.wait, maxWriteOffWait)
 			}
 		case <-g.closed:
 			l.timer.Stop()
-			l.waiting.Store(false)
+			l.wakeAt.Store(noWake)
 			return 0, false
 		}
-		l.waiting.Store(false)
+		l.wakeAt.Store(noWake)
 	}
 }
 
@@ -316,12 +336,12 @@ func (g *genTUN) Write(bufs [][]byte, offset int) (int, error) {
 			bad++
 		}
 	}
-	g.rxPackets.Add(uint64(len(bufs)))
+	rx := g.rxPackets.Add(uint64(len(bufs)))
 	g.rxBytes.Add(bytesIn)
 	if bad != 0 {
 		g.rxBad.Add(bad)
 	}
-	if s := g.sender; s != nil && s.loop.waiting.Load() {
+	if s := g.sender; s != nil && rx >= s.loop.wakeAt.Load() {
 		select {
 		case s.loop.wake <- struct{}{}:
 		default:
