@@ -4,6 +4,7 @@
 //
 //	wirelane up|down|strip|save CONFIG_FILE|INTERFACE
 //	wirelane genkey | pubkey | genpsk
+//	wirelane list [--json]
 //	wirelane show [--json] [INTERFACE|all|interfaces]
 //	wirelane demo [--duration D] [--mtu N] [--keep]
 //	wirelane ovpn connect|serve [flags] FILE
@@ -47,6 +48,7 @@ func init() {
 		{name: "down", args: "CONFIG_FILE|INTERFACE", summary: "remove a tunnel made by up", help: downHelp, run: cmdDown},
 		{name: "strip", args: "CONFIG_FILE|INTERFACE", summary: "print the file without wg-quick-only keys", help: stripHelp, run: cmdStrip},
 		{name: "save", args: "CONFIG_FILE|INTERFACE", summary: "write a running tunnel's configuration back to its file", help: saveHelp, run: cmdSave},
+		{name: "list", args: "[--json]", summary: "list the tunnels you can bring up or down, and their state", help: listHelp, run: cmdList},
 		{name: "show", args: "[--json] [INTERFACE|all|interfaces]", summary: "show tunnels, peers, handshakes and transfer", help: showHelp, run: cmdShow},
 		{name: "genkey", summary: "print a new private key", help: genkeyHelp, run: cmdGenkey},
 		{name: "pubkey", summary: "read a private key on stdin, print its public key", help: pubkeyHelp, run: cmdPubkey},

@@ -304,6 +304,26 @@ func TestUpDown(t *testing.T) {
 	if out, err := wlIn(t, ns, "up", conf); err == nil || !strings.Contains(out, "already exists") {
 		t.Errorf("second up: %v\n%s", err, out)
 	}
+	// A tray client's view: the tunnel is listed as up, with its peers.
+	listed, err := wlIn(t, ns, "list", "--json")
+	var doc struct {
+		Tunnels []listEntry `json:"tunnels"`
+	}
+	if err != nil || json.Unmarshal([]byte(listed), &doc) != nil {
+		t.Errorf("list --json: %v\n%s", err, listed)
+	}
+	found := false
+	for _, e := range doc.Tunnels {
+		if e.Name == ifname {
+			found = e.State == "up" && e.Kind == "wireguard" && e.Peers == 2
+			if !found {
+				t.Errorf("list: %+v", e)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("list --json lacks %s:\n%s", ifname, listed)
+	}
 	human, err := wlIn(t, ns, "show", ifname)
 	if err != nil || !strings.Contains(human, "interface: "+ifname) || !strings.Contains(human, "persistent keepalive: every 25 seconds") {
 		t.Errorf("show: %v\n%s", err, human)
