@@ -168,8 +168,10 @@ func (s *Session) pull(kc *keyCtx, mr *control.MessageReader) error {
 			return ErrAuthFailed
 		case "AUTH_PENDING", "INFO", "INFO_PRE":
 			s.logf("openvpn: server: %s", m)
-		case "RESTART", "HALT":
+		case "RESTART":
 			return fmt.Errorf("%w: %s", ErrRestart, m)
+		case "HALT":
+			return fmt.Errorf("%w: %s", ErrHalt, m)
 		default:
 			s.logf("openvpn: ignoring control message %q before PUSH_REPLY", control.MessageKind(m))
 		}
@@ -276,8 +278,10 @@ func (s *Session) messageLoop(kc *keyCtx, mr *control.MessageReader) {
 		switch control.MessageKind(m) {
 		case "AUTH_FAILED":
 			s.fail(fmt.Errorf("%w: %s", ErrAuthFailed, m))
-		case "RESTART", "HALT":
+		case "RESTART":
 			s.fail(fmt.Errorf("%w: %s", ErrRestart, m))
+		case "HALT":
+			s.fail(fmt.Errorf("%w: %s", ErrHalt, m))
 		case "EXIT":
 			s.fail(ErrServerExit)
 		case "PUSH_REPLY":

@@ -68,6 +68,7 @@ var (
 	ErrAuthFailed  = errors.New("client: authentication failed (AUTH_FAILED)")
 	ErrServerExit  = errors.New("client: server ended the session")
 	ErrRestart     = errors.New("client: server asked for a restart")
+	ErrHalt        = errors.New("client: server asked the client to stop (HALT)")
 	ErrPingRestart = errors.New("client: nothing received within ping-restart")
 	ErrClosed      = errors.New("client: session closed")
 	ErrTimeout     = errors.New("client: handshake timed out")
@@ -146,7 +147,7 @@ func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, erro
 	}
 	tlsCfg, err := control.TLSConfig(control.TLSParams{CA: cfg.CA, Cert: cfg.Cert, Key: cfg.Key,
 		RemoteCertTLS: cfg.RemoteCertTLS, VerifyX509: cfg.VerifyX509, VerifyX509Typ: cfg.VerifyX509Typ,
-		MinVersion: tlsVersion(cfg.TLSVersionMin)})
+		MinVersion: tlsVersion(cfg.TLSVersionMin), CRLFile: cfg.CRLVerify})
 	if err != nil {
 		return nil, err
 	}

@@ -77,6 +77,10 @@ type Config struct {
 	RemoteCertTLS string        // "server", "client" or ""
 	VerifyX509    string        // verify-x509-name value
 	VerifyX509Typ string        // subject (default), name, name-prefix
+	// CRLVerify is the crl-verify file checked against the server's
+	// certificate ("" = none); relative names are resolved against the
+	// configuration's directory.
+	CRLVerify string
 
 	RenegSec      int // 0 disables client-initiated renegotiation
 	Ping          int // seconds; 0 = as pushed
@@ -147,7 +151,7 @@ func (p *parser) inline(tag, body string) error {
 	switch tag {
 	case "auth-user-pass":
 		return p.userPass(body, "<auth-user-pass>")
-	case "tls-crypt-v2", "secret", "pkcs12", "crl-verify", "extra-certs", "connection", "http-proxy-user-pass":
+	case "tls-crypt-v2", "secret", "pkcs12", "extra-certs", "connection", "http-proxy-user-pass":
 		return p.Errorf("<"+tag+">", "inline %w", ErrUnsupported)
 	case "dh":
 		p.Warn("<dh>", "ignored (client)")

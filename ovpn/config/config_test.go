@@ -109,7 +109,11 @@ func TestErrorsNameDirectiveAndLine(t *testing.T) {
 	}{
 		{base + "tls-crypt-v2 k\n", "x.ovpn:9: tls-crypt-v2", true},
 		{base + "compress lz4\n", "x.ovpn:9: compress", true},
-		{base + "crl-verify crl.pem\n", "x.ovpn:9: crl-verify", true},
+		{base + "crl-verify /etc/openvpn/crls dir\n", "x.ovpn:9: crl-verify: the directory form (crl-verify DIR dir) is not supported", true},
+		{base + "<crl-verify>\nx\n</crl-verify>\n", "x.ovpn:9: <crl-verify>: inline CRLs are not supported", true},
+		{base + "crl-verify [inline]\n", "x.ovpn:9: crl-verify: inline CRLs", true},
+		{base + "crl-verify crl.pem bogus\n", "x.ovpn:9: crl-verify: unknown flag \"bogus\"", false},
+		{base + "crl-verify crl.pem\n", "x.ovpn:9: crl-verify: file references are not allowed", false},
 		{base + "proto sctp\n", "x.ovpn:9: proto: unknown protocol", false},
 		{base + "remote h 99999\n", "x.ovpn:9: remote: bad number", false},
 		{base + "dev tap0\n", "x.ovpn:9: dev: only tun", false},
@@ -150,6 +154,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("client\nremote h 1194 udp\n<ca>\n" + pem + "</ca>\nauth-user-pass\n"))
 	f.Add([]byte("client\n<tls-crypt>\n" + staticKeyText() + "</tls-crypt>\nkeepalive 1 2\n"))
 	f.Add([]byte("remote 'a b' \"c\nproto tcp6\n"))
+	f.Add([]byte("client\nremote h\ncrl-verify crl.pem\ncrl-verify /x dir\n<crl-verify>\n</crl-verify>\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b, "f", "")
 		if err == nil && (len(c.Remotes) == 0 || len(c.CA) == 0) {

@@ -20,7 +20,6 @@ var securityDirectives = map[string]string{
 	"cryptoapicert":            "Windows certificate store",
 	"management-external-key":  "external keys",
 	"management-external-cert": "external certificates",
-	"crl-verify":               "certificate revocation lists",
 	"verify-hash":              "certificate fingerprint pinning",
 	"peer-fingerprint":         "certificate fingerprint pinning",
 	"tls-verify":               "certificate verification scripts",
@@ -215,6 +214,7 @@ func (p *parser) finish() (*Config, error) {
 	c.CA, c.Cert, c.Key = sh.CA, sh.Cert, sh.Key
 	c.TLSAuth, c.TLSCrypt, c.KeyDirection, c.Auth = sh.TLSAuth, sh.TLSCrypt, sh.KeyDirection, sh.Auth
 	c.TLSVersionMin = sh.TLSVersionMin
+	c.CRLVerify = sh.CRLVerify
 	if !p.client {
 		return nil, p.Errorf("", "not a client configuration (add `client`); server mode is not supported")
 	}

@@ -7,7 +7,7 @@ package config
 //	text -> lines -> inline block <tag> ... </tag> -> inline callback
 //	             \-> tokens (quotes, comments, leading --) -> directive callback
 //	callbacks -> SharedDirective / SharedInline (credentials, wrapping,
-//	             TLS floor, data-ciphers) -> Reader.Shared
+//	             TLS floor, data-ciphers, crl-verify) -> Reader.Shared
 
 import (
 	"fmt"
@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
@@ -48,6 +49,9 @@ type Shared struct {
 	// DataCiphers is the raw data-ciphers list ("" when unset); see
 	// Reader.Ciphers.
 	DataCiphers string
+	// CRLVerify is the crl-verify file, resolved against Reader.Dir and
+	// checked to hold CRLs when read ("" when unset).
+	CRLVerify string
 }
 
 // NewReader returns a Reader for text named name; dir resolves relative
@@ -118,17 +122,26 @@ func (r *Reader) ReadFile(directive, name string) ([]byte, error) {
 	if name == "[inline]" {
 		return nil, nil
 	}
-	if r.Dir == "" {
-		return nil, r.Errorf(directive, "file references are not allowed here (%q)", name)
+	path, err := r.resolve(directive, name)
+	if err != nil {
+		return nil, err
 	}
-	if !filepath.IsAbs(name) {
-		name = filepath.Join(r.Dir, name)
-	}
-	b, err := os.ReadFile(name)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, r.Errorf(directive, "%v", err)
 	}
 	return b, nil
+}
+
+// resolve turns a file name of a directive into a path relative to Dir.
+func (r *Reader) resolve(directive, name string) (string, error) {
+	if r.Dir == "" {
+		return "", r.Errorf(directive, "file references are not allowed here (%q)", name)
+	}
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(r.Dir, name)
+	}
+	return name, nil
 }
 
 // Want checks that the directive args[0] has min to max arguments.
@@ -180,8 +193,8 @@ func (r *Reader) Keepalive(args []string) (ping, restart int, err error) {
 }
 
 // SharedDirective handles ca, cert, key, tls-auth, tls-crypt,
-// key-direction, auth, tls-version-min and data-ciphers (ncp-ciphers)
-// into r.Shared. It reports whether args[0] was one of them.
+// key-direction, auth, tls-version-min, data-ciphers (ncp-ciphers) and
+// crl-verify into r.Shared. It reports whether args[0] was one of them.
 func (r *Reader) SharedDirective(args []string) (bool, error) {
 	s := &r.Shared
 	name := args[0]
@@ -240,6 +253,8 @@ func (r *Reader) SharedDirective(args []string) (bool, error) {
 			return true, err
 		}
 		s.DataCiphers = args[1]
+	case "crl-verify":
+		return true, r.crlVerify(args)
 	default:
 		return false, nil
 	}
@@ -255,10 +270,44 @@ func (r *Reader) SharedInline(tag, body string) (bool, error) {
 		r.setPEM(tag, []byte(body))
 	case "tls-auth", "tls-crypt":
 		return true, r.setStatic(tag, "<"+tag+">", []byte(body))
+	case "crl-verify":
+		return true, r.Errorf("<crl-verify>", "inline CRLs are %w; use crl-verify FILE (it is read again when it changes)", ErrUnsupported)
 	default:
 		return false, nil
 	}
 	return true, nil
+}
+
+// crlVerify handles `crl-verify FILE`: the file is read once here so that
+// a missing or malformed CRL is reported with its line; the peer checks
+// (ovpn/control) read it again whenever it changes. The directory form
+// (`crl-verify DIR dir`) is not supported.
+func (r *Reader) crlVerify(args []string) error {
+	if err := r.Want(args, 1, 2); err != nil {
+		return err
+	}
+	if len(args) == 3 {
+		if args[2] == "dir" {
+			return r.Errorf(args[0], "the directory form (crl-verify DIR dir) is %w; give a CRL file (PEM or DER)", ErrUnsupported)
+		}
+		return r.Errorf(args[0], "unknown flag %q (only a CRL file is supported)", args[2])
+	}
+	if args[1] == "[inline]" {
+		return r.Errorf(args[0], "inline CRLs are %w; use crl-verify FILE (it is read again when it changes)", ErrUnsupported)
+	}
+	path, err := r.resolve(args[0], args[1])
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r.Errorf(args[0], "%v", err)
+	}
+	if _, err := control.ParseCRLs(b); err != nil {
+		return r.Errorf(args[0], "%s: %v", path, err)
+	}
+	r.Shared.CRLVerify = path
+	return nil
 }
 
 func (r *Reader) setPEM(which string, b []byte) {

@@ -21,6 +21,12 @@ type TLSParams struct {
 	VerifyX509Typ string // subject, name or name-prefix
 	MinVersion    uint16 // default TLS 1.2
 	Now           func() time.Time
+	// CRLFile is the crl-verify file (PEM or DER CRLs; "" = no revocation
+	// check). It is read by TLSConfig and read again at a handshake when
+	// its size or modification time changed.
+	CRLFile string
+
+	crl *crlFile // loaded from CRLFile by TLSConfig
 }
 
 // ErrVerify wraps every certificate-check failure.
@@ -28,12 +34,21 @@ var ErrVerify = errors.New("control: peer certificate rejected")
 
 // TLSConfig builds a crypto/tls configuration that checks the peer as
 // OpenVPN does: the chain against the configured CA (not the system roots),
-// no host-name check, then remote-cert-tls (extended key usage) and
-// verify-x509-name.
+// no host-name check, then the CRLs of crl-verify, remote-cert-tls
+// (extended key usage) and verify-x509-name. A CRL file that cannot be
+// read or parsed is an error here already.
 func TLSConfig(p TLSParams) (*tls.Config, error) {
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(p.CA) {
 		return nil, errors.New("control: no usable certificate in the CA")
+	}
+	p.crl = nil
+	if p.CRLFile != "" {
+		crl, err := loadCRLFile(p.CRLFile)
+		if err != nil {
+			return nil, fmt.Errorf("control: %w", err)
+		}
+		p.crl = crl
 	}
 	cfg := &tls.Config{
 		MinVersion:                  tls.VersionTLS12,
@@ -79,12 +94,17 @@ func verifyPeer(chain []*x509.Certificate, roots *x509.CertPool, p TLSParams, no
 	for _, c := range chain[1:] {
 		inter.AddCert(c)
 	}
-	_, err := leaf.Verify(x509.VerifyOptions{
+	chains, err := leaf.Verify(x509.VerifyOptions{
 		Roots: roots, Intermediates: inter, CurrentTime: now,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %q: %v", ErrVerify, SubjectString(leaf.Subject), err)
+	}
+	if p.crl != nil {
+		if err := p.crl.check(chains[0], now); err != nil {
+			return fmt.Errorf("%w: %v", ErrVerify, err)
+		}
 	}
 	switch p.RemoteCertTLS {
 	case "server":

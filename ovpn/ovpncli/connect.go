@@ -6,11 +6,13 @@
 // Connect dials an OpenVPN server with ovpn/client, creates a TUN device,
 // gives it the pushed address and routes through netlink and moves
 // packets until Ctrl-C (or SIGTERM), then tells the server and removes
-// what it added. Serve runs ovpn/server on a TUN device carrying the
+// what it added. When a session ends the way OpenVPN's client restarts
+// after (ping-restart, a transport error, RESTART), it reconnects with
+// the device kept up (reconnect.go). Serve runs ovpn/server on a TUN device carrying the
 // server's tunnel address.
 //
 // Exit status: 0 after a clean shutdown, 1 when the tunnel failed or
-// ended, 2 for a usage error.
+// ended for good (AUTH_FAILED, HALT), 2 for a usage error.
 package ovpncli
 
 import (
@@ -24,6 +26,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -167,11 +170,16 @@ func Connect(args []string) int {
 	}
 
 	abs, _ := filepath.Abs(file)
+	// cur is the running session; reconnects replace it while the device
+	// stays.
+	var cur atomic.Pointer[client.Session]
+	cur.Store(sess)
 	snapshot := func(iface string) func() TunnelStatus {
 		return func() TunnelStatus {
+			sess := cur.Load()
 			st := sess.Stats()
 			return TunnelStatus{Kind: KindClient, Interface: iface, Config: abs, Remote: sess.RemoteAddr().String(),
-				Proto: sess.Transport(), Cipher: sess.Cipher().String(), Address: push.Local.String(), Since: st.Since,
+				Proto: sess.Transport(), Cipher: sess.Cipher().String(), Address: sess.Pushed().Local.String(), Since: st.Since,
 				RxBytes: st.RxBytes, TxBytes: st.TxBytes}
 		}
 	}
@@ -221,12 +229,13 @@ func Connect(args []string) int {
 	if err != nil {
 		progress("status not published: %v", err)
 	}
-	go pumpFromTUN(d, sess)
+	go pumpFromTUN(d, &cur)
 	// The session's receive goroutines write to the device themselves,
 	// a receive batch per write, so the device can coalesce it (GRO).
 	sess.DeliverTo(d, tunOffset)
 	progress("tunnel up; press Ctrl-C to disconnect")
-	return waitSession(ctx, sess, func() { pub.close(); teardown() })
+	r := &reconnector{ctx: ctx, cfg: cfg, opts: opts, dev: d, nc: nc, routes: !*noRoutes, cur: &cur, applied: push}
+	return r.run(func() { pub.close(); teardown() })
 }
 
 func peerIDString(p *control.PushReply) string {
@@ -297,9 +306,9 @@ const tunBatch = 128
 // Linux TUN devices with offloads.
 const tunOffset = 16
 
-// pumpFromTUN sends what the device reads into the tunnel, a device batch
-// per WritePackets call.
-func pumpFromTUN(d tun.Device, sess *client.Session) {
+// pumpFromTUN sends what the device reads into the current session's
+// tunnel, a device batch per WritePackets call.
+func pumpFromTUN(d tun.Device, cur *atomic.Pointer[client.Session]) {
 	const offset = tunOffset
 	n := min(max(d.BatchSize(), 1), tunBatch)
 	bufs := make([][]byte, n)
@@ -314,7 +323,9 @@ func pumpFromTUN(d tun.Device, sess *client.Session) {
 			pkts[i] = bufs[i][offset : offset+sizes[i]]
 		}
 		if got > 0 {
-			_ = sess.WritePackets(pkts[:got])
+			// Between sessions the packets go to a closed one and are
+			// dropped.
+			_ = cur.Load().WritePackets(pkts[:got])
 		}
 		if err != nil && !errors.Is(err, tun.ErrTooManySegments) {
 			return

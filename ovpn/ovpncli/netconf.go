@@ -53,6 +53,20 @@ func (c *netConf) up(addr netip.Prefix, mtu int) error {
 	return nil
 }
 
+// replaceAddr swaps the interface address old for new.
+func (c *netConf) replaceAddr(old, new netip.Prefix) error {
+	name := c.link.Attrs().Name
+	c.logf("ip address del %s dev %s", old, name)
+	if err := netlink.AddrDel(c.link, &netlink.Addr{IPNet: ipNet(old)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+		return fmt.Errorf("remove address %s from %s: %w", old, name, err)
+	}
+	c.logf("ip address add %s dev %s", new, name)
+	if err := netlink.AddrAdd(c.link, &netlink.Addr{IPNet: ipNet(new)}); err != nil {
+		return fmt.Errorf("add address %s to %s: %w", new, name, err)
+	}
+	return nil
+}
+
 // addRoute routes dst through the interface, via gw when valid.
 func (c *netConf) addRoute(dst netip.Prefix, gw netip.Addr) error {
 	r := &netlink.Route{LinkIndex: c.link.Attrs().Index, Dst: ipNet(dst.Masked()), Protocol: unix.RTPROT_BOOT}

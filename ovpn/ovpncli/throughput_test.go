@@ -17,16 +17,15 @@ package ovpncli
 //
 // iperf3 TCP runs alternate between the two tunnels (upload, then
 // download with -R), WIRELANE_OVPN_BENCH_ROUNDS rounds (default 3) of
-// WIRELANE_OVPN_BENCH_SECONDS seconds (default 3); the test logs each run,
-// the medians and the ratio.
+// WIRELANE_OVPN_BENCH_SECONDS seconds (default 3); the test logs each run
+// (with the sender's TCP retransmissions), the medians and the ratio.
+// WIRELANE_OVPN_BENCH_DIR=up or down measures one direction only (for CPU
+// profiles of one path; the other reads 0).
 
 import (
-	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,7 +33,6 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/netns"
-	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 )
 
 func envInt(name string, def int) int {
@@ -48,113 +46,55 @@ func TestThroughputVsOpenVPN(t *testing.T) {
 	if os.Getenv("WIRELANE_OVPN_BENCH") == "" {
 		t.Skip("throughput comparison runs only with WIRELANE_OVPN_BENCH=1 (takes about a minute)")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("throughput comparison needs root (network namespaces and TUN devices)")
-	}
-	netns.Need(t, "openvpn", "iperf3")
 	rounds, secs := envInt("WIRELANE_OVPN_BENCH_ROUNDS", 3), envInt("WIRELANE_OVPN_BENCH_SECONDS", 3)
+	direction := os.Getenv("WIRELANE_OVPN_BENCH_DIR")
 
-	pki := testpki.New(t, "Wirelane Bench CA")
-	srvCert, srvKey := pki.Valid(t, "server", x509.ExtKeyUsageServerAuth)
-	cliCert, cliKey := pki.Valid(t, "client", x509.ExtKeyUsageClientAuth)
-	dir := t.TempDir()
-	oldDir := StatusDir
-	StatusDir = filepath.Join(dir, "run")
-	t.Cleanup(func() { StatusDir = oldDir })
-	creds := "ca ca.crt\ncert server.crt\nkey server.key\ndh none\ndata-ciphers AES-256-GCM\nkeepalive 10 60\n"
-	inline := "<ca>\n" + string(pki.CAPEM) + "</ca>\n<cert>\n" + string(cliCert) + "</cert>\n<key>\n" + string(cliKey) + "</key>\n"
-	files := map[string]string{
-		"ca.crt": string(pki.CAPEM), "server.crt": string(srvCert), "server.key": string(srvKey),
+	tb := newTestbed(t, testbedConfig{ca: "Wirelane Bench CA", client: "client", srvNS: "ots", cliNS: "otc",
+		srvIf: "t2", cliIf: "t1", net: "192.168.83", need: []string{"openvpn", "iperf3", "ping"}})
+	creds := serverCreds + "data-ciphers AES-256-GCM\nkeepalive 10 60\n"
+	tb.write(t, map[string]string{
 		"wl-server.conf": "port 1194\nproto udp4\ndev wlsrv0\ntun-mtu 1400\ntopology subnet\nserver 10.9.0.0 255.255.255.0\n" + creds,
-		"wl-client.ovpn": "client\ndev tun\nremote 192.168.83.1 1194 udp\nnobind\nremote-cert-tls server\ndata-ciphers AES-256-GCM\n" + inline,
+		"wl-client.ovpn": "client\ndev tun\nremote 192.168.83.1 1194 udp\nnobind\nremote-cert-tls server\ndata-ciphers AES-256-GCM\n" +
+			tb.clientInline(),
 		"ov-server.conf": "port 1195\nproto udp4\nlocal 192.168.83.1\ndev ovs0\ndev-type tun\ntopology subnet\n" +
 			"server 10.10.0.0 255.255.255.0\ndisable-dco\nverb 3\n" + creds,
 		"ov-client.ovpn": "client\ndev ovc0\ndev-type tun\nremote 192.168.83.1 1195 udp4\nnobind\nremote-cert-tls server\n" +
-			"data-ciphers AES-256-GCM\ndisable-dco\nverb 3\n" + inline,
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srvNS, cliNS := netns.New(t, "ots"), netns.New(t, "otc")
-	netns.Veth(t, srvNS, "t2", cliNS, "t1")
-	netns.Run(t, srvNS, "ip", "addr", "add", "192.168.83.1/24", "dev", "t2")
-	netns.Run(t, cliNS, "ip", "addr", "add", "192.168.83.2/24", "dev", "t1")
+			"data-ciphers AES-256-GCM\ndisable-dco\nverb 3\n" + tb.clientInline(),
+	})
 
-	srv := startHelper(t, srvNS, "serve", filepath.Join(dir, "wl-server.conf"))
+	srv := startHelper(t, tb.srvNS, "serve", tb.path("wl-server.conf"))
 	srv.waitFor(t, "listening on udp", 10*time.Second)
-	cli := startHelper(t, cliNS, "connect", "--dev", "wlc0", "--mtu", "1400", filepath.Join(dir, "wl-client.ovpn"))
+	cli := startHelper(t, tb.cliNS, "connect", "--dev", "wlc0", "--mtu", "1400", tb.path("wl-client.ovpn"))
 	cli.waitFor(t, "tunnel up", 15*time.Second)
 	// Stop both with Ctrl-C at the end, so CPU profiles (if asked for) are
 	// written.
 	defer func() { cli.interrupt(t); srv.interrupt(t) }()
 
-	ovs := netns.Start(t, srvNS, "openvpn", "--cd", dir, "--config", "ov-server.conf")
-	ovc := netns.Start(t, cliNS, "openvpn", "--cd", dir, "--config", "ov-client.ovpn")
+	tb.startOpenVPN(t, tb.srvNS, "ov-server.conf")
+	tb.startOpenVPN(t, tb.cliNS, "ov-client.ovpn") // the client prints the same line once connected
 	netns.Eventually(t, 20*time.Second, "openvpn tunnel up", func() error {
-		select {
-		case <-ovs.Exited():
-			return fmt.Errorf("openvpn server exited: %s", ovs.Output())
-		case <-ovc.Exited():
-			return fmt.Errorf("openvpn client exited: %s", ovc.Output())
-		default:
-		}
-		_, err := netns.Try(cliNS, nil, "ping", "-c", "1", "-W", "1", "10.10.0.1")
+		_, err := netns.Try(tb.cliNS, nil, "ping", "-c", "1", "-W", "1", "10.10.0.1")
 		return err
 	})
-	netns.Run(t, cliNS, "ping", "-c", "1", "-W", "2", "10.9.0.1")
+	netns.Run(t, tb.cliNS, "ping", "-c", "1", "-W", "2", "10.9.0.1")
 
 	type impl struct {
 		name, addr string
 		up, down   []float64 // Mbit/s
 	}
 	impls := []*impl{{name: "wirelane", addr: "10.9.0.1"}, {name: "openvpn 2.6", addr: "10.10.0.1"}}
-	port := 5301
 	run := func(addr string, reverse bool) float64 {
-		port++
-		p := strconv.Itoa(port)
-		netns.Start(t, srvNS, "iperf3", "-s", "-1", "-B", addr, "-p", p)
-		args := []string{"iperf3", "-c", addr, "-p", p, "-t", strconv.Itoa(secs), "-J"}
-		if reverse {
-			args = append(args, "-R")
-		}
-		var mbps float64
-		netns.Eventually(t, 5*time.Second, "iperf3 run", func() error {
-			out, err := netns.Try(cliNS, nil, args...)
-			var res struct {
-				End struct {
-					SumReceived struct {
-						BitsPerSecond float64 `json:"bits_per_second"`
-					} `json:"sum_received"`
-					SumSent struct {
-						Retransmits int `json:"retransmits"`
-					} `json:"sum_sent"`
-				} `json:"end"`
-				Error string `json:"error"`
-			}
-			if jerr := json.Unmarshal([]byte(out), &res); jerr != nil {
-				return fmt.Errorf("%v: %s", jerr, out)
-			}
-			if res.Error != "" || err != nil {
-				return fmt.Errorf("iperf3: %s %v", res.Error, err)
-			}
-			mbps = res.End.SumReceived.BitsPerSecond / 1e6
-			t.Logf("  %s%s: %.0f Mbit/s, %d TCP retransmissions", addr, map[bool]string{true: " -R"}[reverse], mbps, res.End.SumSent.Retransmits)
-			return nil
-		})
-		return mbps
+		r := tb.runIperf(t, addr, secs, reverse)
+		t.Logf("  %s%s: %.0f Mbit/s, %d TCP retransmissions", addr, map[bool]string{true: " -R"}[reverse], r.Mbps, r.Retransmits)
+		return r.Mbps
 	}
-	// WIRELANE_OVPN_BENCH_DIR=up or down measures one direction only (for
-	// CPU profiles of one path); the other reads 0.
-	dir1 := os.Getenv("WIRELANE_OVPN_BENCH_DIR")
 	for r := 0; r < rounds; r++ {
 		for _, im := range impls {
 			var up, down float64
-			if dir1 != "down" {
+			if direction != "down" {
 				up = run(im.addr, false)
 			}
-			if dir1 != "up" {
+			if direction != "up" {
 				down = run(im.addr, true)
 			}
 			im.up, im.down = append(im.up, up), append(im.down, down)

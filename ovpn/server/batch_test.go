@@ -2,12 +2,15 @@ package server
 
 import (
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/netns"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/internal/testnet"
+	"github.com/wirelane/wirelane/tun/memtun"
 )
 
 // WritePackets to two clients, interleaved, with sizes that end and
@@ -105,5 +108,76 @@ func TestWritePacketsBatchesPerClient(t *testing.T) {
 	}
 	if total != 5 {
 		t.Fatalf("ReadPackets returned %d packets, want 5", total)
+	}
+}
+
+// With a TUN device attached, the UDP reader writes what clients send
+// straight to the device, a receive batch per Write (behind the virtio
+// header room, each buffer large enough to coalesce into), in order,
+// without the rx queue; ReadPackets then sees nothing.
+func TestAttachTUNWritesReceiveBatches(t *testing.T) {
+	f := newFixture(t)
+	s := startServer(t, f.serverConfig(UDP), Options{})
+	a := dialClient(t, f.clientConfig(t, s, "a", ""), client.Options{})
+	dev := memtun.New("tun-test", 1500)
+	defer dev.Close()
+	type write struct {
+		seqs   []uint16
+		offset int
+		room   bool
+	}
+	writes := make(chan write, 64)
+	dev.SetWriteHook(func(pkts [][]byte, offset int) {
+		w := write{offset: offset, room: true}
+		for _, p := range pkts {
+			w.seqs = append(w.seqs, binary.BigEndian.Uint16(p[offset+26:]))
+			w.room = w.room && cap(p)-offset >= maxPkt
+		}
+		writes <- w
+	})
+	attached := make(chan error, 1)
+	go func() { attached <- s.AttachTUN(dev) }()
+	netns.Eventually(t, 3*time.Second, "device attached", func() error {
+		if s.tun.Load() == nil {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	srv := s.TunnelAddress().Addr()
+	var up [][]byte
+	for i := range 40 {
+		up = append(up, testnet.ICMPEcho(8, a.Pushed().Local.Addr(), srv, 3, uint16(i), make([]byte, 1000)))
+	}
+	if err := a.WritePackets(up); err != nil {
+		t.Fatal(err)
+	}
+	next, nwrites := 0, 0
+	for next < len(up) {
+		select {
+		case w := <-writes:
+			nwrites++
+			if w.offset != tunOffset || !w.room {
+				t.Fatalf("write with offset %d, room to coalesce %v", w.offset, w.room)
+			}
+			for _, seq := range w.seqs {
+				if seq != uint16(next) {
+					t.Fatalf("packet %d arrived as number %d", seq, next)
+				}
+				next++
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("%d of %d packets reached the device", next, len(up))
+		}
+	}
+	t.Logf("%d packets in %d device writes", next, nwrites)
+	if s.rx.Len() != 0 || s.Stats().RxFull.Load() != 0 {
+		t.Fatalf("%d packets went to the rx queue", s.rx.Len())
+	}
+	s.Close()
+	if err := <-attached; err != nil {
+		t.Fatalf("AttachTUN after Close: %v", err)
+	}
+	if s.tun.Load() != nil {
+		t.Fatal("the device is still attached after AttachTUN returned")
 	}
 }

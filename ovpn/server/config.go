@@ -63,6 +63,10 @@ type Config struct {
 	RemoteCertTLS string
 	// TLSVersionMin is "1.2" (default) or "1.3".
 	TLSVersionMin string
+	// CRLVerify is the crl-verify file (PEM or DER CRLs) client
+	// certificates are checked against at every TLS handshake; it is read
+	// again when it changes ("" = no revocation check).
+	CRLVerify string
 
 	// DataCiphers is the server's preference order (default AES-256-GCM,
 	// AES-128-GCM, CHACHA20-POLY1305).
@@ -110,7 +114,7 @@ var ErrUnsupported = config.ErrUnsupported
 // serverUnsupported would weaken security or change the wire format if
 // ignored.
 var serverUnsupported = map[string]string{
-	"secret": "static-key mode", "tls-crypt-v2": "tls-crypt-v2", "crl-verify": "certificate revocation lists",
+	"secret": "static-key mode", "tls-crypt-v2": "tls-crypt-v2",
 	"auth-user-pass-verify": "username/password checks", "plugin": "plugins", "verify-client-cert": "optional client certificates",
 	"client-cert-not-required": "optional client certificates", "tls-verify": "verification scripts",
 	"client-config-dir": "per-client configuration", "ccd-exclusive": "per-client configuration",
@@ -374,6 +378,7 @@ func (p *cfgParser) finish() (*Config, error) {
 	c.CA, c.Cert, c.Key = sh.CA, sh.Cert, sh.Key
 	c.TLSAuth, c.TLSCrypt, c.KeyDirection, c.Auth = sh.TLSAuth, sh.TLSCrypt, sh.KeyDirection, sh.Auth
 	c.TLSVersionMin = sh.TLSVersionMin
+	c.CRLVerify = sh.CRLVerify
 	c.Warnings = p.Warnings
 	if !p.hasServer {
 		return nil, p.Errorf("server", "no `server NET MASK` line: the client address pool is missing")

@@ -322,6 +322,12 @@ func (p *peer) runKeyState(ks *control.KeyState, initial bool) {
 			p.ctrl.Flush()
 			p.s.bury(p)
 			p.close(err.Error())
+		} else if errors.Is(err, control.ErrVerify) {
+			// The certificate no longer passes (revoked in the CRL,
+			// expired): the session ends now rather than living on
+			// with its old keys.
+			p.ctrl.Flush()
+			p.close("renegotiation of key " + strconv.Itoa(int(ks.ID)) + " failed: " + err.Error())
 		} else {
 			p.s.logf("openvpn server: %s: renegotiation of key %d failed: %v", p.label(), ks.ID, err)
 			p.ctrl.Remove(ks)

@@ -111,7 +111,7 @@ type Server struct {
 	handWindow time.Duration
 
 	udp *net.UDPConn // nil for TCP
-	// ubatch is udp as a batch reader and writer (recvmmsg/sendmmsg); nil
+	// ubatch is udp as a batch writer (sendmmsg); nil
 	// for TCP. Immutable.
 	ubatch batchConn
 	gso    atomic.Bool // the UDP socket takes UDP_SEGMENT messages
@@ -194,7 +194,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		minTLS = tls.VersionTLS13
 	}
 	tlsCfg, err := control.TLSConfig(control.TLSParams{CA: c.CA, Cert: c.Cert, Key: c.Key, Server: true,
-		RemoteCertTLS: c.RemoteCertTLS, MinVersion: minTLS})
+		RemoteCertTLS: c.RemoteCertTLS, MinVersion: minTLS, CRLFile: c.CRLVerify})
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,6 @@ package server
 //	       -> control from an unknown address -> stateless cookie (cookie.go)
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -26,10 +25,9 @@ import (
 	"github.com/wirelane/wirelane/ovpn/wire"
 )
 
-// batchConn reads and writes batches of datagrams (x/net's ipv4 and ipv6
-// PacketConn share the message type).
+// batchConn writes batches of datagrams (x/net's ipv4 and ipv6
+// PacketConn share the message type); receiving is batchReader's.
 type batchConn interface {
-	ReadBatch(ms []ipv4.Message, flags int) (int, error)
 	WriteBatch(ms []ipv4.Message, flags int) (int, error)
 }
 
@@ -72,22 +70,23 @@ func setSocketBuffers(c *net.UDPConn) {
 // udpReadBatch is how many datagrams one receive system call may return.
 const udpReadBatch = 32
 
-// readUDP is the UDP receive loop: one recvmmsg per batch, then each
-// datagram in turn. With UDP_GRO the kernel hands over runs of equal-size
-// datagrams from one sender as one buffer; they are split again here,
-// each copied out so that decryption has its tailroom.
+// readUDP is the UDP receive loop: one recvmmsg per batch (recvmmsg.go),
+// then each datagram in turn. With UDP_GRO the kernel hands over runs of
+// equal-size datagrams from one sender as one buffer; they are split
+// again here, each copied out so that decryption has its tailroom.
 func (s *Server) readUDP() {
 	defer s.wg.Done()
 	const stride = maxPkt + data.Tailroom
 	slab := make([]byte, udpReadBatch*stride)
-	msgs := make([]ipv4.Message, udpReadBatch)
+	bufs := make([][]byte, udpReadBatch)
+	for i := range bufs {
+		bufs[i] = slab[i*stride : i*stride+maxPkt]
+	}
 	gro := enableGRO(s.udp)
-	oobLen := unix.CmsgSpace(4)
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{slab[i*stride : i*stride+maxPkt]}
-		if gro {
-			msgs[i].OOB = make([]byte, oobLen)
-		}
+	r, err := newBatchReader(s.udp, bufs)
+	if err != nil {
+		s.logf("openvpn server: UDP socket: %v", err)
+		return
 	}
 	var scratch []byte
 	if gro {
@@ -99,35 +98,27 @@ func (s *Server) readUDP() {
 			sink.flush(s)
 		}
 		sink = s.sinkFor(sink)
-		n, err := s.ubatch.ReadBatch(msgs, 0)
+		n, err := r.readBatch()
 		if err != nil {
 			if s.isClosed() {
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			var errno unix.Errno
+			if errors.As(err, &errno) && transientRecvError(errno) {
 				continue
 			}
 			s.logf("openvpn server: UDP read: %v", err)
 			return
 		}
 		for i := 0; i < n; i++ {
-			m := &msgs[i]
-			ua, ok := m.Addr.(*net.UDPAddr)
-			if m.N == 0 || !ok {
+			size, from, seg := r.message(i)
+			if size == 0 || !from.IsValid() {
 				continue
 			}
-			ap := ua.AddrPort()
-			from := netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 			// Capacity runs to the end of this buffer's stride: tailroom
 			// for Decrypt without touching the next datagram.
-			pkt := slab[i*stride : i*stride+m.N : (i+1)*stride]
-			seg := 0
-			if gro {
-				seg = groSegment(m.OOB[:m.NN])
-				m.OOB = m.OOB[:oobLen]
-			}
-			if seg <= 0 || seg >= len(pkt) {
+			pkt := slab[i*stride : i*stride+size : (i+1)*stride]
+			if !gro || seg <= 0 || seg >= len(pkt) {
 				s.udpPacket(from, pkt, sink)
 				continue
 			}
@@ -137,6 +128,17 @@ func (s *Server) readUDP() {
 			}
 		}
 	}
+}
+
+// transientRecvError reports whether a receive error concerns one
+// datagram or a moment (an ICMP error queued on the socket, memory
+// pressure), not the socket.
+func transientRecvError(e unix.Errno) bool {
+	switch e {
+	case unix.ECONNREFUSED, unix.EHOSTUNREACH, unix.ENETUNREACH, unix.EHOSTDOWN, unix.ENOBUFS, unix.ENOMEM:
+		return true
+	}
+	return false
 }
 
 // enableGRO asks the kernel to coalesce received datagrams (UDP_GRO); it
@@ -151,23 +153,6 @@ func enableGRO(c *net.UDPConn) bool {
 		ok = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) == nil
 	})
 	return ok
-}
-
-// groSegment returns the segment size of a coalesced receive, or 0.
-func groSegment(oob []byte) int {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_UDP && m.Header.Type == unix.UDP_GRO && len(m.Data) >= 2 {
-			if len(m.Data) >= 4 {
-				return int(binary.NativeEndian.Uint32(m.Data))
-			}
-			return int(binary.NativeEndian.Uint16(m.Data))
-		}
-	}
-	return 0
 }
 
 // udpPacket handles one datagram; sink (nil without a TUN device) takes
