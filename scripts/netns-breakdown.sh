@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Where the CPU goes in a namespace tunnel: iperf3 TCP (one stream) through
+# Wirelane and through wireguard-go, alternated, while `perf record -a`
+# samples every CPU. Each sample is put in one bucket (the daemons' crypto,
+# the daemons' other user code, the daemons' kernel time, iperf3, idle or
+# softirq threads, anything else) and divided by the GB carried, so every
+# row reads "CPU seconds per GB of tunnel traffic". Topology as in
+# cmd/wirelane-bench: daemons and their UDP sockets in the root namespace on
+# 127.0.0.1, TUN devices moved into one namespace pair per engine, MTU 1420.
+#
+# Usage (root; needs ip, wg, iperf3, perf, python3):
+#   scripts/netns-breakdown.sh [ROUNDS] [SECONDS]      (default 3 rounds of 8 s)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS="${1:-3}"
+SECS="${2:-8}"
+HZ=499
+[ "$(id -u)" = 0 ] || { echo "needs root (network namespaces)" >&2; exit 1; }
+for c in ip wg iperf3 perf python3; do
+	command -v "$c" >/dev/null || { echo "needs $c" >&2; exit 1; }
+done
+[ "$SECS" -ge 4 ] || { echo "SECONDS must be at least 4" >&2; exit 1; }
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for i in 1 2; do
+		for s in a b; do
+			ip netns pids "wlbd$i-$s" 2>/dev/null | xargs -r kill 2>/dev/null || true
+			ip netns del "wlbd$i-$s" 2>/dev/null || true
+		done
+	done
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "building wirelaned and wireguard-go" >&2
+go build -o "$work/wirelaned" ./cmd/wirelaned
+go build -o "$work/wireguard-go" golang.zx2c4.com/wireguard
+
+engines=(wireguard-go wirelaned)
+for i in 1 2; do
+	bin="$work/${engines[$((i - 1))]}"
+	for s in a b; do
+		ip netns add "wlbd$i-$s"
+		ip -n "wlbd$i-$s" link set lo up
+		LOG_LEVEL=error "$bin" -f "wlbd$i$s" >"$work/daemon-$i$s.log" 2>&1 &
+		pids+=($!)
+		eval "pid_${i}_$s=$!"
+	done
+	for s in a b; do
+		for _ in $(seq 100); do wg show "wlbd$i$s" >/dev/null 2>&1 && break; sleep 0.05; done
+		wg genkey >"$work/key-$i$s"
+	done
+	pa=$((41000 + i * 2)); pb=$((pa + 1))
+	wg set "wlbd${i}a" private-key "$work/key-${i}a" listen-port "$pa" \
+		peer "$(wg pubkey <"$work/key-${i}b")" endpoint "127.0.0.1:$pb" allowed-ips "10.79.$i.2/32"
+	wg set "wlbd${i}b" private-key "$work/key-${i}b" listen-port "$pb" \
+		peer "$(wg pubkey <"$work/key-${i}a")" endpoint "127.0.0.1:$pa" allowed-ips "10.79.$i.1/32"
+	for s in a b; do
+		o=1; [ "$s" = b ] && o=2
+		ip link set "wlbd$i$s" netns "wlbd$i-$s"
+		ip -n "wlbd$i-$s" addr add "10.79.$i.$o/24" dev "wlbd$i$s"
+		ip -n "wlbd$i-$s" link set "wlbd$i$s" mtu 1420 up
+	done
+	ip netns exec "wlbd$i-a" ping -c1 -W2 "10.79.$i.2" >/dev/null
+	ip netns exec "wlbd$i-b" iperf3 -s -D -B "10.79.$i.2"
+done
+sleep 0.5
+
+for r in $(seq "$ROUNDS"); do
+	for i in 1 2; do
+		name=${engines[$((i - 1))]}
+		echo "round $r/$ROUNDS: $name" >&2
+		(sleep 1; perf record -a -F "$HZ" -o "$work/$name-$r.data" -- sleep $((SECS - 2)) >/dev/null 2>&1) &
+		perfpid=$!
+		ip netns exec "wlbd$i-a" iperf3 -c "10.79.$i.2" -t "$SECS" -J >"$work/$name-$r.json"
+		wait "$perfpid"
+		perf script -i "$work/$name-$r.data" -F comm,ip,sym,dso 2>/dev/null >"$work/$name-$r.txt"
+	done
+done
+
+python3 - "$work" "$ROUNDS" "$SECS" "$HZ" <<'PY'
+import json, statistics, sys
+work, rounds, secs, hz = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+buckets = ["daemon crypto", "daemon other user", "daemon kernel", "iperf3", "idle, softirq", "other"]
+res = {}
+for name in ["wireguard-go", "wirelaned"]:
+    rows = {b: [] for b in buckets}
+    rows["Gbit/s"] = []
+    for r in range(1, rounds + 1):
+        j = json.load(open(f"{work}/{name}-{r}.json"))
+        gbps = j["end"]["sum_received"]["bits_per_second"] / 1e9
+        gb = gbps * (secs - 2) / 8  # GB carried while perf sampled
+        n = dict.fromkeys(buckets, 0)
+        for line in open(f"{work}/{name}-{r}.txt"):
+            f = line.split(None, 1)
+            if not f:
+                continue
+            comm, rest = f[0], (f[1] if len(f) > 1 else "")
+            kernel = "kernel.kallsyms" in rest
+            if comm in ("wirelaned", "wireguard-go"):
+                if kernel:
+                    b = "daemon kernel"
+                elif "chacha20" in rest or "poly1305" in rest.lower():
+                    b = "daemon crypto"
+                else:
+                    b = "daemon other user"
+            elif comm == "iperf3":
+                b = "iperf3"
+            elif comm == "swapper" or comm.startswith("ksoftirqd"):
+                b = "idle, softirq"
+            else:
+                b = "other"
+            n[b] += 1
+        for b in buckets:
+            rows[b].append(n[b] / hz / gb)
+        rows["Gbit/s"].append(gbps)
+    res[name] = rows
+print(f"netns TCP, 1 stream, MTU 1420, {rounds} rounds of {secs:.0f} s, perf at {hz:.0f} Hz on every CPU; medians")
+print()
+print("| bucket (CPU s per GB) | wireguard-go | Wirelane |")
+print("| --- | ---: | ---: |")
+for b in ["Gbit/s"] + buckets:
+    print(f"| {b} | {statistics.median(res['wireguard-go'][b]):.2f} | {statistics.median(res['wirelaned'][b]):.2f} |")
+PY
