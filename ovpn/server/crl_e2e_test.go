@@ -155,36 +155,7 @@ func TestCRLWirelaneClients(t *testing.T) {
 // certificate and returns without waiting for the tunnel.
 func startOpenVPNWithCert(t *testing.T, dir string, ns *netns.NS, name string, cert, key []byte) *ovpnClient {
 	t.Helper()
-	for file, b := range map[string][]byte{name + ".crt": cert, name + ".key": key} {
-		if err := os.WriteFile(filepath.Join(dir, file), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conf := strings.Join([]string{"client", "dev tun", "proto udp", "remote 127.0.0.1 1194", "nobind",
-		"remote-cert-tls server", "ca ca.crt", "cert " + name + ".crt", "key " + name + ".key", "verb 4",
-		"connect-retry 1", "explicit-exit-notify 1", "data-ciphers AES-256-GCM"}, "\n") + "\n"
-	if err := os.WriteFile(filepath.Join(dir, name+".conf"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := &ovpnClient{ns: ns, log: filepath.Join(dir, name+".log")}
-	c.cmd = netns.Command(ns, "openvpn", "--cd", dir, "--config", name+".conf", "--log", c.log)
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { c.cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(3 * time.Second):
-			c.cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("openvpn %s log:\n%s", name, c.logText())
-		}
-	})
+	c, _ := launchOpenVPNClient(t, dir, ns, name, cert, key, "udp", "127.0.0.1")
 	return c
 }
 

@@ -56,36 +56,7 @@ func startOpenVPNClient(t *testing.T, f *fixture, dir string, ns *netns.NS, name
 func startOpenVPNClientProto(t *testing.T, f *fixture, dir string, ns *netns.NS, name, remote, proto string, extra ...string) *ovpnClient {
 	t.Helper()
 	cert, key := f.pki.Valid(t, name, x509.ExtKeyUsageClientAuth)
-	for file, b := range map[string][]byte{name + ".crt": cert, name + ".key": key} {
-		if err := os.WriteFile(filepath.Join(dir, file), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conf := strings.Join(append([]string{"client", "dev tun", "proto " + proto, "remote " + remote + " 1194", "nobind",
-		"remote-cert-tls server", "ca ca.crt", "cert " + name + ".crt", "key " + name + ".key", "verb 4",
-		"connect-retry 1", "explicit-exit-notify 1", "data-ciphers AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305"}, extra...), "\n") + "\n"
-	if err := os.WriteFile(filepath.Join(dir, name+".conf"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := &ovpnClient{ns: ns, log: filepath.Join(dir, name+".log")}
-	c.cmd = netns.Command(ns, "openvpn", "--cd", dir, "--config", name+".conf", "--log", c.log)
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { c.cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(3 * time.Second):
-			c.cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("openvpn %s log:\n%s", name, c.logText())
-		}
-	})
+	c, done := launchOpenVPNClient(t, dir, ns, name, cert, key, proto, remote, extra...)
 	netns.Eventually(t, 20*time.Second, "openvpn "+name+" connected", func() error {
 		if strings.Contains(c.logText(), "Initialization Sequence Completed") {
 			return nil
@@ -98,6 +69,45 @@ func startOpenVPNClientProto(t *testing.T, f *fixture, dir string, ns *netns.NS,
 		return fmt.Errorf("not yet")
 	})
 	return c
+}
+
+// launchOpenVPNClient writes a client configuration with cert and key into
+// dir and starts openvpn with it in ns, without waiting for the tunnel. The
+// test's cleanup stops it (and logs its output if the test failed); done is
+// closed when it has exited.
+func launchOpenVPNClient(t *testing.T, dir string, ns *netns.NS, name string, cert, key []byte, proto, remote string, extra ...string) (c *ovpnClient, done <-chan struct{}) {
+	t.Helper()
+	for file, b := range map[string][]byte{name + ".crt": cert, name + ".key": key} {
+		if err := os.WriteFile(filepath.Join(dir, file), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := strings.Join(append([]string{"client", "dev tun", "proto " + proto, "remote " + remote + " 1194", "nobind",
+		"remote-cert-tls server", "ca ca.crt", "cert " + name + ".crt", "key " + name + ".key", "verb 4",
+		"connect-retry 1", "explicit-exit-notify 1", "data-ciphers AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305"}, extra...), "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, name+".conf"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c = &ovpnClient{ns: ns, log: filepath.Join(dir, name+".log")}
+	c.cmd = netns.Command(ns, "openvpn", "--cd", dir, "--config", name+".conf", "--log", c.log)
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { c.cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(3 * time.Second):
+			c.cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("openvpn %s log:\n%s", name, c.logText())
+		}
+	})
+	return c, exited
 }
 
 func clientByName(s *Server, cn string) (ClientInfo, bool) {
