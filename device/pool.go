@@ -23,6 +23,13 @@ type packet struct {
 	counter uint64        // transport counter (nonce)
 	ok      bool          // receive: authenticated by the decrypt worker
 	ep      conn.Endpoint // receive: where the datagram came from
+	// src is, on receive, the datagram where it landed (the receive
+	// goroutine's own buffer, valid until its next read) while buf does
+	// not hold it yet: a batch opened by the receive goroutine decrypts
+	// from src straight into buf, sparing a copy; any other batch copies
+	// src into buf before it leaves the goroutine (materialize). nil once
+	// buf holds the datagram, and in the pool.
+	src []byte
 }
 
 // batch is up to one Bind batch of packets for one peer and one keypair.
@@ -140,10 +147,10 @@ func (p *pools) putPackets(pkts []*packet) {
 		}
 		switch {
 		case len(pk.buf) == size && len(p.packets) < maxFree:
-			pk.n, pk.ok, pk.counter, pk.ep = 0, false, 0, conn.Endpoint{}
+			pk.n, pk.ok, pk.counter, pk.ep, pk.src = 0, false, 0, conn.Endpoint{}, nil
 			p.packets = append(p.packets, pk)
 		case len(pk.buf) == largeBufferSize && len(p.large) < maxFreeLarge:
-			pk.n, pk.ok, pk.counter, pk.ep = 0, false, 0, conn.Endpoint{}
+			pk.n, pk.ok, pk.counter, pk.ep, pk.src = 0, false, 0, conn.Endpoint{}, nil
 			p.large = append(p.large, pk)
 		}
 	}

@@ -3,8 +3,9 @@ package device
 // The receive pipeline:
 //
 //	Bind ReceiveFunc (one goroutine per socket, batches, into the
-//	goroutine's own 64 KiB landing buffers; each datagram is copied into
-//	an MTU-sized packet, or a large one when a peer's MTU is bigger)
+//	goroutine's own 64 KiB landing buffers; each datagram goes to an
+//	MTU-sized packet, or a large one when a peer's MTU is bigger: opened
+//	straight into it on the direct path below, copied otherwise)
 //	  -> classify: handshake messages to the handshake queue
 //	     (bounded; its length decides "under load")
 //	  -> transport: receiver index -> session (index read lock per batch)
@@ -51,10 +52,11 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 	failures := 0
 	// Datagrams land in this goroutine's own fixed buffers, each large
 	// enough for any UDP datagram (and, with UDP GRO, for a whole coalesced
-	// train), and are then copied into MTU-sized packets. Rather than
-	// circulating 64 KiB packets through the pipeline, only the rare
-	// datagram larger than our MTU allows (a peer with a larger MTU) takes
-	// one of the pool's few large packets.
+	// train), and reach MTU-sized packets either by being opened straight
+	// into them (a batch this goroutine opens itself) or by a copy (a batch
+	// handed on). Rather than circulating 64 KiB packets through the
+	// pipeline, only the rare datagram larger than our MTU allows (a peer
+	// with a larger MTU) takes one of the pool's few large packets.
 	landing := make([][]byte, bs)
 	for i := range landing {
 		landing[i] = make([]byte, 1<<16-1)
@@ -68,7 +70,7 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 				d.pool.putPackets(pkts[i : i+1])
 				pkts[i] = d.pool.getLarge()
 			}
-			copy(pkts[i].buf, bufs[i][:sizes[i]])
+			pkts[i].src = bufs[i][:sizes[i]] // copied or opened below
 		}
 		if err != nil {
 			if isClosedErr(err) {
@@ -89,7 +91,7 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 		d.indices.mu.RLock()
 		for i := 0; i < n; i++ {
 			kps[i] = nil
-			msg := pkts[i].buf[:sizes[i]]
+			msg := pkts[i].src
 			switch noise.MessageType(msg) {
 			case noise.MessageTransportType:
 				idx, ctr, ok := noise.ParseTransportHeader(msg)
@@ -142,7 +144,13 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			if p.deliverDirect(r, b) {
 				continue
 			}
+			b.materialize()
 			d.dispatch(b, r.inbound, &r.pendingIn, r.stopped)
+		}
+		for _, pk := range pkts[:n] {
+			if pk != nil {
+				pk.src = nil // the landing buffers are about to be reused
+			}
 		}
 		clear(kps)
 	}
@@ -180,10 +188,27 @@ func containsKeypair(ks []*keypair, k *keypair) bool {
 	return false
 }
 
-// open authenticates and decrypts one transport message in place.
+// materialize copies every packet of b that still lives in the receive
+// goroutine's landing buffers into its own buffer, before b leaves that
+// goroutine.
+func (b *batch) materialize() {
+	for _, pk := range b.pkts {
+		if pk.src != nil {
+			copy(pk.buf, pk.src)
+			pk.src = nil
+		}
+	}
+}
+
+// open authenticates and decrypts one transport message into pk.buf, from
+// pk.src when the datagram is still where it landed, else in place.
 func (d *Device) open(kp *keypair, pk *packet, nonce []byte) {
 	binary.LittleEndian.PutUint64(nonce[4:], pk.counter)
-	out, err := kp.receive.Open(pk.buf[tunOffset:tunOffset], nonce, pk.buf[tunOffset:pk.n], nil)
+	ct := pk.buf[tunOffset:pk.n]
+	if pk.src != nil {
+		ct, pk.src = pk.src[tunOffset:pk.n], nil
+	}
+	out, err := kp.receive.Open(pk.buf[tunOffset:tunOffset], nonce, ct, nil)
 	if err != nil {
 		pk.ok = false
 		return
