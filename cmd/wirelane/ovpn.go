@@ -12,7 +12,8 @@ const ovpnHelp = `
 Subcommands:
   connect [flags] FILE.ovpn   join an OpenVPN 2.6 server as a client: brings up a
                               TUN with the pushed address and routes, shows each
-                              connection step, tears down on Ctrl-C
+                              connection step, reconnects when the server goes
+                              away (as openvpn does), tears down on Ctrl-C
   serve [flags] CONFIG        run an OpenVPN server that OpenVPN 2.6 clients join
 
 Run 'wirelane ovpn connect --help' or 'wirelane ovpn serve --help' for flags.
