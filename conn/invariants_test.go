@@ -395,6 +395,16 @@ func TestNoPacketToOldDestination(t *testing.T) {
 }
 
 func TestCloseWaitsForSenders(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Bind.Send", true: "own Sender"}[own], func(t *testing.T) {
+			testCloseWaitsForSenders(t, own)
+		})
+	}
+}
+
+// testCloseWaitsForSenders: sends through the bind's pool (own false) or
+// through each goroutine's own Sender (own true).
+func testCloseWaitsForSenders(t *testing.T, own bool) {
 	b := NewStdBindOptions(Options{DisableSourceWatch: true})
 	if _, _, err := b.Open(0); err != nil {
 		t.Fatal(err)
@@ -409,10 +419,16 @@ func TestCloseWaitsForSenders(t *testing.T) {
 			defer wg.Done()
 			rd := b.RCU().NewReader()
 			defer rd.Release()
+			var tx Sender = b
+			if own {
+				var release func()
+				tx, release = NewSender(b)
+				defer release()
+			}
 			bufs := makeBufs(8, 64)
 			for {
 				rd.Enter()
-				err := b.Send(bufs, r)
+				err := tx.Send(bufs, r)
 				if err == nil {
 					ok.Add(1) // inside the section: Close must wait for it
 				}
