@@ -375,6 +375,36 @@ func TestPushReply(t *testing.T) {
 	}
 }
 
+// What an OpenVPN 2.6 server with server-ipv6 pushes, plus route-ipv6
+// lines with and without a gateway.
+func TestPushReplyIPv6(t *testing.T) {
+	r, err := ParsePushOptions([]string{"route-gateway 10.8.0.1", "topology subnet", "route-ipv6 fd99::/64",
+		"route-ipv6 2001:db8::/32 fd42:42::7", "ifconfig-ipv6 fd42:42::1000/64 fd42:42::1", "ifconfig 10.8.0.2 255.255.255.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Local6 != netip.MustParsePrefix("fd42:42::1000/64") || r.Remote6 != netip.MustParseAddr("fd42:42::1") ||
+		len(r.Routes) != 2 || r.Routes[0] != netip.MustParsePrefix("fd99::/64") || r.Routes[1] != netip.MustParsePrefix("2001:db8::/32") {
+		t.Fatalf("%+v", r)
+	}
+	if gw, ok := r.RouteGateways[r.Routes[0]]; ok {
+		t.Fatalf("gateway %s for a route-ipv6 without one", gw)
+	}
+	if gw := r.RouteGateways[r.Routes[1]]; gw != netip.MustParseAddr("fd42:42::7") {
+		t.Fatalf("route-ipv6 gateway %s", gw)
+	}
+	r, err = ParsePushOptions([]string{"ifconfig-ipv6 2001:db8::5/128"})
+	if err != nil || r.Local6 != netip.MustParsePrefix("2001:db8::5/128") || r.Remote6.IsValid() {
+		t.Fatalf("ifconfig-ipv6 without remote: %+v %v", r, err)
+	}
+	for _, bad := range []string{"ifconfig-ipv6 10.0.0.2/24 fd00::1", "ifconfig-ipv6 fd00::2/64 10.0.0.1", "ifconfig-ipv6 fd00::2",
+		"route-ipv6 10.0.0.0/8", "route-ipv6 fd00::/8 nowhere", "route-ipv6 fd00::/8 10.0.0.1"} {
+		if _, err := ParsePushOptions([]string{bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
 func FuzzParseKeyMethod2(f *testing.F) {
 	m, _ := NewKeyMethod2(true)
 	m.Options = "V4"
@@ -388,6 +418,7 @@ func FuzzParseKeyMethod2(f *testing.F) {
 func FuzzPushReply(f *testing.F) {
 	f.Add("PUSH_REPLY,ifconfig 10.0.0.2 255.255.255.0,topology subnet,peer-id 1,push-continuation 1")
 	f.Add("PUSH_REPLY,route 1.2.3.0 255.255.255.0,ifconfig-ipv6 ::1/64 ::2")
+	f.Add("PUSH_REPLY,route-ipv6 2000::/4 fd00::1,redirect-gateway def1 ipv6,ifconfig-ipv6 fd00::2/64 fd00::1")
 	f.Fuzz(func(t *testing.T, s string) {
 		var a PushAccumulator
 		if _, err := a.Add(s); err == nil {

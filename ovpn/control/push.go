@@ -11,11 +11,25 @@ import (
 type PushReply struct {
 	Options []string // every option, in order, continuation markers removed
 
-	Local       netip.Prefix // ifconfig (topology subnet: address/netmask)
-	Remote      netip.Addr   // ifconfig peer (net30/p2p) or route-gateway
-	Local6      netip.Prefix // ifconfig-ipv6
-	Routes      []netip.Prefix
-	DNS         []netip.Addr
+	Local   netip.Prefix   // ifconfig (topology subnet: address/netmask)
+	Remote  netip.Addr     // ifconfig peer (net30/p2p) or route-gateway
+	Local6  netip.Prefix   // ifconfig-ipv6 address/length
+	Remote6 netip.Addr     // ifconfig-ipv6's remote: the server's tunnel IPv6 address
+	Routes  []netip.Prefix // route and route-ipv6, in order
+	// RouteGateways holds the gateways given on route-ipv6 lines
+	// (`route-ipv6 NET/LEN GATEWAY`); routes without one are absent.
+	RouteGateways map[netip.Prefix]netip.Addr
+	DNS           []netip.Addr // dhcp-option DNS and DNS6, in order, duplicates dropped
+	// Domain is the last `dhcp-option DOMAIN` (the connection's DNS
+	// suffix, the first search domain), "" when none was pushed.
+	Domain string
+	// SearchDomains are the `dhcp-option DOMAIN-SEARCH` names, in order,
+	// duplicates dropped.
+	SearchDomains []string
+	// Ignored describes pushed options that were malformed but harmless
+	// to skip (a DNS server that is not an address, a domain that is not
+	// a domain name), for the caller to report.
+	Ignored     []string
 	PeerID      uint32 // 0xFFFFFF when absent
 	HasPeerID   bool
 	Cipher      string
@@ -66,6 +80,9 @@ func ParsePushOptions(opts []string) (*PushReply, error) {
 	var ifLocal, ifSecond string
 	for _, o := range opts {
 		f := strings.Fields(o)
+		if len(f) == 0 {
+			continue
+		}
 		bad := func() error { return fmt.Errorf("control: bad pushed option %q", o) }
 		switch f[0] {
 		case "ifconfig":
@@ -78,10 +95,17 @@ func ParsePushOptions(opts []string) (*PushReply, error) {
 				return nil, bad()
 			}
 			p, err := netip.ParsePrefix(f[1])
-			if err != nil {
+			if err != nil || !p.Addr().Is6() || p.Addr().Is4In6() {
 				return nil, bad()
 			}
 			r.Local6 = p
+			if len(f) >= 3 {
+				a, err := netip.ParseAddr(f[2])
+				if err != nil || !a.Is6() || a.Is4In6() {
+					return nil, bad()
+				}
+				r.Remote6 = a
+			}
 		case "route-gateway":
 			if len(f) >= 2 {
 				if a, err := netip.ParseAddr(f[1]); err == nil {
@@ -106,16 +130,22 @@ func ParsePushOptions(opts []string) (*PushReply, error) {
 				return nil, bad()
 			}
 			p, err := netip.ParsePrefix(f[1])
-			if err != nil {
+			if err != nil || !p.Addr().Is6() || p.Addr().Is4In6() {
 				return nil, bad()
 			}
 			r.Routes = append(r.Routes, p)
-		case "dhcp-option":
-			if len(f) == 3 && (f[1] == "DNS" || f[1] == "DNS6") {
-				if a, err := netip.ParseAddr(f[2]); err == nil {
-					r.DNS = append(r.DNS, a)
+			if len(f) >= 3 {
+				gw, err := netip.ParseAddr(f[2])
+				if err != nil || !gw.Is6() || gw.Is4In6() {
+					return nil, bad()
 				}
+				if r.RouteGateways == nil {
+					r.RouteGateways = make(map[netip.Prefix]netip.Addr)
+				}
+				r.RouteGateways[p] = gw
 			}
+		case "dhcp-option":
+			r.addDHCPOption(o, f[1:])
 		case "peer-id":
 			if len(f) != 2 {
 				return nil, bad()
@@ -189,6 +219,95 @@ func ParsePushOptions(opts []string) (*PushReply, error) {
 		}
 	}
 	return r, nil
+}
+
+// addDHCPOption takes `dhcp-option TYPE VALUE` (args is TYPE VALUE...).
+// DNS servers and domains are kept; a malformed one is noted in Ignored
+// rather than failing the session, as OpenVPN clients skip it too. Other
+// types (WINS, NTP, ...) only stay in Options.
+func (r *PushReply) addDHCPOption(o string, args []string) {
+	if len(args) == 0 {
+		r.Ignored = append(r.Ignored, fmt.Sprintf("%q: no type", o))
+		return
+	}
+	switch args[0] {
+	case "DNS", "DNS6", "DOMAIN", "DOMAIN-SEARCH":
+	default:
+		return
+	}
+	if len(args) != 2 {
+		r.Ignored = append(r.Ignored, fmt.Sprintf("%q: want one value", o))
+		return
+	}
+	v := args[1]
+	switch args[0] {
+	case "DNS", "DNS6":
+		a, err := netip.ParseAddr(v)
+		if err != nil || a.Zone() != "" || a.IsUnspecified() {
+			r.Ignored = append(r.Ignored, fmt.Sprintf("%q: not a server address", o))
+			return
+		}
+		a = a.Unmap()
+		for _, have := range r.DNS {
+			if have == a {
+				return
+			}
+		}
+		r.DNS = append(r.DNS, a)
+	case "DOMAIN", "DOMAIN-SEARCH":
+		d := strings.TrimSuffix(v, ".")
+		if !ValidDomain(d) {
+			r.Ignored = append(r.Ignored, fmt.Sprintf("%q: not a domain name", o))
+			return
+		}
+		if args[0] == "DOMAIN" {
+			r.Domain = d
+			return
+		}
+		for _, have := range r.SearchDomains {
+			if strings.EqualFold(have, d) {
+				return
+			}
+		}
+		r.SearchDomains = append(r.SearchDomains, d)
+	}
+}
+
+// SearchList is the DNS search list of the push: Domain first, then the
+// search domains (without a repeat of Domain).
+func (r *PushReply) SearchList() []string {
+	var l []string
+	if r.Domain != "" {
+		l = append(l, r.Domain)
+	}
+	for _, d := range r.SearchDomains {
+		if !strings.EqualFold(d, r.Domain) {
+			l = append(l, d)
+		}
+	}
+	return l
+}
+
+// ValidDomain reports whether d is a DNS name fit for a resolv.conf
+// search line: dot-separated labels of 1 to 63 letters, digits, hyphens
+// and underscores, not starting or ending with a hyphen, at most 253
+// characters in all.
+func ValidDomain(d string) bool {
+	if d == "" || len(d) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(d, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func prefixFromMask(addr, mask string) (netip.Prefix, error) {

@@ -162,7 +162,7 @@ func Connect(args []string) int {
 		return 1
 	}
 	push := sess.Pushed()
-	progress("connected: address %s, gateway %s, cipher %v, peer-id %s", push.Local, push.Remote, sess.Cipher(), peerIDString(push))
+	progress("connected: address %s, gateway %s, cipher %v, peer-id %s%s", push.Local, push.Remote, sess.Cipher(), peerIDString(push), ipv6String(push))
 	if !push.Local.IsValid() {
 		sess.Close()
 		fmt.Fprintln(stderr, "wirelane ovpn connect: the server pushed no IPv4 address (ifconfig)")
@@ -179,7 +179,7 @@ func Connect(args []string) int {
 			sess := cur.Load()
 			st := sess.Stats()
 			return TunnelStatus{Kind: KindClient, Interface: iface, Config: abs, Remote: sess.RemoteAddr().String(),
-				Proto: sess.Transport(), Cipher: sess.Cipher().String(), Address: sess.Pushed().Local.String(), Since: st.Since,
+				Proto: sess.Transport(), Cipher: sess.Cipher().String(), Address: sess.Pushed().Local.String(), Address6: prefixString(sess.Pushed().Local6), Since: st.Since,
 				RxBytes: st.RxBytes, TxBytes: st.TxBytes}
 		}
 	}
@@ -200,7 +200,7 @@ func Connect(args []string) int {
 	name, _ := d.Name()
 	nc, err := openLink(name, logf)
 	if err == nil {
-		err = nc.up(push.Local, *mtu)
+		err = nc.up(push.Local, push.Local6, *mtu)
 	}
 	if err != nil {
 		sess.Close()
@@ -208,7 +208,11 @@ func Connect(args []string) int {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
-	progress("device %s: %s, mtu %d, up", name, push.Local, *mtu)
+	if push.Local6.IsValid() {
+		progress("device %s: %s and %s, mtu %d, up", name, push.Local, push.Local6, *mtu)
+	} else {
+		progress("device %s: %s, mtu %d, up", name, push.Local, *mtu)
+	}
 	teardown := func() {
 		nc.teardown()
 		d.Close()
@@ -245,6 +249,35 @@ func peerIDString(p *control.PushReply) string {
 	return fmt.Sprint(p.PeerID)
 }
 
+// ipv6String describes the pushed IPv6 address for the progress output
+// ("" when none was pushed).
+func ipv6String(p *control.PushReply) string {
+	switch {
+	case !p.Local6.IsValid():
+		return ""
+	case p.Remote6.IsValid():
+		return fmt.Sprintf(", IPv6 %s (remote %s)", p.Local6, p.Remote6)
+	default:
+		return fmt.Sprintf(", IPv6 %s", p.Local6)
+	}
+}
+
+// prefixString is p as text, "" when invalid.
+func prefixString(p netip.Prefix) string {
+	if !p.IsValid() {
+		return ""
+	}
+	return p.String()
+}
+
+// addrString is a as text, "" when invalid.
+func addrString(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
 // waitSession waits for a signal or the end of the session.
 func waitSession(ctx context.Context, sess *client.Session, teardown func()) int {
 	select {
@@ -258,43 +291,6 @@ func waitSession(ctx context.Context, sess *client.Session, teardown func()) int
 		teardown()
 		return 1
 	}
-}
-
-// installRoutes adds the pushed routes and, for redirect-gateway, the two
-// half default routes plus a host route keeping server (the remote that
-// answered) outside.
-func installRoutes(nc *netConf, server netip.Addr, push *control.PushReply) error {
-	gw := push.Remote
-	for _, r := range push.Routes {
-		if !r.Addr().Is4() {
-			progress("IPv6 route %s skipped (no IPv6 address pushed)", r)
-			continue
-		}
-		if err := nc.addRoute(r, gw); err != nil {
-			return err
-		}
-		progress("route %s via %s", r.Masked(), gw)
-	}
-	for _, o := range push.Options {
-		f := strings.Fields(o)
-		if len(f) == 0 || f[0] != "redirect-gateway" {
-			continue
-		}
-		if server.Is4() {
-			if err := nc.addHostRouteOutside(server); err != nil {
-				return err
-			}
-		} else {
-			progress("server %s is not IPv4: no host route needed for the IPv4 default route", server)
-		}
-		for _, half := range []string{"0.0.0.0/1", "128.0.0.0/1"} {
-			if err := nc.addRoute(netip.MustParsePrefix(half), gw); err != nil {
-				return err
-			}
-		}
-		progress("default route redirected through the tunnel (%s)", o)
-	}
-	return nil
 }
 
 // tunBatch bounds how many packets one device read or write moves; a TSO

@@ -23,7 +23,7 @@ func TestE2EConnectServe(t *testing.T) {
 	}
 	tb.write(t, map[string]string{
 		"ta.key": string(k.Format()),
-		"server.conf": "port 1194\nproto udp\ndev wlsrv0\ntopology subnet\nserver 10.9.0.0 255.255.255.0\n" + serverCreds +
+		"server.conf": "port 1194\nproto udp\ndev wlsrv0\ntopology subnet\nserver 10.9.0.0 255.255.255.0\nserver-ipv6 fd09::/64\n" + serverCreds +
 			"tls-crypt ta.key\ndata-ciphers CHACHA20-POLY1305:AES-256-GCM\npush \"route 10.98.0.0 255.255.255.0\"\n" +
 			"push \"redirect-gateway def1\"\nkeepalive 10 60\nverb 3\n",
 		"cli1.ovpn": "client\ndev tun\nremote 192.168.81.1 1194 udp\nremote 192.168.81.77 1194 udp\nnobind\nremote-cert-tls server\n" +
@@ -63,6 +63,12 @@ func TestE2EConnectServe(t *testing.T) {
 	netns.Run(t, cliNS, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.9.0.1")
 	netns.Run(t, cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", "10.98.0.1")
 	netns.Run(t, srvNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", "10.9.0.2")
+	// server-ipv6: both ends carry their IPv6 address and reach each other.
+	if a := netns.Run(t, cliNS, "ip", "-6", "addr", "show", "dev", "wlc0"); !strings.Contains(a, "fd09::1000/64") {
+		t.Fatalf("wlc0 IPv6 addresses:\n%s", a)
+	}
+	netns.Run(t, cliNS, "ping", "-6", "-c", "2", "-i", "0.2", "-W", "2", "fd09::1")
+	netns.Run(t, srvNS, "ping", "-6", "-c", "2", "-i", "0.2", "-W", "2", "fd09::1000")
 
 	// Both tunnels appear in the status files.
 	var tunnels []TunnelStatus
@@ -77,11 +83,12 @@ func TestE2EConnectServe(t *testing.T) {
 		return nil
 	})
 	c, sv := tunnels[0], tunnels[1] // ordered by interface: wlc0, wlsrv0
-	if c.Kind != KindClient || c.Interface != "wlc0" || c.Remote != "192.168.81.1:1194" || c.Address != "10.9.0.2/24" ||
+	if c.Kind != KindClient || c.Interface != "wlc0" || c.Remote != "192.168.81.1:1194" || c.Address != "10.9.0.2/24" || c.Address6 != "fd09::1000/64" ||
 		c.Cipher != "CHACHA20-POLY1305" || c.Proto != "UDPv4" || c.Since.IsZero() {
 		t.Fatalf("client status %+v", c)
 	}
-	if sv.Kind != KindServer || sv.Interface != "wlsrv0" || sv.Address != "10.9.0.1/24" || sv.Clients[0].CommonName != "cli1" ||
+	if sv.Kind != KindServer || sv.Interface != "wlsrv0" || sv.Address != "10.9.0.1/24" || sv.Address6 != "fd09::1/64" || sv.Clients[0].CommonName != "cli1" ||
+		sv.Clients[0].Address6 != "fd09::1000" ||
 		sv.Clients[0].Address != "10.9.0.2" || sv.Clients[0].RxBytes == 0 {
 		t.Fatalf("server status %+v", sv)
 	}

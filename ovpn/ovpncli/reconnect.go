@@ -9,23 +9,25 @@ package ovpncli
 //	                wait (1 s; doubling after five failed attempts, up to
 //	                300 s, like connect-retry) -> client.Dial (the
 //	                remotes in order) -> failed: wait again
-//	                -> new session: same address, gateway, routes and
-//	                   server: nothing to change; else readdress the device
-//	                   and replace the routes -> DeliverTo the device ->
+//	                -> new session: same addresses (IPv4 and IPv6),
+//	                   gateways, routes, redirect and server: nothing to
+//	                   change; else readdress the device (each family on
+//	                   its own) and replace the routes -> DeliverTo the device ->
 //	                   the TUN reader sends into the new session
 //
 // Between sessions the device, its address and its routes stay: packets
 // for the tunnel are dropped, none leave outside it. With
-// redirect-gateway, remotes given as literal addresses get a host route
-// outside the tunnel before the redial, so the attempt does not loop into
-// the tunnel.
+// redirect-gateway, every remote of a redirected family (literal
+// addresses, and host names resolved then, each lookup bounded by 5 s) gets a
+// host route outside the tunnel before the redial, so the attempt does not
+// loop into the tunnel.
 
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -112,14 +114,18 @@ func (r *reconnector) redial() *client.Session {
 			return nil
 		case <-time.After(wait):
 		}
-		if r.routes && redirectsGateway(r.applied) {
-			r.keepRemotesOutside()
+		if r.routes {
+			rd := parseRedirect(r.applied)
+			rd.v6 = rd.v6 && r.applied.Local6.IsValid() // else IPv6 was not redirected
+			if rd.v4 || rd.v6 {
+				r.keepRemotesOutside(rd)
+			}
 		}
 		progress("reconnecting, attempt %d ...", attempt)
 		s, err := client.Dial(r.ctx, r.cfg, r.opts)
 		if err == nil {
 			push := s.Pushed()
-			progress("connected: address %s, gateway %s, cipher %v, peer-id %s", push.Local, push.Remote, s.Cipher(), peerIDString(push))
+			progress("connected: address %s, gateway %s, cipher %v, peer-id %s%s", push.Local, push.Remote, s.Cipher(), peerIDString(push), ipv6String(push))
 			if push.Local.IsValid() {
 				return s
 			}
@@ -137,13 +143,11 @@ func (r *reconnector) redial() *client.Session {
 }
 
 // keepRemotesOutside adds a host route outside the tunnel for every
-// remote given as an address (the default route points into the tunnel).
-func (r *reconnector) keepRemotesOutside() {
-	for _, rm := range r.cfg.Remotes {
-		a, err := netip.ParseAddr(rm.Host)
-		if err != nil || !a.Is4() || slices.Contains(r.outside, a) || a == r.cur.Load().RemoteAddr().Addr() {
-			continue
-		}
+// remote of a family that rd redirects (the default route points into the
+// tunnel); host names are resolved now.
+func (r *reconnector) keepRemotesOutside(rd redirect) {
+	have := append(slices.Clone(r.outside), r.cur.Load().RemoteAddr().Addr())
+	for _, a := range remotesOutside(r.ctx, r.cfg, rd, have, lookupHost, progress) {
 		if err := r.nc.addHostRouteOutside(a); err != nil {
 			progress("no host route for remote %s: %v", a, err)
 			continue
@@ -152,15 +156,22 @@ func (r *reconnector) keepRemotesOutside() {
 	}
 }
 
-// apply brings the device's address and routes in line with s's push.
+// sameConfig reports whether sessions pushing a and b, served from
+// serverA and serverB, need the same device addresses and routes.
+func sameConfig(a, b *control.PushReply, serverA, serverB netip.Addr) bool {
+	return a.Local == b.Local && a.Remote == b.Remote && a.Local6 == b.Local6 && a.Remote6 == b.Remote6 &&
+		slices.Equal(a.Routes, b.Routes) && maps.Equal(a.RouteGateways, b.RouteGateways) &&
+		parseRedirect(a) == parseRedirect(b) && serverA == serverB
+}
+
+// apply brings the device's addresses and routes in line with s's push.
 func (r *reconnector) apply(s *client.Session) error {
 	push, old := s.Pushed(), r.applied
 	server := s.RemoteAddr().Addr()
-	if push.Local == old.Local && push.Remote == old.Remote && slices.Equal(push.Routes, old.Routes) &&
-		redirectsGateway(push) == redirectsGateway(old) && server == r.cur.Load().RemoteAddr().Addr() {
+	if sameConfig(push, old, server, r.cur.Load().RemoteAddr().Addr()) {
 		return nil
 	}
-	progress("the new session differs (address %s, gateway %s, server %s): reconfiguring", push.Local, push.Remote, server)
+	progress("the new session differs (address %s, gateway %s%s, server %s): reconfiguring", push.Local, push.Remote, ipv6String(push), server)
 	r.nc.teardown()
 	r.outside = nil
 	if push.Local != old.Local {
@@ -169,19 +180,19 @@ func (r *reconnector) apply(s *client.Session) error {
 		}
 		progress("device address %s", push.Local)
 	}
+	if push.Local6 != old.Local6 {
+		if err := r.nc.replaceAddr(old.Local6, push.Local6); err != nil {
+			return err
+		}
+		if push.Local6.IsValid() {
+			progress("device IPv6 address %s", push.Local6)
+		} else {
+			progress("device IPv6 address %s removed (none pushed now)", old.Local6)
+		}
+	}
 	r.applied = push
 	if !r.routes {
 		return nil
 	}
 	return installRoutes(r.nc, server, push)
-}
-
-// redirectsGateway reports whether push redirects the default route.
-func redirectsGateway(push *control.PushReply) bool {
-	for _, o := range push.Options {
-		if f := strings.Fields(o); len(f) > 0 && f[0] == "redirect-gateway" {
-			return true
-		}
-	}
-	return false
 }

@@ -67,7 +67,11 @@ func Serve(args []string) int {
 		c := e.Client
 		switch e.Kind {
 		case server.ClientConnected:
-			progress("client %q connected from %s: address %s, peer-id %d, %v", c.CommonName, c.Remote, c.Address, c.PeerID, c.Cipher)
+			a6 := ""
+			if c.Address6.IsValid() {
+				a6 = " and " + c.Address6.String()
+			}
+			progress("client %q connected from %s: address %s%s, peer-id %d, %v", c.CommonName, c.Remote, c.Address, a6, c.PeerID, c.Cipher)
 		case server.ClientDisconnected:
 			progress("client %q (%s) left: %s", c.CommonName, c.Address, e.Reason)
 		}
@@ -78,7 +82,7 @@ func Serve(args []string) int {
 	}
 	nc, err := openLink(name, logf)
 	if err == nil {
-		err = nc.up(s.TunnelAddress(), mtu)
+		err = nc.up(s.TunnelAddress(), s.TunnelAddress6(), mtu)
 	}
 	for _, r := range cfg.Routes {
 		if err != nil {
@@ -92,19 +96,24 @@ func Serve(args []string) int {
 		return 1
 	}
 	defer nc.teardown()
-	progress("device %s: %s, mtu %d, up", name, s.TunnelAddress(), mtu)
-	progress("listening on %s %s; clients get addresses from %s; Ctrl-C stops", cfg.Proto, s.Addr(), cfg.Network)
+	if a6 := s.TunnelAddress6(); a6.IsValid() {
+		progress("device %s: %s and %s, mtu %d, up", name, s.TunnelAddress(), a6, mtu)
+		progress("listening on %s %s; clients get addresses from %s and %s; Ctrl-C stops", cfg.Proto, s.Addr(), cfg.Network, cfg.Network6)
+	} else {
+		progress("device %s: %s, mtu %d, up", name, s.TunnelAddress(), mtu)
+		progress("listening on %s %s; clients get addresses from %s; Ctrl-C stops", cfg.Proto, s.Addr(), cfg.Network)
+	}
 
 	abs, _ := filepath.Abs(file)
 	started := time.Now()
 	pub, err := publishStatus(func() TunnelStatus {
 		st := TunnelStatus{Kind: KindServer, Interface: name, Config: abs, Remote: s.Addr().String(), Proto: string(cfg.Proto),
-			Address: s.TunnelAddress().String(), Since: started}
+			Address: s.TunnelAddress().String(), Address6: prefixString(s.TunnelAddress6()), Since: started}
 		for _, c := range s.Clients() {
 			st.RxBytes += c.RxBytes
 			st.TxBytes += c.TxBytes
 			st.Clients = append(st.Clients, ClientStatus{CommonName: c.CommonName, Remote: c.Remote.String(),
-				Address: c.Address.String(), PeerID: c.PeerID, Cipher: c.Cipher.String(), Since: c.Since,
+				Address: c.Address.String(), Address6: addrString(c.Address6), PeerID: c.PeerID, Cipher: c.Cipher.String(), Since: c.Since,
 				RxBytes: c.RxBytes, TxBytes: c.TxBytes})
 		}
 		sort.Slice(st.Clients, func(i, j int) bool { return st.Clients[i].PeerID < st.Clients[j].PeerID })

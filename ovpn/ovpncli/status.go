@@ -55,8 +55,10 @@ type TunnelStatus struct {
 	Cipher string `json:"cipher,omitempty"` // data cipher (client)
 	// Address is the pushed address (client) or the server's tunnel
 	// address, both with prefix length.
-	Address string    `json:"address"`
-	Since   time.Time `json:"since"` // connected (client) or started (server)
+	Address string `json:"address"`
+	// Address6 is the IPv6 counterpart of Address, when there is one.
+	Address6 string    `json:"address6,omitempty"`
+	Since    time.Time `json:"since"` // connected (client) or started (server)
 	// RxBytes and TxBytes count IP packet bytes from and into the tunnel
 	// (a server sums its clients).
 	RxBytes uint64         `json:"rx_bytes"`
@@ -70,6 +72,7 @@ type ClientStatus struct {
 	CommonName string    `json:"common_name"`
 	Remote     string    `json:"remote"`
 	Address    string    `json:"address"`
+	Address6   string    `json:"address6,omitempty"` // IPv6 tunnel address, when the server has an IPv6 pool
 	PeerID     uint32    `json:"peer_id"`
 	Cipher     string    `json:"cipher"`
 	Since      time.Time `json:"since"`
@@ -220,6 +223,9 @@ func FormatStatus(w io.Writer, tunnels []TunnelStatus) error {
 			fmt.Fprintf(&b, "  remote: %s %s\n", t.Proto, t.Remote)
 		}
 		fmt.Fprintf(&b, "  address: %s\n", t.Address)
+		if t.Address6 != "" {
+			fmt.Fprintf(&b, "  address6: %s\n", t.Address6)
+		}
 		if t.Cipher != "" {
 			fmt.Fprintf(&b, "  cipher: %s\n", t.Cipher)
 		}
@@ -236,6 +242,9 @@ func FormatStatus(w io.Writer, tunnels []TunnelStatus) error {
 			fmt.Fprintf(&b, "\n  client: %s\n", c.CommonName)
 			fmt.Fprintf(&b, "    endpoint: %s\n", c.Remote)
 			fmt.Fprintf(&b, "    address: %s, peer-id %d, %s\n", c.Address, c.PeerID, c.Cipher)
+			if c.Address6 != "" {
+				fmt.Fprintf(&b, "    address6: %s\n", c.Address6)
+			}
 			fmt.Fprintf(&b, "    connected since: %s (%s)\n", c.Since.Format(time.RFC3339), ago(t.Updated.Sub(c.Since)))
 			fmt.Fprintf(&b, "    transfer: %s received, %s sent\n", byteCount(c.RxBytes), byteCount(c.TxBytes))
 		}

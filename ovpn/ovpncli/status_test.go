@@ -112,3 +112,33 @@ func TestStatusSkipsStaleEntries(t *testing.T) {
 		t.Fatalf("corrupt file: %v", err)
 	}
 }
+
+// address6 is an added, optional field: absent without IPv6, so readers
+// of the earlier schema see the same JSON, and printed when present.
+func TestStatusAddress6(t *testing.T) {
+	st := TunnelStatus{Kind: KindClient, Interface: "tun7", Address: "10.8.0.2/24"}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "address6") || !strings.Contains(string(b), `"address":"10.8.0.2/24"`) {
+		t.Fatalf("IPv4-only status JSON: %s", b)
+	}
+	st.Address6 = "fd42:42::1000/64"
+	st.Clients = []ClientStatus{{CommonName: "a", Address: "10.8.0.3", Address6: "fd42:42::1001"}}
+	if b, err = json.Marshal(st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"address6":"fd42:42::1000/64"`, `"address6":"fd42:42::1001"`} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("status JSON lacks %s: %s", want, b)
+		}
+	}
+	var text strings.Builder
+	FormatStatus(&text, []TunnelStatus{st})
+	for _, want := range []string{"  address: 10.8.0.2/24\n  address6: fd42:42::1000/64\n", "    address6: fd42:42::1001\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Fatalf("formatted status lacks %q:\n%s", want, text.String())
+		}
+	}
+}

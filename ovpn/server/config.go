@@ -43,6 +43,10 @@ type Config struct {
 	// (topology subnet): the server takes the first host address, clients
 	// the following ones.
 	Network netip.Prefix
+	// Network6 is the IPv6 pool of `server-ipv6 PREFIX/LEN` (/64 to /112;
+	// invalid: IPv4 only): the server takes PREFIX::1, the client with the
+	// i-th IPv4 pool address gets PREFIX::1000 + i.
+	Network6 netip.Prefix
 	// Dev names the TUN interface the command line creates (default tun0).
 	Dev string
 	// MTU is the TUN MTU (tun-mtu, default 1500).
@@ -73,7 +77,8 @@ type Config struct {
 	DataCiphers []data.Cipher
 	// Push holds the options of `push "..."` lines, in order.
 	Push []string
-	// Routes are `route NET MASK` lines: networks behind the server's TUN.
+	// Routes are `route NET MASK` and `route-ipv6 NET/LEN` lines: networks
+	// behind the server's TUN.
 	Routes []netip.Prefix
 
 	// Ping and PingRestart are from keepalive (seconds). Clients are told
@@ -119,8 +124,8 @@ var serverUnsupported = map[string]string{
 	"client-cert-not-required": "optional client certificates", "tls-verify": "verification scripts",
 	"client-config-dir": "per-client configuration", "ccd-exclusive": "per-client configuration",
 	"compress": "compression (changes the data framing)", "comp-lzo": "compression (changes the data framing)",
-	"fragment": "fragmentation (changes the data framing)", "server-ipv6": "IPv6 address pools",
-	"ifconfig-ipv6": "IPv6 tunnel addresses", "server-bridge": "bridged (tap) servers", "ifconfig-pool": "explicit pools (use server)",
+	"fragment": "fragmentation (changes the data framing)", "ifconfig-ipv6": "explicit IPv6 tunnel addresses (use server-ipv6)",
+	"ifconfig-ipv6-pool": "explicit IPv6 pools (use server-ipv6)", "server-bridge": "bridged (tap) servers", "ifconfig-pool": "explicit pools (use server)",
 	"pkcs12": "PKCS#12 credentials", "tls-cipher": "TLS cipher restrictions", "tls-ciphersuites": "TLS cipher restrictions",
 	"tls-groups": "TLS group restrictions", "peer-fingerprint": "certificate fingerprint pinning",
 	"verify-x509-name": "client name checks", "remote-cert-ku": "key-usage checks", "remote-cert-eku": "extended-key-usage checks by OID",
@@ -173,6 +178,7 @@ type cfgParser struct {
 	port      uint16
 	topology  string
 	hasServer bool
+	line6     int // the server-ipv6 line
 }
 
 func (p *cfgParser) inline(tag, body string) error {
@@ -286,6 +292,22 @@ func (p *cfgParser) directive(args []string) error {
 		}
 		c.Network = pfx
 		p.hasServer = true
+	case "server-ipv6":
+		if err := p.Want(args, 1, 1); err != nil {
+			return err
+		}
+		pfx, err := netip.ParsePrefix(args[1])
+		if err != nil || !pfx.Addr().Is6() || pfx.Addr().Is4In6() {
+			return p.Errorf(name, "want an IPv6 prefix such as fd42:42::/64, got %q", args[1])
+		}
+		if pfx.Bits() < 64 || pfx.Bits() > 112 {
+			return p.Errorf(name, "want a prefix of /64 to /112, got /%d", pfx.Bits())
+		}
+		if pfx.Masked() != pfx {
+			return p.Errorf(name, "%s has host bits set (network is %s)", args[1], pfx.Masked())
+		}
+		c.Network6 = pfx
+		p.line6 = p.Line
 	case "remote-cert-tls":
 		if err := p.Want(args, 1, 1); err != nil {
 			return err
@@ -303,7 +325,7 @@ func (p *cfgParser) directive(args []string) error {
 			return p.Errorf(name, "bad option %q (empty, or holds a comma or NUL)", args[1])
 		}
 		switch strings.Fields(opt)[0] {
-		case "ifconfig", "peer-id", "cipher", "protocol-flags", "key-derivation", "topology", "route-gateway", "push-continuation":
+		case "ifconfig", "ifconfig-ipv6", "peer-id", "cipher", "protocol-flags", "key-derivation", "topology", "route-gateway", "push-continuation":
 			return p.Errorf(name, "%q is pushed by the server itself", opt)
 		case "compress", "comp-lzo":
 			return p.Errorf(name, "%q: compression %w", opt, ErrUnsupported)
@@ -320,6 +342,18 @@ func (p *cfgParser) directive(args []string) error {
 		pfx, err := prefixFromMask(args[1], mask)
 		if err != nil {
 			return p.Errorf(name, "%v", err)
+		}
+		c.Routes = append(c.Routes, pfx.Masked())
+	case "route-ipv6":
+		if err := p.Want(args, 1, 3); err != nil {
+			return err
+		}
+		pfx, err := netip.ParsePrefix(args[1])
+		if err != nil || !pfx.Addr().Is6() || pfx.Addr().Is4In6() {
+			return p.Errorf(name, "want an IPv6 prefix such as fd99::/64, got %q", args[1])
+		}
+		if len(args) >= 3 {
+			return p.Errorf(name, "%q: gateways %w (routes go through the TUN device)", args[2], ErrUnsupported)
 		}
 		c.Routes = append(c.Routes, pfx.Masked())
 	case "keepalive":
@@ -382,6 +416,15 @@ func (p *cfgParser) finish() (*Config, error) {
 	c.Warnings = p.Warnings
 	if !p.hasServer {
 		return nil, p.Errorf("server", "no `server NET MASK` line: the client address pool is missing")
+	}
+	if c.Network6.IsValid() {
+		p4, err := newPool(c.Network)
+		if err == nil {
+			_, err = newPool6(c.Network6, p4)
+		}
+		if err != nil {
+			return nil, &config.Error{File: p.Name, Line: p.line6, Directive: "server-ipv6", Err: err}
+		}
 	}
 	if len(c.CA) == 0 {
 		return nil, p.Errorf("ca", "no CA certificate given; clients cannot be verified")

@@ -122,6 +122,15 @@ func TestParseConfigErrors(t *testing.T) {
 		{"client key direction", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\nkey-direction 1\n", 0, "key direction 0"},
 		{"file refs forbidden", "ca ca.crt\n", 1, "file references are not allowed"},
 		{"tap", base + "dev tap0\n", 11, "only tun devices"},
+		{"server-ipv6 IPv4", base + "server-ipv6 10.9.0.0/24\n", 11, "want an IPv6 prefix"},
+		{"server-ipv6 /120", base + "server-ipv6 fd42::/120\n", 11, "/64 to /112"},
+		{"server-ipv6 host bits", base + "server-ipv6 fd42::1/64\n", 11, "has host bits set"},
+		{"server-ipv6 too small", "server 10.8.0.0 255.255.0.0\nserver-ipv6 fd42::/112\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n",
+			2, "too small for the 65533 clients"},
+		{"ifconfig-ipv6", base + "ifconfig-ipv6 fd42::1/64 fd42::2\n", 11, "use server-ipv6"},
+		{"push ifconfig-ipv6", base + "push \"ifconfig-ipv6 fd42::9/64 fd42::1\"\n", 11, "pushed by the server itself"},
+		{"route-ipv6 gateway", base + "route-ipv6 fd99::/64 fd42::7\n", 11, "gateways"},
+		{"route-ipv6 IPv4", base + "route-ipv6 10.0.0.0/8\n", 11, "want an IPv6 prefix"},
 		{"both wraps", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\n<tls-crypt>\n" + string(new(wrap.StaticKey).Format()) + "</tls-crypt>\n", 0, "mutually exclusive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,6 +150,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\npush \"route 10.1.0.0 255.255.0.0\"\n"))
 	f.Add([]byte("port 1\nproto tcp\nkeepalive 1 2\n<tls-crypt>\n-----BEGIN OpenVPN Static key V1-----\n00\n</tls-crypt>\n"))
 	f.Add([]byte("push 'a \\\" b'\n\"\n<x>\n"))
+	f.Add([]byte("server 10.8.0.0 255.255.0.0\nserver-ipv6 fd42::/112\nroute-ipv6 fd99::/64\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		c, err := ParseConfig(text, "fuzz.conf", "")
 		if err == nil && (!c.Network.IsValid() || len(c.CA) == 0 || !c.Listen.IsValid()) {
@@ -177,6 +187,70 @@ func TestPool(t *testing.T) {
 	}
 	if _, err := newPool(netip.MustParsePrefix("10.8.0.0/30")); err == nil {
 		t.Fatal("accepted a /30 pool")
+	}
+}
+
+func TestParseConfigIPv6(t *testing.T) {
+	c, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\nserver-ipv6 fd42:42::/64\nroute-ipv6 fd99::/64\n"+
+		"push \"route-ipv6 fd99::/64\"\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"), "s.conf", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Network6 != netip.MustParsePrefix("fd42:42::/64") || len(c.Routes) != 1 || c.Routes[0] != netip.MustParsePrefix("fd99::/64") ||
+		len(c.Push) != 1 || c.Push[0] != "route-ipv6 fd99::/64" {
+		t.Fatalf("%+v", c)
+	}
+}
+
+// The IPv6 pool pairs each IPv4 pool address with PREFIX::1000 + index.
+func TestPool6(t *testing.T) {
+	p4, err := newPool(netip.MustParsePrefix("10.8.0.0/24"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p6, err := newPool6(netip.MustParsePrefix("fd42:42::/64"), p4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p6.server != netip.MustParseAddr("fd42:42::1") {
+		t.Fatalf("server %s", p6.server)
+	}
+	for v4, want := range map[string]string{"10.8.0.2": "fd42:42::1000", "10.8.0.3": "fd42:42::1001", "10.8.0.254": "fd42:42::10fc"} {
+		if got := p6.addrFor(netip.MustParseAddr(v4)); got != netip.MustParseAddr(want) {
+			t.Errorf("addrFor(%s) = %s, want %s", v4, got, want)
+		}
+	}
+	big, _ := newPool(netip.MustParsePrefix("10.0.0.0/8"))
+	if p6, err := newPool6(netip.MustParsePrefix("2001:db8:0:1::/64"), big); err != nil ||
+		p6.addrFor(netip.MustParseAddr("10.255.255.254")) != netip.MustParseAddr("2001:db8:0:1::100:ffc") {
+		t.Fatalf("/8 in /64: %v", err)
+	}
+	if _, err := newPool6(netip.MustParsePrefix("fd42::/112"), big); err == nil {
+		t.Fatal("a /112 accepted for a /8 IPv4 pool")
+	}
+	if p6, err := newPool6(netip.MustParsePrefix("fd42::/112"), p4); err != nil || !p6.network.Contains(p6.addrFor(netip.MustParseAddr("10.8.0.254"))) {
+		t.Fatalf("/112 for a /24: %v", err)
+	}
+}
+
+func TestIPAddrs(t *testing.T) {
+	v6 := make([]byte, 40)
+	v6[0] = 0x60
+	copy(v6[8:], netip.MustParseAddr("fd42::1000").AsSlice())
+	copy(v6[24:], netip.MustParseAddr("fd42::1").AsSlice())
+	if src, dst, ok := ipAddrs(v6); !ok || src != netip.MustParseAddr("fd42::1000") || dst != netip.MustParseAddr("fd42::1") {
+		t.Fatalf("IPv6: %s %s %v", src, dst, ok)
+	}
+	v4 := make([]byte, 20)
+	v4[0] = 0x45
+	copy(v4[12:], []byte{10, 8, 0, 2, 10, 8, 0, 1})
+	if src, dst, ok := ipAddrs(v4); !ok || src != netip.MustParseAddr("10.8.0.2") || dst != netip.MustParseAddr("10.8.0.1") {
+		t.Fatalf("IPv4: %s %s %v", src, dst, ok)
+	}
+	for _, bad := range [][]byte{nil, v6[:39], v4[:19], {0x50, 0, 0, 0}} {
+		if _, _, ok := ipAddrs(bad); ok {
+			t.Errorf("% x accepted", bad)
+		}
 	}
 }
 

@@ -46,8 +46,9 @@ type peer struct {
 	ctrl    *control.Channel               // immutable; its flusher goroutine sends control packets
 	created time.Time                      // immutable
 
-	data  atomic.Pointer[data.Channel] // set by the first key exchange
-	vaddr atomic.Pointer[netip.Addr]   // tunnel address, set by the first key exchange
+	data   atomic.Pointer[data.Channel] // set by the first key exchange
+	vaddr  atomic.Pointer[netip.Addr]   // tunnel address, set by the first key exchange
+	vaddr6 atomic.Pointer[netip.Addr]   // IPv6 tunnel address (server-ipv6), stored before vaddr
 
 	mu        sync.Mutex // guards the fields below
 	cn        string
@@ -135,10 +136,17 @@ func (p *peer) vaddrLoad() netip.Addr {
 	return netip.Addr{}
 }
 
+func (p *peer) vaddr6Load() netip.Addr {
+	if a := p.vaddr6.Load(); a != nil {
+		return *a
+	}
+	return netip.Addr{}
+}
+
 func (p *peer) info() ClientInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return ClientInfo{CommonName: p.cn, Remote: p.remote(), Address: p.vaddrLoad(), PeerID: p.id, Cipher: p.cipher, EKM: p.ekm, Since: p.since,
+	return ClientInfo{CommonName: p.cn, Remote: p.remote(), Address: p.vaddrLoad(), Address6: p.vaddr6Load(), PeerID: p.id, Cipher: p.cipher, EKM: p.ekm, Since: p.since,
 		RxBytes: p.rxBytes.Load(), TxBytes: p.txBytes.Load()}
 }
 
@@ -520,6 +528,11 @@ func (p *peer) setup(cn string, pi peerInfo) error {
 		return ErrClosed
 	default:
 	}
+	if s.pool6 != nil {
+		a6 := s.pool6.addrFor(addr)
+		p.vaddr6.Store(&a6)
+		s.byVaddr[a6] = p
+	}
 	p.vaddr.Store(&addr)
 	s.byVaddr[addr] = p
 	s.mu.Unlock()
@@ -556,6 +569,9 @@ func (p *peer) pushOptions() []string {
 	}
 	if s.cfg.PingRestart > 0 {
 		opts = append(opts, fmt.Sprintf("ping-restart %d", s.cfg.PingRestart))
+	}
+	if a6 := p.vaddr6Load(); a6.IsValid() {
+		opts = append(opts, fmt.Sprintf("ifconfig-ipv6 %s/%d %s", a6, s.pool6.network.Bits(), s.pool6.server))
 	}
 	opts = append(opts, fmt.Sprintf("ifconfig %s %s", p.vaddrLoad(), maskString(s.pool.network.Bits())))
 	if p.dataV2 {
@@ -664,6 +680,9 @@ func (p *peer) close(reason string) {
 		va := p.vaddrLoad()
 		if va.IsValid() && s.byVaddr[va] == p {
 			delete(s.byVaddr, va)
+		}
+		if va6 := p.vaddr6Load(); va6.IsValid() && s.byVaddr[va6] == p {
+			delete(s.byVaddr, va6)
 		}
 		s.mu.Unlock()
 		if va.IsValid() {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -62,4 +63,42 @@ func (p *pool) put(a netip.Addr) {
 	p.mu.Lock()
 	delete(p.inUse, a)
 	p.mu.Unlock()
+}
+
+// pool6Offset is where client addresses start in a server-ipv6 prefix,
+// as in OpenVPN: PREFIX::1 is the server, clients from PREFIX::1000.
+const pool6Offset = 0x1000
+
+// pool6 is the IPv6 pool of `server-ipv6 PREFIX/LEN`. It has no state of
+// its own: the client holding the i-th address of the IPv4 pool gets
+// PREFIX::1000 + i, so the IPv4 allocation takes and frees both (OpenVPN
+// pairs its pools the same way). Immutable.
+type pool6 struct {
+	network netip.Prefix
+	server  netip.Addr // PREFIX::1
+	v4first netip.Addr // the IPv4 pool's first client address
+}
+
+// newPool6 checks that network (a /64 to /112) holds v4's clients.
+func newPool6(network netip.Prefix, v4 *pool) (*pool6, error) {
+	network = network.Masked()
+	if !network.Addr().Is6() || network.Addr().Is4In6() || network.Bits() < 64 || network.Bits() > 112 {
+		return nil, fmt.Errorf("server: IPv6 pool %s: want an IPv6 prefix of /64 to /112", network)
+	}
+	if hostBits := 128 - network.Bits(); hostBits < 64 && uint64(pool6Offset+v4.size()) >= uint64(1)<<hostBits {
+		return nil, fmt.Errorf("server: IPv6 pool %s: too small for the %d clients of the IPv4 pool %s (client addresses start at ::%x)",
+			network, v4.size(), v4.network, pool6Offset)
+	}
+	return &pool6{network: network, server: network.Addr().Next(), v4first: v4.first}, nil
+}
+
+// addrFor returns the IPv6 address paired with the IPv4 pool address a.
+func (p *pool6) addrFor(a netip.Addr) netip.Addr {
+	x, f := a.As4(), p.v4first.As4()
+	i := (uint32(x[0])<<24 | uint32(x[1])<<16 | uint32(x[2])<<8 | uint32(x[3])) -
+		(uint32(f[0])<<24 | uint32(f[1])<<16 | uint32(f[2])<<8 | uint32(f[3]))
+	b := p.network.Addr().As16()
+	lo := binary.BigEndian.Uint64(b[8:]) + pool6Offset + uint64(i)
+	binary.BigEndian.PutUint64(b[8:], lo)
+	return netip.AddrFrom16(b)
 }

@@ -4,10 +4,11 @@ package server
 //
 //	client packet -> data.Decrypt (primary, or the prepared/lame-duck key)
 //	    -> ping / OCC exit -> source must be the client's pool address
+//	       (IPv4, or its server-ipv6 address for IPv6)
 //	    -> client-to-client and the destination is a client? encrypt to it
 //	    -> else the UDP reader's TUN batch (AttachTUN; one device write per
 //	       receive batch) or the rx queue -> ReadPacket
-//	WritePacket -> destination pool address -> client -> encrypt -> send
+//	WritePacket -> destination pool address (IPv4 or IPv6) -> client -> encrypt -> send
 //	WritePackets -> the same per packet into a batch -> runs of equal-size
 //	    packets to one client become UDP_SEGMENT (GSO) messages -> one sendmmsg
 //	ReadPackets <- the rx queue, everything already queued at once
@@ -50,8 +51,8 @@ func (s *Server) handleData(p *peer, pkt []byte, sink *tunSink) bool {
 		p.close("the client sent an exit notification")
 		return true
 	}
-	src, dst, ok := ipv4Addrs(payload)
-	if !ok || src != p.vaddrLoad() {
+	src, dst, ok := ipAddrs(payload)
+	if !ok || (src != p.vaddrLoad() && (!src.Is6() || src != p.vaddr6Load())) {
 		s.stats.Spoofed.Add(1)
 		return true
 	}
@@ -83,6 +84,23 @@ func (s *Server) deliver(payload []byte) {
 	}
 }
 
+// ipAddrs returns the source and destination of an IPv4 or IPv6 packet.
+func ipAddrs(p []byte) (src, dst netip.Addr, ok bool) {
+	if len(p) == 0 {
+		return src, dst, false
+	}
+	switch p[0] >> 4 {
+	case 4:
+		return ipv4Addrs(p)
+	case 6:
+		if len(p) < 40 {
+			return src, dst, false
+		}
+		return netip.AddrFrom16([16]byte(p[8:24])), netip.AddrFrom16([16]byte(p[24:40])), true
+	}
+	return src, dst, false
+}
+
 // ipv4Addrs returns the source and destination of an IPv4 packet.
 func ipv4Addrs(p []byte) (src, dst netip.Addr, ok bool) {
 	if len(p) < 20 || p[0]>>4 != 4 {
@@ -107,7 +125,7 @@ func (s *Server) WritePacket(pkt []byte) error {
 	if len(pkt) > maxPkt-64 {
 		return fmt.Errorf("server: packet of %d bytes too large", len(pkt))
 	}
-	_, dst, ok := ipv4Addrs(pkt)
+	_, dst, ok := ipAddrs(pkt)
 	if !ok {
 		s.stats.NoRoute.Add(1)
 		return ErrNoRoute
@@ -201,7 +219,7 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 			keep(fmt.Errorf("server: packet of %d bytes too large", len(pkt)))
 			continue
 		}
-		_, dst, ok := ipv4Addrs(pkt)
+		_, dst, ok := ipAddrs(pkt)
 		var p *peer
 		if ok {
 			s.mu.RLock()

@@ -85,6 +85,7 @@ type ClientInfo struct {
 	CommonName string
 	Remote     netip.AddrPort // transport address
 	Address    netip.Addr     // tunnel address from the pool
+	Address6   netip.Addr     // IPv6 tunnel address (server-ipv6), or invalid
 	PeerID     uint32
 	Cipher     data.Cipher
 	EKM        bool      // keys from TLS keying-material export
@@ -107,6 +108,7 @@ type Server struct {
 	logf       func(string, ...any)
 	tlsCfg     *tls.Config
 	pool       *pool
+	pool6      *pool6 // nil without server-ipv6
 	cookies    *cookieJar
 	handWindow time.Duration
 
@@ -124,7 +126,7 @@ type Server struct {
 	mu      sync.RWMutex             // guards the maps and closed
 	byAddr  map[netip.AddrPort]*peer // UDP peers by transport address
 	byID    map[uint32]*peer         // by peer-id
-	byVaddr map[netip.Addr]*peer     // by tunnel address, once pushed
+	byVaddr map[netip.Addr]*peer     // by tunnel addresses (IPv4 and IPv6), once pushed
 	closed  bool
 
 	graveMu sync.Mutex             // guards graves
@@ -186,6 +188,12 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var p6 *pool6
+	if c.Network6.IsValid() {
+		if p6, err = newPool6(c.Network6, p); err != nil {
+			return nil, err
+		}
+	}
 	if c.MaxClients == 0 || c.MaxClients > p.size() {
 		c.MaxClients = p.size()
 	}
@@ -198,7 +206,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, opts: opts, logf: opts.Logf, tlsCfg: tlsCfg, pool: p,
+	s := &Server{cfg: c, opts: opts, logf: opts.Logf, tlsCfg: tlsCfg, pool: p, pool6: p6,
 		handWindow: time.Duration(c.HandWindow) * time.Second,
 		byAddr:     map[netip.AddrPort]*peer{}, byID: map[uint32]*peer{}, byVaddr: map[netip.Addr]*peer{},
 		rx: pktqueue.New(rxQueue, rxBufLen), done: make(chan struct{})}
@@ -259,6 +267,16 @@ func (s *Server) TunnelAddress() netip.Prefix {
 	return netip.PrefixFrom(s.pool.server, s.pool.network.Bits())
 }
 
+// TunnelAddress6 returns the server's IPv6 tunnel address with its
+// prefix length (PREFIX::1/LEN of server-ipv6), or the invalid prefix
+// without an IPv6 pool.
+func (s *Server) TunnelAddress6() netip.Prefix {
+	if s.pool6 == nil {
+		return netip.Prefix{}
+	}
+	return netip.PrefixFrom(s.pool6.server, s.pool6.network.Bits())
+}
+
 // Config returns the configuration in use, defaults applied.
 func (s *Server) Config() Config { return s.cfg }
 
@@ -270,7 +288,10 @@ func (s *Server) Clients() []ClientInfo {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]ClientInfo, 0, len(s.byVaddr))
-	for _, p := range s.byVaddr {
+	for a, p := range s.byVaddr {
+		if a.Is6() {
+			continue // listed under its IPv4 address
+		}
 		if info := p.info(); !info.Since.IsZero() {
 			out = append(out, info)
 		}

@@ -1,0 +1,211 @@
+package ovpncli
+
+// Pushed routes to netlink routes:
+//
+//	PUSH_REPLY -> planRoutes (pure: server address + pushed options)
+//	    -> routePlan{outside: host routes past the tunnel, routes: via the
+//	       tunnel, notes: what was skipped and why}
+//	    -> installRoutes -> netConf.addHostRouteOutside / addRoute
+//
+// IPv4: `route` lines via the pushed gateway (route-gateway or the
+// net30 peer); `redirect-gateway` (unless `!ipv4`) adds 0.0.0.0/1 and
+// 128.0.0.0/1 plus a host route for an IPv4 server.
+//
+// IPv6: `route-ipv6 NET/LEN [GATEWAY]` via GATEWAY when given, else via
+// the ifconfig-ipv6 remote, else on-link; a gateway outside the device's
+// IPv6 prefix (and not link-local) is not reachable as a next hop, so
+// such routes go on-link (on a TUN device every packet reaches the server
+// anyway). `redirect-gateway ... ipv6` adds 2000::/4 and 3000::/4 (the
+// whole global unicast space 2000::/3, as OpenVPN 2.6 does; its manual:
+// "more specific IPv6 routes are added (2000::/4, 3000::/4)") plus a host
+// route for an IPv6 server. IPv6 routes need a pushed ifconfig-ipv6;
+// without one they are skipped with a note.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wirelane/wirelane/ovpn/config"
+	"github.com/wirelane/wirelane/ovpn/control"
+)
+
+// Split default routes: together they cover the default route while
+// staying more specific than it.
+var (
+	redirect4 = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/1"), netip.MustParsePrefix("128.0.0.0/1")}
+	redirect6 = []netip.Prefix{netip.MustParsePrefix("2000::/4"), netip.MustParsePrefix("3000::/4")}
+)
+
+// redirect is what a pushed redirect-gateway asks for.
+type redirect struct {
+	v4, v6 bool
+	line   string // the option as pushed
+}
+
+// parseRedirect reads the last redirect-gateway option of push (a later
+// one replaces an earlier one, as in OpenVPN). Without the option nothing
+// is redirected; with it IPv4 is, unless `!ipv4`, and IPv6 with `ipv6`.
+func parseRedirect(push *control.PushReply) redirect {
+	var r redirect
+	for _, o := range push.Options {
+		f := strings.Fields(o)
+		if len(f) == 0 || f[0] != "redirect-gateway" {
+			continue
+		}
+		r = redirect{v4: true, line: o}
+		for _, fl := range f[1:] {
+			switch fl {
+			case "ipv6":
+				r.v6 = true
+			case "!ipv4":
+				r.v4 = false
+			}
+		}
+	}
+	return r
+}
+
+// routeSpec is one route through the tunnel device; gw is invalid for an
+// on-link route.
+type routeSpec struct {
+	dst netip.Prefix
+	gw  netip.Addr
+}
+
+// routePlan is what installRoutes adds, in order: host routes outside
+// the tunnel first, then the routes through it.
+type routePlan struct {
+	outside []netip.Addr
+	routes  []routeSpec
+	notes   []string // skipped options, for the progress output
+}
+
+// gateway6 returns gw when it can be a next hop on the device (inside the
+// device's IPv6 prefix, or link-local), else the invalid address.
+func gateway6(local6 netip.Prefix, gw netip.Addr) netip.Addr {
+	if gw.IsValid() && (local6.Masked().Contains(gw) || gw.IsLinkLocalUnicast()) {
+		return gw
+	}
+	return netip.Addr{}
+}
+
+// planRoutes computes the routes for push; server is the address of the
+// server that answered.
+func planRoutes(server netip.Addr, push *control.PushReply) routePlan {
+	var p routePlan
+	gw4 := push.Remote
+	gw6 := gateway6(push.Local6, push.Remote6)
+	for _, r := range push.Routes {
+		if r.Addr().Is4() {
+			p.routes = append(p.routes, routeSpec{r.Masked(), gw4})
+			continue
+		}
+		if !push.Local6.IsValid() {
+			p.notes = append(p.notes, fmt.Sprintf("IPv6 route %s skipped (no IPv6 address pushed)", r))
+			continue
+		}
+		gw := gw6
+		if g, ok := push.RouteGateways[r]; ok {
+			if gw = gateway6(push.Local6, g); !gw.IsValid() {
+				p.notes = append(p.notes, fmt.Sprintf("IPv6 route %s: gateway %s is outside %s, routed on-link", r, g, push.Local6.Masked()))
+			}
+		}
+		p.routes = append(p.routes, routeSpec{r.Masked(), gw})
+	}
+	rd := parseRedirect(push)
+	if rd.v4 {
+		if server.Is4() {
+			p.outside = append(p.outside, server)
+		}
+		for _, h := range redirect4 {
+			p.routes = append(p.routes, routeSpec{h, gw4})
+		}
+	}
+	if rd.v6 {
+		if push.Local6.IsValid() {
+			if server.Is6() {
+				p.outside = append(p.outside, server)
+			}
+			for _, h := range redirect6 {
+				p.routes = append(p.routes, routeSpec{h, gw6})
+			}
+		} else {
+			p.notes = append(p.notes, fmt.Sprintf("%q: IPv6 not redirected, the server pushed no IPv6 address (ifconfig-ipv6)", rd.line))
+		}
+	}
+	return p
+}
+
+// installRoutes adds the routes planned for push.
+func installRoutes(nc *netConf, server netip.Addr, push *control.PushReply) error {
+	p := planRoutes(server, push)
+	for _, n := range p.notes {
+		progress("%s", n)
+	}
+	for _, a := range p.outside {
+		if err := nc.addHostRouteOutside(a); err != nil {
+			return err
+		}
+	}
+	for _, r := range p.routes {
+		if err := nc.addRoute(r.dst, r.gw); err != nil {
+			return err
+		}
+		if r.gw.IsValid() {
+			progress("route %s via %s", r.dst, r.gw)
+		} else {
+			progress("route %s on-link", r.dst)
+		}
+	}
+	if rd := parseRedirect(push); rd.v4 || rd.v6 {
+		progress("default route redirected through the tunnel (%s)", rd.line)
+	}
+	return nil
+}
+
+// lookupTimeout bounds the resolution of a remote's host name while
+// reconnecting: the resolver may itself sit behind the dead tunnel.
+const lookupTimeout = 5 * time.Second
+
+// lookupHost resolves a remote's host name.
+func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// remotesOutside returns the addresses of cfg's remotes that need a host
+// route outside the tunnel before a redial under rd: those of the
+// redirected families, not in have. Host names are resolved with lookup;
+// a name that does not resolve is reported through logf and skipped.
+func remotesOutside(ctx context.Context, cfg *config.Config, rd redirect, have []netip.Addr,
+	lookup func(context.Context, string) ([]netip.Addr, error), logf func(string, ...any)) []netip.Addr {
+	var out []netip.Addr
+	for _, rm := range cfg.Remotes {
+		addrs := []netip.Addr{}
+		if a, err := netip.ParseAddr(rm.Host); err == nil {
+			addrs = append(addrs, a.Unmap())
+		} else {
+			res, err := lookup(ctx, rm.Host)
+			if err != nil {
+				logf("remote %s not resolved (no host route outside the tunnel): %v", rm.Host, err)
+				continue
+			}
+			for _, a := range res {
+				addrs = append(addrs, a.Unmap())
+			}
+		}
+		for _, a := range addrs {
+			if (a.Is4() && !rd.v4) || (a.Is6() && !rd.v6) || slices.Contains(have, a) || slices.Contains(out, a) {
+				continue
+			}
+			out = append(out, a)
+		}
+	}
+	return out
+}
