@@ -139,7 +139,11 @@ func listEntries(confs map[string]string, devs []*wgtypes.Device, ovpns []ovpncl
 		out = append(out, *e)
 	}
 	for _, t := range ovpns {
-		out = append(out, listEntry{Name: t.Interface, Kind: "openvpn-" + t.Kind, State: "up", Config: t.Config, PID: t.PID})
+		name := t.Interface
+		if name == "" {
+			name = fmt.Sprintf("pid-%d", t.PID) // dev null: no device to name it by
+		}
+		out = append(out, listEntry{Name: name, Kind: "openvpn-" + t.Kind, State: "up", Config: t.Config, PID: t.PID})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Name != out[j].Name {

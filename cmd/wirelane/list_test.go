@@ -46,12 +46,14 @@ func TestListMergesFilesInterfacesAndOpenVPN(t *testing.T) {
 		{Name: "office", Peers: []wgtypes.Peer{{LastHandshakeTime: hs.Add(-time.Minute)}, {LastHandshakeTime: hs}, {}}},
 		{Name: "adhoc"},
 	}
-	ovpns := []ovpncli.TunnelStatus{{Kind: "client", PID: 77, Interface: "tun3", Config: "/etc/openvpn/p.ovpn"}}
+	ovpns := []ovpncli.TunnelStatus{{Kind: "client", PID: 77, Interface: "tun3", Config: "/etc/openvpn/p.ovpn"},
+		{Kind: "server", PID: 9, Config: "/etc/openvpn/s.conf"}} // dev null
 	got := listEntries(confs, devs, ovpns)
 	want := []listEntry{
 		{Name: "adhoc", Kind: "wireguard", State: "up"},
 		{Name: "home", Kind: "wireguard", State: "down", Config: confs["home"]},
 		{Name: "office", Kind: "wireguard", State: "up", Config: confs["office"], Peers: 3, LatestHandshake: hs.Unix()},
+		{Name: "pid-9", Kind: "openvpn-server", State: "up", Config: "/etc/openvpn/s.conf", PID: 9},
 		{Name: "tun3", Kind: "openvpn-client", State: "up", Config: "/etc/openvpn/p.ovpn", PID: 77},
 	}
 	if len(got) != len(want) {
@@ -71,7 +73,7 @@ func TestListMergesFilesInterfacesAndOpenVPN(t *testing.T) {
 		Schema  int         `json:"schema"`
 		Tunnels []listEntry `json:"tunnels"`
 	}
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || doc.Schema != 1 || len(doc.Tunnels) != 4 || doc.Tunnels[2] != want[2] {
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || doc.Schema != 1 || len(doc.Tunnels) != 5 || doc.Tunnels[2] != want[2] {
 		t.Errorf("JSON (%v):\n%s", err, buf.Bytes())
 	}
 	buf.Reset()
@@ -82,7 +84,7 @@ func TestListMergesFilesInterfacesAndOpenVPN(t *testing.T) {
 	buf.Reset()
 	writeListText(&buf, got)
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 5 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[2], "home") || !strings.Contains(lines[2], "down") || !strings.HasSuffix(lines[1], " -") {
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[2], "home") || !strings.Contains(lines[2], "down") || !strings.HasSuffix(lines[1], " -") {
 		t.Errorf("text:\n%s", buf.String())
 	}
 }
