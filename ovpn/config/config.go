@@ -87,6 +87,10 @@ type Config struct {
 	PingRestart   int // seconds; 0 = as pushed
 	TLSVersionMin string
 
+	// BlockIPv6 is `block-ipv6`: IPv6 packets into the tunnel are answered
+	// with ICMPv6 "no route" instead of being sent (the caller does it).
+	BlockIPv6 bool
+
 	Warnings []Diagnostic
 }
 

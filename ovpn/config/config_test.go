@@ -123,6 +123,7 @@ func TestErrorsNameDirectiveAndLine(t *testing.T) {
 		{base + "key-direction 2\n", "x.ovpn:9: key-direction", false},
 		{base + "keepalive 10 15\n", "x.ovpn:9: keepalive: the restart timeout (15) must be at least twice", false},
 		{base + "ping 10 20\n", "x.ovpn:9: ping: takes 1 argument(s), got 2", false},
+		{base + "block-ipv6 yes\n", "x.ovpn:9: block-ipv6: takes 0 argument(s), got 1", false},
 		{base + "verify-x509-name x bogus\n", "x.ovpn:9: verify-x509-name", false},
 		{base + "remote \"unterminated\n", "x.ovpn:9: unterminated quote", false},
 		{"remote h\n<ca>\n" + pem + "</ca>\n", "not a client configuration", false},
@@ -140,6 +141,13 @@ func TestErrorsNameDirectiveAndLine(t *testing.T) {
 	}
 	if _, err := Parse([]byte(base+"ca ca.crt\n"), "x.ovpn", ""); err == nil {
 		t.Error("file reference accepted without a directory")
+	}
+	c, err := Parse([]byte(base+"block-ipv6\n"), "x.ovpn", "")
+	if err != nil {
+		t.Fatalf("block-ipv6: %v", err)
+	}
+	if !c.BlockIPv6 || len(c.Warnings) != 0 {
+		t.Errorf("block-ipv6: BlockIPv6 %v, warnings %v", c.BlockIPv6, c.Warnings)
 	}
 }
 

@@ -122,6 +122,11 @@ func (p *parser) directive(args []string) error {
 		c.Remotes = append(c.Remotes, r)
 	case "remote-random":
 		c.RemoteRandom = true
+	case "block-ipv6":
+		if err := p.Want(args, 0, 0); err != nil {
+			return err
+		}
+		c.BlockIPv6 = true
 	case "nobind":
 		c.Nobind = true
 	case "auth-user-pass":

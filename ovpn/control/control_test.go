@@ -12,6 +12,7 @@ import (
 	"errors"
 	"math/big"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -405,6 +406,56 @@ func TestPushReplyIPv6(t *testing.T) {
 	}
 }
 
+// DNS servers and domains as OpenVPN servers push them: DNS and DNS6
+// in order without repeats, the last DOMAIN first in the search list,
+// malformed values skipped with a note instead of failing the session.
+func TestPushReplyDNS(t *testing.T) {
+	r, err := ParsePushOptions([]string{"dhcp-option DNS 10.8.0.1", "dhcp-option DNS6 fd00::53", "dhcp-option DNS 10.8.0.1",
+		"dhcp-option DOMAIN-SEARCH lab.example", "dhcp-option DOMAIN old.example", "dhcp-option DOMAIN corp.example.",
+		"dhcp-option DOMAIN-SEARCH Corp.Example", "dhcp-option DOMAIN-SEARCH lab.example", "dhcp-option DOMAIN-SEARCH b_c.example",
+		"dhcp-option WINS 10.8.0.2", "dhcp-option NTP 10.8.0.3", "dhcp-option DNS bogus", "dhcp-option DNS 10.8.0.9 extra",
+		"dhcp-option DOMAIN a;b", "dhcp-option DOMAIN-SEARCH -x.example", "dhcp-option DNS ::", "dhcp-option DNS fe80::1%eth0",
+		"dhcp-option", "dhcp-option DOMAIN " + strings.Repeat("a", 64) + ".example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.DNS, []netip.Addr{netip.MustParseAddr("10.8.0.1"), netip.MustParseAddr("fd00::53")}) {
+		t.Errorf("DNS %v", r.DNS)
+	}
+	if r.Domain != "corp.example" || !slices.Equal(r.SearchDomains, []string{"lab.example", "Corp.Example", "b_c.example"}) {
+		t.Errorf("domain %q, search %q", r.Domain, r.SearchDomains)
+	}
+	if got := r.SearchList(); !slices.Equal(got, []string{"corp.example", "lab.example", "b_c.example"}) {
+		t.Errorf("search list %q", got)
+	}
+	if len(r.Ignored) != 8 {
+		t.Errorf("ignored %d, want 8: %q", len(r.Ignored), r.Ignored)
+	}
+	for _, want := range []string{`"dhcp-option DNS bogus": not a server address`, `"dhcp-option DOMAIN a;b": not a domain name`,
+		`"dhcp-option DNS 10.8.0.9 extra": want one value`} {
+		if !slices.Contains(r.Ignored, want) {
+			t.Errorf("ignored lacks %s: %q", want, r.Ignored)
+		}
+	}
+	if r.BlockIPv6 {
+		t.Error("block-ipv6 without the option")
+	}
+	r, err = ParsePushOptions([]string{"block-ipv6", "block-ipv6 now"})
+	if err != nil || !r.BlockIPv6 || !slices.Equal(r.Ignored, []string{`"block-ipv6 now": takes no argument`}) {
+		t.Errorf("block-ipv6: %+v %v", r, err)
+	}
+	r, err = ParsePushOptions([]string{"dhcp-option DOMAIN-SEARCH x.example"})
+	if err != nil || r.Domain != "" || !slices.Equal(r.SearchList(), []string{"x.example"}) || len(r.DNS) != 0 {
+		t.Errorf("search only: %+v %v", r, err)
+	}
+	for d, ok := range map[string]bool{"example": true, "a-b.example": true, "x": true, "": false, "a..b": false,
+		"a b": false, "a\nb": false, "a-.example": false, strings.Repeat("a.", 127) + "a": false} {
+		if ValidDomain(d) != ok {
+			t.Errorf("ValidDomain(%q) = %v", d, !ok)
+		}
+	}
+}
+
 func FuzzParseKeyMethod2(f *testing.F) {
 	m, _ := NewKeyMethod2(true)
 	m.Options = "V4"
@@ -419,10 +470,22 @@ func FuzzPushReply(f *testing.F) {
 	f.Add("PUSH_REPLY,ifconfig 10.0.0.2 255.255.255.0,topology subnet,peer-id 1,push-continuation 1")
 	f.Add("PUSH_REPLY,route 1.2.3.0 255.255.255.0,ifconfig-ipv6 ::1/64 ::2")
 	f.Add("PUSH_REPLY,route-ipv6 2000::/4 fd00::1,redirect-gateway def1 ipv6,ifconfig-ipv6 fd00::2/64 fd00::1")
+	f.Add("PUSH_REPLY,dhcp-option DNS 10.8.0.1,dhcp-option DNS6 fd00::53,dhcp-option DOMAIN corp.example,dhcp-option DOMAIN-SEARCH lab.example,dhcp-option DNS x,block-ipv6")
 	f.Fuzz(func(t *testing.T, s string) {
 		var a PushAccumulator
 		if _, err := a.Add(s); err == nil {
-			_, _ = a.Reply()
+			if r, err := a.Reply(); err == nil {
+				for _, d := range r.SearchList() {
+					if !ValidDomain(d) {
+						t.Fatalf("invalid search domain %q kept", d)
+					}
+				}
+				for _, a := range r.DNS {
+					if !a.IsValid() || a.IsUnspecified() || a.Zone() != "" {
+						t.Fatalf("bad DNS server %v kept", a)
+					}
+				}
+			}
 		}
 	})
 }

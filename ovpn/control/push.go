@@ -29,7 +29,10 @@ type PushReply struct {
 	// Ignored describes pushed options that were malformed but harmless
 	// to skip (a DNS server that is not an address, a domain that is not
 	// a domain name), for the caller to report.
-	Ignored     []string
+	Ignored []string
+	// BlockIPv6 is a pushed block-ipv6: the client answers IPv6 packets
+	// for the tunnel with ICMPv6 "no route" instead of sending them.
+	BlockIPv6   bool
 	PeerID      uint32 // 0xFFFFFF when absent
 	HasPeerID   bool
 	Cipher      string
@@ -146,6 +149,12 @@ func ParsePushOptions(opts []string) (*PushReply, error) {
 			}
 		case "dhcp-option":
 			r.addDHCPOption(o, f[1:])
+		case "block-ipv6":
+			if len(f) != 1 {
+				r.Ignored = append(r.Ignored, fmt.Sprintf("%q: takes no argument", o))
+				continue
+			}
+			r.BlockIPv6 = true
 		case "peer-id":
 			if len(f) != 2 {
 				return nil, bad()

@@ -53,6 +53,7 @@ func TestUsageErrors(t *testing.T) {
 		{"connect with two files", Connect, []string{"a.ovpn", "b.ovpn"}, 2, "got 2"},
 		{"connect with an unknown flag", Connect, []string{"--bogus", "a.ovpn"}, 2, "flag provided but not defined"},
 		{"connect with a bad MTU", Connect, []string{"--mtu", "10", "a.ovpn"}, 2, "--mtu 10 out of range"},
+		{"connect with a bad --dns", Connect, []string{"--dns", "yes", "a.ovpn"}, 2, `--dns "yes": want auto or off`},
 		{"connect help", Connect, []string{"--help"}, 0, "Usage: wirelane ovpn connect"},
 		{"serve without a file", Serve, nil, 2, "want exactly one file argument"},
 		{"serve help", Serve, []string{"-h"}, 0, "Usage: wirelane ovpn serve"},

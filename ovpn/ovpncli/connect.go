@@ -1,10 +1,11 @@
 // Package ovpncli holds the `wirelane ovpn` commands:
 //
-//	wirelane ovpn connect [--dev NAME] [--mtu N] [--auth-file FILE] [--no-routes] [-v] FILE.ovpn
+//	wirelane ovpn connect [--dev NAME] [--mtu N] [--auth-file FILE] [--no-routes] [--dns auto|off] [--block-ipv6] [-v] FILE.ovpn
 //	wirelane ovpn serve [--dev NAME] [-v] CONFIG
 //
 // Connect dials an OpenVPN server with ovpn/client, creates a TUN device,
-// gives it the pushed address and routes through netlink and moves
+// gives it the pushed address and routes through netlink, registers the
+// pushed DNS servers with resolvconf (dns.go) and moves
 // packets until Ctrl-C (or SIGTERM), then tells the server and removes
 // what it added. When a session ends the way OpenVPN's client restarts
 // after (ping-restart, a transport error, RESTART), it reconnects with
@@ -45,8 +46,10 @@ var (
 const connectUsage = `Usage: wirelane ovpn connect [flags] FILE.ovpn
 
 Connects to the OpenVPN server of a client configuration file, brings up a
-TUN device with the pushed address and routes, and keeps the tunnel up
-until Ctrl-C. Needs root (CAP_NET_ADMIN).`
+TUN device with the pushed address and routes, registers the pushed DNS
+servers and search domains with resolvconf(8) when it is installed (as
+wg-quick does), and keeps the tunnel up until Ctrl-C. Needs root
+(CAP_NET_ADMIN).`
 
 // newFlags returns a flag set that prints usage text plus the flags.
 func newFlags(name, usage string) *flag.FlagSet {
@@ -89,6 +92,11 @@ func progress(format string, args ...any) {
 	fmt.Fprintf(stdout, "ovpn: "+format+"\n", args...)
 }
 
+// warn prints a warning that does not stop the command.
+func warn(format string, args ...any) {
+	fmt.Fprintf(stderr, "wirelane ovpn connect: "+format+"\n", args...)
+}
+
 // Connect implements `wirelane ovpn connect`. It returns the exit status.
 func Connect(args []string) int {
 	fs := newFlags("wirelane ovpn connect", connectUsage)
@@ -96,6 +104,8 @@ func Connect(args []string) int {
 	mtu := fs.Int("mtu", 1500, "TUN MTU")
 	authFile := fs.String("auth-file", "", "file with the username and password lines for auth-user-pass")
 	noRoutes := fs.Bool("no-routes", false, "do not install pushed routes (addresses only)")
+	blockFlag := fs.Bool("block-ipv6", false, "answer IPv6 packets into the tunnel with ICMPv6 no-route instead of sending them (as the block-ipv6 directive; with redirect-gateway, global IPv6 is routed into the tunnel)")
+	dnsFlag := fs.String("dns", "auto", "pushed DNS servers: auto (register them with resolvconf when it is installed, else warn) or off")
 	verbose := fs.Bool("v", false, "log protocol details to stderr")
 	file, code, ok := parseArgs(fs, args)
 	if !ok {
@@ -103,6 +113,11 @@ func Connect(args []string) int {
 	}
 	if *mtu < 576 || *mtu > 65535 {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: --mtu %d out of range 576..65535\n", *mtu)
+		return 2
+	}
+	dnsMode, err := parseDNSMode(*dnsFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 2
 	}
 	logf := func(string, ...any) {}
@@ -116,6 +131,7 @@ func Connect(args []string) int {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
+	cfgBlock := *blockFlag || cfg.BlockIPv6
 	for _, w := range cfg.Warnings {
 		logf("%s: %s", file, w)
 	}
@@ -185,6 +201,9 @@ func Connect(args []string) int {
 	}
 	if ifname == "null" {
 		progress("dev null: no TUN device; the tunnel carries no traffic")
+		if len(push.DNS) > 0 {
+			progress("pushed DNS servers %s not applied (no device)", joinAddrs(push.DNS))
+		}
 		pub, err := publishStatus(snapshot(""), statusInterval)
 		if err != nil {
 			progress("status not published: %v", err)
@@ -213,32 +232,38 @@ func Connect(args []string) int {
 	} else {
 		progress("device %s: %s, mtu %d, up", name, push.Local, *mtu)
 	}
+	dns := &dnsApplier{ifname: name, mode: dnsMode, res: newResolvconf(logf), progress: progress, warn: warn}
 	teardown := func() {
+		dns.remove()
 		nc.teardown()
 		d.Close()
 		progress("removed routes and %s", name)
 	}
+	var block atomic.Pointer[block6] // read by the TUN reader, replaced on reconnect
+	block.Store(newBlock6(cfgBlock, push))
+	if b := block.Load(); b != nil {
+		progress("block-ipv6: IPv6 packets into the tunnel are answered with ICMPv6 no-route from %s, not sent", b.src)
+	}
 	if !*noRoutes {
-		if err := installRoutes(nc, sess.RemoteAddr().Addr(), push); err != nil {
+		if err := installRoutes(nc, sess.RemoteAddr().Addr(), push, block.Load() != nil); err != nil {
 			sess.Close()
 			teardown()
 			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 			return 1
 		}
 	}
-	if len(push.DNS) > 0 {
-		progress("pushed DNS servers (not applied): %v", push.DNS)
-	}
+	dns.apply(push)
 	pub, err := publishStatus(snapshot(name), statusInterval)
 	if err != nil {
 		progress("status not published: %v", err)
 	}
-	go pumpFromTUN(d, &cur)
+	go pumpFromTUN(d, &cur, &block)
 	// The session's receive goroutines write to the device themselves,
 	// a receive batch per write, so the device can coalesce it (GRO).
 	sess.DeliverTo(d, tunOffset)
 	progress("tunnel up; press Ctrl-C to disconnect")
-	r := &reconnector{ctx: ctx, cfg: cfg, opts: opts, dev: d, nc: nc, routes: !*noRoutes, cur: &cur, applied: push}
+	r := &reconnector{ctx: ctx, cfg: cfg, opts: opts, dev: d, nc: nc, dns: dns, routes: !*noRoutes, cur: &cur, applied: push,
+		blockCfg: cfgBlock, block: &block}
 	return r.run(func() { pub.close(); teardown() })
 }
 
@@ -303,8 +328,10 @@ const tunBatch = 128
 const tunOffset = 16
 
 // pumpFromTUN sends what the device reads into the current session's
-// tunnel, a device batch per WritePackets call.
-func pumpFromTUN(d tun.Device, cur *atomic.Pointer[client.Session]) {
+// tunnel, a device batch per WritePackets call. While block-ipv6 is in
+// force (block holds a blocker), IPv6 packets are answered on the device
+// instead (block6.go), the replies of a batch in one write.
+func pumpFromTUN(d tun.Device, cur *atomic.Pointer[client.Session], block *atomic.Pointer[block6]) {
 	const offset = tunOffset
 	n := min(max(d.BatchSize(), 1), tunBatch)
 	bufs := make([][]byte, n)
@@ -313,15 +340,36 @@ func pumpFromTUN(d tun.Device, cur *atomic.Pointer[client.Session]) {
 	for i := range bufs {
 		bufs[i] = make([]byte, offset+65535)
 	}
+	var replyBufs, replies [][]byte // allocated when block-ipv6 first answers
 	for {
 		got, err := d.Read(bufs, sizes, offset)
+		b := block.Load()
+		k, r := 0, 0
 		for i := 0; i < got; i++ {
-			pkts[i] = bufs[i][offset : offset+sizes[i]]
+			p := bufs[i][offset : offset+sizes[i]]
+			if b != nil && len(p) > 0 && p[0]>>4 == 6 {
+				if replyBufs == nil {
+					replyBufs, replies = make([][]byte, n), make([][]byte, n)
+					for j := range replyBufs {
+						replyBufs[j] = make([]byte, offset+icmp6MaxLen)
+					}
+				}
+				if m := icmp6Unreachable(replyBufs[r][offset:], p, b.src); m > 0 {
+					replies[r] = replyBufs[r][:offset+m]
+					r++
+				}
+				continue
+			}
+			pkts[k] = p
+			k++
 		}
-		if got > 0 {
+		if k > 0 {
 			// Between sessions the packets go to a closed one and are
 			// dropped.
-			_ = cur.Load().WritePackets(pkts[:got])
+			_ = cur.Load().WritePackets(pkts[:k])
+		}
+		if r > 0 {
+			_, _ = d.Write(replies[:r], offset)
 		}
 		if err != nil && !errors.Is(err, tun.ErrTooManySegments) {
 			return

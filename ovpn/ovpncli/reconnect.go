@@ -12,7 +12,9 @@ package ovpncli
 //	                -> new session: same addresses (IPv4 and IPv6),
 //	                   gateways, routes, redirect and server: nothing to
 //	                   change; else readdress the device (each family on
-//	                   its own) and replace the routes -> DeliverTo the device ->
+//	                   its own) and replace the routes -> the resolvconf
+//	                   record replaced when the pushed DNS changed (dns.go)
+//	                   -> DeliverTo the device ->
 //	                   the TUN reader sends into the new session
 //
 // Between sessions the device, its address and its routes stay: packets
@@ -54,10 +56,15 @@ type reconnector struct {
 	opts    client.Options
 	dev     tun.Device
 	nc      *netConf
+	dns     *dnsApplier                     // the tunnel's resolvconf record
 	routes  bool                            // install pushed routes (no --no-routes)
 	cur     *atomic.Pointer[client.Session] // read by the TUN reader and the status snapshot
 	applied *control.PushReply              // what the device and routes carry now
 	outside []netip.Addr                    // host routes outside the tunnel already added
+	// blockCfg is block-ipv6 from the configuration or the command line;
+	// block is the blocker in force (nil: none), read by the TUN reader.
+	blockCfg bool
+	block    *atomic.Pointer[block6]
 }
 
 // restartable reports whether OpenVPN's client would restart after a
@@ -99,6 +106,7 @@ func (r *reconnector) run(teardown func()) int {
 			teardown()
 			return 1
 		}
+		r.dns.apply(next.Pushed()) // replaced only when the pushed DNS changed
 		next.DeliverTo(r.dev, tunOffset)
 		r.cur.Store(next)
 		progress("tunnel up again (%s)", next.RemoteAddr())
@@ -116,7 +124,7 @@ func (r *reconnector) redial() *client.Session {
 		}
 		if r.routes {
 			rd := parseRedirect(r.applied)
-			rd.v6 = rd.v6 && r.applied.Local6.IsValid() // else IPv6 was not redirected
+			rd.v6 = redirects6(r.applied, r.block.Load() != nil) // global IPv6 routed into the tunnel
 			if rd.v4 || rd.v6 {
 				r.keepRemotesOutside(rd)
 			}
@@ -161,7 +169,7 @@ func (r *reconnector) keepRemotesOutside(rd redirect) {
 func sameConfig(a, b *control.PushReply, serverA, serverB netip.Addr) bool {
 	return a.Local == b.Local && a.Remote == b.Remote && a.Local6 == b.Local6 && a.Remote6 == b.Remote6 &&
 		slices.Equal(a.Routes, b.Routes) && maps.Equal(a.RouteGateways, b.RouteGateways) &&
-		parseRedirect(a) == parseRedirect(b) && serverA == serverB
+		parseRedirect(a) == parseRedirect(b) && a.BlockIPv6 == b.BlockIPv6 && serverA == serverB
 }
 
 // apply brings the device's addresses and routes in line with s's push.
@@ -171,6 +179,8 @@ func (r *reconnector) apply(s *client.Session) error {
 	if sameConfig(push, old, server, r.cur.Load().RemoteAddr().Addr()) {
 		return nil
 	}
+	b := newBlock6(r.blockCfg, push)
+	r.block.Store(b)
 	progress("the new session differs (address %s, gateway %s%s, server %s): reconfiguring", push.Local, push.Remote, ipv6String(push), server)
 	r.nc.teardown()
 	r.outside = nil
@@ -194,5 +204,5 @@ func (r *reconnector) apply(s *client.Session) error {
 	if !r.routes {
 		return nil
 	}
-	return installRoutes(r.nc, server, push)
+	return installRoutes(r.nc, server, push, b != nil)
 }

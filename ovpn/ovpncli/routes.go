@@ -20,6 +20,11 @@ package ovpncli
 // "more specific IPv6 routes are added (2000::/4, 3000::/4)") plus a host
 // route for an IPv6 server. IPv6 routes need a pushed ifconfig-ipv6;
 // without one they are skipped with a note.
+//
+// block-ipv6 (block6.go) with a redirect-gateway: 2000::/4 and 3000::/4
+// go into the tunnel even without ifconfig-ipv6 or the `ipv6` flag (on-link
+// then), plus a host route for an IPv6 server, so that IPv6 is answered
+// with "no route" there instead of leaving through the local router.
 
 import (
 	"context"
@@ -94,9 +99,17 @@ func gateway6(local6 netip.Prefix, gw netip.Addr) netip.Addr {
 	return netip.Addr{}
 }
 
+// redirects6 reports whether the global IPv6 space is routed into the
+// tunnel for push: redirect-gateway ipv6 with an IPv6 address, or
+// block-ipv6 (block) with any redirect-gateway.
+func redirects6(push *control.PushReply, block bool) bool {
+	rd := parseRedirect(push)
+	return rd.v6 && push.Local6.IsValid() || block && (rd.v4 || rd.v6)
+}
+
 // planRoutes computes the routes for push; server is the address of the
-// server that answered.
-func planRoutes(server netip.Addr, push *control.PushReply) routePlan {
+// server that answered, block whether block-ipv6 is in force.
+func planRoutes(server netip.Addr, push *control.PushReply, block bool) routePlan {
 	var p routePlan
 	gw4 := push.Remote
 	gw6 := gateway6(push.Local6, push.Remote6)
@@ -126,26 +139,37 @@ func planRoutes(server netip.Addr, push *control.PushReply) routePlan {
 			p.routes = append(p.routes, routeSpec{h, gw4})
 		}
 	}
-	if rd.v6 {
-		if push.Local6.IsValid() {
-			if server.Is6() {
-				p.outside = append(p.outside, server)
-			}
-			for _, h := range redirect6 {
-				p.routes = append(p.routes, routeSpec{h, gw6})
-			}
-		} else {
-			p.notes = append(p.notes, fmt.Sprintf("%q: IPv6 not redirected, the server pushed no IPv6 address (ifconfig-ipv6)", rd.line))
+	if redirects6(push, block) {
+		if server.Is6() {
+			p.outside = append(p.outside, server)
 		}
+		for _, h := range redirect6 {
+			p.routes = append(p.routes, routeSpec{h, gw6})
+		}
+		if block {
+			p.notes = append(p.notes, "block-ipv6: IPv6 to 2000::/3 goes into the tunnel and is answered there with ICMPv6 \"no route\"")
+		}
+	} else if rd.v6 {
+		p.notes = append(p.notes, fmt.Sprintf("%q: IPv6 not redirected, the server pushed no IPv6 address (ifconfig-ipv6)", rd.line))
+	}
+	if block && !rd.v4 && !rd.v6 {
+		p.notes = append(p.notes, "block-ipv6 without redirect-gateway: only IPv6 routed into the tunnel is answered with \"no route\"")
 	}
 	return p
 }
 
 // installRoutes adds the routes planned for push.
-func installRoutes(nc *netConf, server netip.Addr, push *control.PushReply) error {
-	p := planRoutes(server, push)
+func installRoutes(nc *netConf, server netip.Addr, push *control.PushReply, block bool) error {
+	p := planRoutes(server, push, block)
 	for _, n := range p.notes {
 		progress("%s", n)
+	}
+	if !push.Local6.IsValid() && slices.ContainsFunc(p.routes, func(r routeSpec) bool { return r.dst.Addr().Is6() }) {
+		// IPv6 routes without an IPv6 address (block-ipv6): the device
+		// must have IPv6 enabled to take them.
+		if err := enableIPv6(nc.link.Attrs().Name); err != nil {
+			return err
+		}
 	}
 	for _, a := range p.outside {
 		if err := nc.addHostRouteOutside(a); err != nil {

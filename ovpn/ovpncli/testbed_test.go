@@ -159,8 +159,16 @@ func (h *helper) start(t *testing.T, stop os.Signal) {
 // startHelper runs `wirelane ovpn <which> args...` in ns.
 func startHelper(t *testing.T, ns *netns.NS, which string, args ...string) *helper {
 	t.Helper()
+	return startHelperEnv(t, ns, nil, which, args...)
+}
+
+// startHelperEnv is startHelper with env (KEY=value) added to the
+// environment, replacing inherited values of the same keys.
+func startHelperEnv(t *testing.T, ns *netns.NS, env []string, which string, args ...string) *helper {
+	t.Helper()
 	h := &helper{name: which, cmd: netns.Command(ns, append([]string{os.Args[0]}, args...)...)}
 	h.cmd.Env = append(os.Environ(), "WIRELANE_OVPNCLI_HELPER="+which, "WIRELANE_OVPNCLI_STATUS_DIR="+StatusDir)
+	h.cmd.Env = append(h.cmd.Env, env...)
 	h.start(t, os.Kill)
 	return h
 }

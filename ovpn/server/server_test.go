@@ -260,6 +260,12 @@ func TestDuplicateCommonNameReplaced(t *testing.T) {
 	a := dialClient(t, cfg, client.Options{})
 	b := dialClient(t, cfg, client.Options{})
 	eventually(t, 3*time.Second, "old session replaced", func() bool { return s.peerCount() == 1 })
+	// The server marks the new session connected as it sends the push
+	// reply, which the client may see first: wait for the listing too.
+	eventually(t, 3*time.Second, "the new session listed", func() bool {
+		cl := s.Clients()
+		return len(cl) == 1 && cl[0].Address == b.Pushed().Local.Addr()
+	})
 	if cl := s.Clients(); len(cl) != 1 || cl[0].Address != b.Pushed().Local.Addr() {
 		t.Fatalf("clients %+v", cl)
 	}

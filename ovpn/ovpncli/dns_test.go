@@ -1,0 +1,175 @@
+package ovpncli
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wirelane/wirelane/internal/netcfg"
+	"github.com/wirelane/wirelane/ovpn/control"
+)
+
+// fakeResolver records resolvconf calls; missing makes SetDNS answer as
+// netcfg does without resolvconf, fail makes it fail otherwise.
+type fakeResolver struct {
+	calls   []string
+	missing bool
+	fail    error
+}
+
+func (f *fakeResolver) SetDNS(ifname string, servers []netip.Addr, search []string) error {
+	if f.missing {
+		return netcfg.ErrNoResolvconf
+	}
+	if f.fail != nil {
+		return f.fail
+	}
+	f.calls = append(f.calls, fmt.Sprintf("set %s %s search=%s", ifname, joinAddrs(servers), strings.Join(search, ",")))
+	return nil
+}
+
+func (f *fakeResolver) UnsetDNS(ifname string) error {
+	f.calls = append(f.calls, "unset "+ifname)
+	return nil
+}
+
+func mustPush(t *testing.T, opts ...string) *control.PushReply {
+	t.Helper()
+	p, err := control.ParsePushOptions(append([]string{"ifconfig 10.8.0.2 255.255.255.0", "topology subnet"}, opts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPlanDNS(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mode    dnsMode
+		opts    []string
+		servers string // joined, "" for nothing applied
+		search  []string
+		note    string // a note that must be printed ("" for none at all)
+	}{
+		{"nothing pushed", dnsAuto, nil, "", nil, ""},
+		{"one server", dnsAuto, []string{"dhcp-option DNS 10.8.0.1"}, "10.8.0.1", nil, ""},
+		{"both families and domains", dnsAuto, []string{"dhcp-option DNS 10.8.0.1", "dhcp-option DNS6 fd00::53",
+			"dhcp-option DOMAIN-SEARCH lab.example", "dhcp-option DOMAIN corp.example"},
+			"10.8.0.1 fd00::53", []string{"corp.example", "lab.example"}, ""},
+		{"off", dnsOff, []string{"dhcp-option DNS 10.8.0.1", "dhcp-option DOMAIN corp.example"}, "", nil,
+			"pushed DNS (10.8.0.1, search corp.example) not applied: --dns=off"},
+		{"search domains without a server", dnsAuto, []string{"dhcp-option DOMAIN corp.example"}, "", nil,
+			"pushed search domains corp.example not applied: no DNS server pushed"},
+		{"malformed server", dnsAuto, []string{"dhcp-option DNS 10.8.0.1", "dhcp-option DNS nonsense"}, "10.8.0.1", nil,
+			`pushed option skipped: "dhcp-option DNS nonsense": not a server address`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, notes := planDNS(tc.mode, mustPush(t, tc.opts...))
+			if joinAddrs(s.servers) != tc.servers || !slices.Equal(s.search, tc.search) {
+				t.Errorf("planned %q search %q, want %q search %q", joinAddrs(s.servers), s.search, tc.servers, tc.search)
+			}
+			if tc.note == "" && len(notes) > 0 || tc.note != "" && !slices.Contains(notes, tc.note) {
+				t.Errorf("notes %q, want %q", notes, tc.note)
+			}
+		})
+	}
+}
+
+// newTestApplier returns an applier on a fake resolver and what it printed.
+func newTestApplier(mode dnsMode, res resolver) (*dnsApplier, *[]string) {
+	var out []string
+	pr := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
+	return &dnsApplier{ifname: "tun7", mode: mode, res: res, progress: pr, warn: pr}, &out
+}
+
+// The record follows the pushes of successive sessions: registered once,
+// kept while the push repeats, replaced (resolvconf -a over the old one)
+// when it changes, removed when a push carries no DNS any more and at
+// teardown.
+func TestDNSApplierFollowsPushes(t *testing.T) {
+	res := &fakeResolver{}
+	d, out := newTestApplier(dnsAuto, res)
+	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DOMAIN corp.example"))
+	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DOMAIN corp.example")) // reconnect, same push
+	d.apply(mustPush(t, "dhcp-option DNS 10.9.0.1", "dhcp-option DOMAIN corp.example")) // another server
+	d.apply(mustPush(t, "dhcp-option DNS 10.9.0.1", "dhcp-option DOMAIN-SEARCH lab.example"))
+	d.apply(mustPush(t)) // no DNS any more
+	d.apply(mustPush(t, "dhcp-option DNS6 fd00::53"))
+	d.remove()
+	d.remove() // a second teardown changes nothing
+	want := []string{"set tun7 10.8.0.1 search=corp.example", "set tun7 10.9.0.1 search=corp.example",
+		"set tun7 10.9.0.1 search=lab.example", "unset tun7", "set tun7 fd00::53 search=", "unset tun7"}
+	if !slices.Equal(res.calls, want) {
+		t.Errorf("resolvconf calls\n%q\nwant\n%q", res.calls, want)
+	}
+	if !slices.Contains(*out, "DNS for tun7: 10.8.0.1, search corp.example (resolvconf)") ||
+		!slices.Contains(*out, "DNS settings of tun7 removed") {
+		t.Errorf("progress output %q", *out)
+	}
+}
+
+func TestDNSApplierOff(t *testing.T) {
+	res := &fakeResolver{}
+	d, out := newTestApplier(dnsOff, res)
+	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1"))
+	d.apply(mustPush(t, "dhcp-option DNS 10.9.0.1"))
+	d.remove()
+	if len(res.calls) != 0 {
+		t.Errorf("--dns=off called resolvconf: %q", res.calls)
+	}
+	if len(*out) != 2 || !strings.Contains((*out)[0], "not applied: --dns=off") {
+		t.Errorf("output %q", *out)
+	}
+}
+
+// Without resolvconf the tunnel goes on with a warning naming the
+// servers; the same push after a reconnect does not warn again, a
+// different one does. Other resolvconf failures are warnings too.
+func TestDNSApplierWithoutResolvconf(t *testing.T) {
+	res := &fakeResolver{missing: true}
+	d, out := newTestApplier(dnsAuto, res)
+	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DNS6 fd00::53"))
+	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DNS6 fd00::53"))
+	if len(*out) != 1 || !strings.Contains((*out)[0], "resolvconf is not installed; the DNS servers the server pushed (10.8.0.1 fd00::53) were not applied") {
+		t.Fatalf("output %q", *out)
+	}
+	d.apply(mustPush(t, "dhcp-option DNS 10.9.0.1"))
+	d.remove()
+	if len(*out) != 2 || !strings.Contains((*out)[1], "(10.9.0.1)") || len(res.calls) != 0 {
+		t.Fatalf("output %q, calls %q", *out, res.calls)
+	}
+
+	res = &fakeResolver{fail: fmt.Errorf("resolvconf -a tun7: exit status 1")}
+	d, out = newTestApplier(dnsAuto, res)
+	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1"))
+	d.remove()
+	if len(*out) != 1 || !strings.Contains((*out)[0], "DNS servers 10.8.0.1 not applied: resolvconf -a tun7: exit status 1") || len(res.calls) != 0 {
+		t.Fatalf("output %q, calls %q", *out, res.calls)
+	}
+
+	// A failure after an earlier push was registered removes the old
+	// servers rather than leave them in use.
+	res = &fakeResolver{}
+	d, _ = newTestApplier(dnsAuto, res)
+	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1"))
+	res.fail = fmt.Errorf("exit status 1")
+	d.apply(mustPush(t, "dhcp-option DNS 10.9.0.1"))
+	d.remove()
+	if want := []string{"set tun7 10.8.0.1 search=", "unset tun7"}; !slices.Equal(res.calls, want) {
+		t.Fatalf("calls %q, want %q", res.calls, want)
+	}
+}
+
+func TestParseDNSMode(t *testing.T) {
+	if m, err := parseDNSMode("auto"); m != dnsAuto || err != nil {
+		t.Error("auto", m, err)
+	}
+	if m, err := parseDNSMode("off"); m != dnsOff || err != nil {
+		t.Error("off", m, err)
+	}
+	if _, err := parseDNSMode("on"); err == nil || !strings.Contains(err.Error(), `--dns "on": want auto or off`) {
+		t.Error(err)
+	}
+}
