@@ -101,6 +101,7 @@ type StdBind struct {
 	rcu   *RCU    // immutable
 	inval *invalidator
 
+	views  atomic.Bool             // ReceiveFuncs of the next Open may hand out views (AllowViews)
 	socks  atomic.Pointer[sockets] // published by Open, cleared by Close; borrowed by Send inside a read section
 	gsoOff atomic.Bool             // set when the kernel refused a segmented send; never cleared while open
 	pool   sync.Pool               // *sendState
@@ -143,6 +144,13 @@ func NewStdBindOptions(opts Options) *StdBind {
 	b.pool.New = func() any { return newSendState(b.rcu, true) }
 	return b
 }
+
+// AllowViews lets the ReceiveFuncs of later Opens hand the segments of a
+// coalesced (GRO) train out as views into the buffer it landed in, instead
+// of copying each into a buffer of its own (see ReceiveFunc).
+func (b *StdBind) AllowViews(on bool) { b.views.Store(on) }
+
+var _ ViewReceiver = (*StdBind)(nil)
 
 // RCU returns the bind's RCU domain. Send goroutines of the device take
 // their Readers from it, and writers of routes Synchronize on it.
@@ -224,7 +232,9 @@ func (b *StdBind) Open(port uint16) ([]ReceiveFunc, uint16, error) {
 	var fns []ReceiveFunc
 	for _, u := range []*udpSocket{s.v4, s.v6} {
 		if u != nil {
-			fns = append(fns, newRecvState(u).receive)
+			rs := newRecvState(u)
+			rs.views = b.views.Load()
+			fns = append(fns, rs.receive)
 		}
 	}
 	b.open = s

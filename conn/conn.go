@@ -49,6 +49,12 @@ type Endpoint struct {
 // elements of bufs, sizes and eps are filled. len(sizes) and len(eps) must be
 // at least len(bufs), and len(bufs) must not exceed Bind.BatchSize(). After
 // Bind.Close every ReceiveFunc returns net.ErrClosed.
+//
+// A bind whose caller has allowed it (ViewReceiver) may hand a datagram out
+// as a view: bufs[i] replaced by a slice of another of the caller's buffers
+// (a segment of a coalesced train, left where it landed). Such a caller
+// reads bufs[i][:sizes[i]] before its next call and restores its own
+// buffers in bufs before every call.
 type ReceiveFunc func(bufs [][]byte, sizes []int, eps []Endpoint) (n int, err error)
 
 // Bind is a UDP listener for IPv4 and IPv6 on one port.
@@ -68,6 +74,15 @@ type Bind interface {
 	// BatchSize is the number of buffers the ReceiveFuncs fill at most and
 	// the number Send accepts at most.
 	BatchSize() int
+}
+
+// ViewReceiver is implemented by a Bind that can hand datagrams out as
+// views into the caller's buffers instead of copying them (see
+// ReceiveFunc). AllowViews(true) before Open lets the ReceiveFuncs of that
+// Open do so; a caller that does not restore its buffers before every call
+// must not allow it.
+type ViewReceiver interface {
+	AllowViews(bool)
 }
 
 // Sender sends batches of datagrams to borrowed routes. Every Bind is a

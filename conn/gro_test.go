@@ -64,8 +64,18 @@ func TestGROSpanAdapts(t *testing.T) {
 // fit is stashed and handed out by later calls, in order, none lost or
 // repeated, every one with its sticky source.
 func TestGROStashKeepsEveryDatagram(t *testing.T) {
+	for _, views := range []bool{false, true} {
+		t.Run(map[bool]string{false: "copies", true: "views"}[views], func(t *testing.T) {
+			testGROStash(t, views)
+		})
+	}
+}
+
+func testGROStash(t *testing.T, views bool) {
 	a, rs, dst := groPair(t, true)
-	bufs := makeBufs(IdealBatchSize, groBufferSize)
+	rs.views = views
+	own := makeBufs(IdealBatchSize, groBufferSize)
+	bufs := make([][]byte, IdealBatchSize)
 	sizes := make([]int, IdealBatchSize)
 	eps := make([]Endpoint, IdealBatchSize)
 	r := NewRoute(Endpoint{Dst: dst}, 1)
@@ -80,17 +90,23 @@ func TestGROStashKeepsEveryDatagram(t *testing.T) {
 	time.Sleep(30 * time.Millisecond)
 	rs.u.conn.SetReadDeadline(time.Now().Add(3 * time.Second))
 	next := 0
-	stashed := false
+	stashed, viewed := false, false
 	for calls := 0; next < trains*per; calls++ {
 		if calls > 100 {
 			t.Fatalf("only %d of %d datagrams after %d calls", next, trains*per, calls)
 		}
+		copy(bufs, own) // a caller that allows views restores its buffers
 		n, err := rs.receive(bufs, sizes, eps)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(rs.pend) > 0 {
 			stashed = true
+		}
+		for i := 0; i < n; i++ {
+			if views && cap(bufs[i]) == sizes[i] {
+				viewed = true // handed out in place, not copied
+			}
 		}
 		for i := 0; i < n; i++ {
 			tr, idx := binary.BigEndian.Uint32(bufs[i][0:4]), binary.BigEndian.Uint32(bufs[i][4:8])
@@ -105,6 +121,9 @@ func TestGROStashKeepsEveryDatagram(t *testing.T) {
 	}
 	if !stashed {
 		t.Fatal("the overflow never reached the stash: the test did not test it")
+	}
+	if viewed != views {
+		t.Fatalf("views allowed %v, datagrams handed out as views %v", views, viewed)
 	}
 	if rs.drops != 0 {
 		t.Fatalf("%d datagrams dropped", rs.drops)
@@ -121,8 +140,12 @@ func FuzzLayout(f *testing.F) {
 	f.Add(uint8(128), uint8(2), []byte{0, 200, 64, 10, 0, 30, 0})
 	f.Add(uint8(128), uint8(128), []byte{15, 160, 64, 15, 160, 64, 0, 10, 0})
 	f.Add(uint8(3), uint8(3), []byte{1, 0, 7, 0, 0, 0, 2, 0, 200})
+	f.Add(uint8(0x80|128), uint8(2), []byte{0, 200, 64, 10, 0, 30, 0})
+	f.Add(uint8(0x80|4), uint8(3), []byte{15, 160, 64, 15, 160, 64, 0, 10, 0})
 	f.Fuzz(func(t *testing.T, k, r uint8, spec []byte) {
 		const bufSize = 4096
+		views := k&0x80 != 0 // the high bit of k: hand segments out as views
+		k &= 0x7f
 		if k == 0 || k > IdealBatchSize {
 			return
 		}
@@ -143,7 +166,9 @@ func FuzzLayout(f *testing.F) {
 			msgs = append(msgs, msg{l, gso})
 		}
 		rs := newRecvState(&udpSocket{})
-		bufs := makeBufs(int(k), bufSize)
+		rs.views = views
+		own := makeBufs(int(k), bufSize)
+		bufs := append([][]byte(nil), own...)
 		sizes := make([]int, k)
 		eps := make([]Endpoint, k)
 		readAt := int(k) - int(r)
@@ -188,6 +213,7 @@ func FuzzLayout(f *testing.F) {
 			if rs.head >= len(rs.pend) {
 				break
 			}
+			copy(bufs, own) // as a caller that allows views does
 			o = rs.unstash(bufs, sizes, eps)
 		}
 		if rs.drops != 0 {

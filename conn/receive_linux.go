@@ -13,7 +13,8 @@ package conn
 //	4. parse each message's sockaddr and control messages into an Endpoint
 //	   value: Dst from the sockaddr, Src and SrcIfindex from PKTINFO
 //	5. lay the datagrams out forward from the first free buffer, cutting
-//	   GRO trains at their segment size; every piece carries its train's
+//	   GRO trains at their segment size (copied, or with AllowViews handed
+//	   out as views into the buffer they landed in); every piece carries its train's
 //	   Endpoint, sticky source included. A train that does not fit goes to
 //	   the stash (copied once into a reused slab) with everything read
 //	   after it, so nothing is lost and the next call starts with it.
@@ -51,6 +52,7 @@ type recvState struct {
 	pend   []stashed             // stashed messages, oldest first, from pend[head] on
 	head   int                   // first stashed message not yet handed out
 	nowait bool                  // datagrams are already in hand: do not wait for more
+	views  bool                  // segments may be handed out as views (AllowViews); immutable
 }
 
 // stashed is a message (single datagram or GRO train) read but not yet
@@ -210,6 +212,7 @@ func (rs *recvState) layout(bufs [][]byte, sizes []int, eps []Endpoint, o, readA
 			continue
 		}
 		l := int(rs.hdrs[m].len)
+		src := bufs[i][:l] // bufs[i] itself may be replaced by a view below
 		if gso <= 0 || gso >= l {
 			gso = 0
 		} else {
@@ -222,7 +225,7 @@ func (rs *recvState) layout(bufs [][]byte, sizes []int, eps []Endpoint, o, readA
 			}
 			if (o > i && o < readAt+n) || o >= len(bufs) {
 				// No safe buffer left: keep the rest for the next call.
-				rs.stash(bufs[i][off:l], gso, ep)
+				rs.stash(src[off:l], gso, ep)
 				for mm := m + 1; mm < n; mm++ {
 					if ep, gso, ok := rs.message(mm); ok {
 						rs.stash(bufs[readAt+mm][:rs.hdrs[mm].len], gso, ep)
@@ -232,11 +235,16 @@ func (rs *recvState) layout(bufs [][]byte, sizes []int, eps []Endpoint, o, readA
 				}
 				return o, maxSegs
 			}
-			if len(bufs[o]) < seg {
+			switch {
+			case rs.views:
+				bufs[o] = src[off : off+seg : off+seg]
+				sizes[o], eps[o] = seg, ep
+				o++
+			case len(bufs[o]) < seg:
 				rs.drops++
-			} else {
+			default:
 				if o != i || off != 0 {
-					copy(bufs[o][:seg], bufs[i][off:off+seg])
+					copy(bufs[o][:seg], src[off:off+seg])
 				}
 				sizes[o], eps[o] = seg, ep
 				o++

@@ -215,6 +215,12 @@ func (d *Device) downLocked() error {
 // openBindLocked opens the bind and starts one receive goroutine per
 // ReceiveFunc. cfgMu must be held.
 func (d *Device) openBindLocked(port uint16) error {
+	if v, ok := d.bind.(conn.ViewReceiver); ok {
+		// runReceive restores its landing buffers before every read and
+		// is done with a datagram (opened, or copied into a packet) before
+		// the next: segments of a GRO train can stay where they landed.
+		v.AllowViews(true)
+	}
 	fns, actual, err := d.bind.Open(port)
 	if err != nil {
 		return err

@@ -63,7 +63,7 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 	}
 	for {
 		d.pool.getPackets(pkts)
-		copy(bufs, landing)
+		copy(bufs, landing) // the bind may have replaced them by views (conn.ViewReceiver)
 		n, err := fn(bufs, sizes, eps)
 		for i := 0; i < n; i++ {
 			if sizes[i] > len(pkts[i].buf) {
