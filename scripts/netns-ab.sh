@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# A/B of daemon binaries through network namespaces: one namespace pair per
+# binary (daemons and UDP sockets in the root namespace on 127.0.0.1, TUN
+# devices moved into the pair, MTU 1420, as in cmd/wirelane-bench), then
+# ROUNDS rounds of iperf3 TCP (one stream, SECONDS each) that alternate
+# between the binaries. Each run prints the receiver's Gbit/s and the CPU
+# seconds both daemons spent per GB carried; the end prints medians and the
+# ratios to the first binary. Any daemon with wireguard-go's command line
+# works (wirelaned, wireguard-go, wirelaned with --ref-mode).
+#
+# Usage (root; needs ip, wg, iperf3, python3):
+#   scripts/netns-ab.sh ROUNDS SECONDS NAME=BINARY[:FLAGS] NAME=BINARY[:FLAGS] ...
+# Example:
+#   go build -o /tmp/wirelaned ./cmd/wirelaned
+#   go build -o /tmp/wireguard-go golang.zx2c4.com/wireguard
+#   scripts/netns-ab.sh 6 8 wireguard-go=/tmp/wireguard-go wirelane=/tmp/wirelaned
+set -euo pipefail
+[ $# -ge 3 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+ROUNDS=$1
+SECS=$2
+shift 2
+[ "$(id -u)" = 0 ] || { echo "needs root (network namespaces)" >&2; exit 1; }
+for c in ip wg iperf3 python3; do
+	command -v "$c" >/dev/null || { echo "needs $c" >&2; exit 1; }
+done
+
+work=$(mktemp -d)
+n=0
+names=()
+pids=()
+cleanup() {
+	for i in $(seq "$n"); do
+		for s in a b; do
+			ip netns pids "wlab$i-$s" 2>/dev/null | xargs -r kill 2>/dev/null || true
+			ip netns del "wlab$i-$s" 2>/dev/null || true
+		done
+	done
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+for spec in "$@"; do
+	n=$((n + 1))
+	name=${spec%%=*}
+	rest=${spec#*=}
+	bin=${rest%%:*}
+	flags=""
+	[[ $rest == *:* ]] && flags=${rest#*:}
+	names+=("$name")
+	for s in a b; do
+		ip netns add "wlab$n-$s"
+		ip -n "wlab$n-$s" link set lo up
+		# shellcheck disable=SC2086
+		LOG_LEVEL=error "$bin" -f $flags "wlab$n$s" >"$work/daemon-$n$s.log" 2>&1 &
+		pids+=($!)
+		echo $! >"$work/pid-$n$s"
+	done
+	for s in a b; do
+		for _ in $(seq 100); do wg show "wlab$n$s" >/dev/null 2>&1 && break; sleep 0.05; done
+		wg genkey >"$work/key-$n$s"
+	done
+	pa=$((42000 + n * 2)); pb=$((pa + 1))
+	wg set "wlab${n}a" private-key "$work/key-${n}a" listen-port "$pa" \
+		peer "$(wg pubkey <"$work/key-${n}b")" endpoint "127.0.0.1:$pb" allowed-ips "10.78.$n.2/32"
+	wg set "wlab${n}b" private-key "$work/key-${n}b" listen-port "$pb" \
+		peer "$(wg pubkey <"$work/key-${n}a")" endpoint "127.0.0.1:$pa" allowed-ips "10.78.$n.1/32"
+	for s in a b; do
+		o=1; [ "$s" = b ] && o=2
+		ip link set "wlab$n$s" netns "wlab$n-$s"
+		ip -n "wlab$n-$s" addr add "10.78.$n.$o/24" dev "wlab$n$s"
+		ip -n "wlab$n-$s" link set "wlab$n$s" mtu 1420 up
+	done
+	ip netns exec "wlab$n-a" ping -c1 -W2 "10.78.$n.2" >/dev/null
+	ip netns exec "wlab$n-b" iperf3 -s -D -B "10.78.$n.2"
+done
+sleep 0.5
+
+cpu() { # utime+stime ticks of both daemons of pair $1
+	awk '{s += $14 + $15} END {print s}' "/proc/$(cat "$work/pid-$1a")/stat" "/proc/$(cat "$work/pid-$1b")/stat"
+}
+for r in $(seq "$ROUNDS"); do
+	for i in $(seq "$n"); do
+		c0=$(cpu "$i")
+		ip netns exec "wlab$i-a" iperf3 -c "10.78.$i.2" -t "$SECS" -J >"$work/run.json"
+		c1=$(cpu "$i")
+		python3 - "$r" "${names[$((i - 1))]}" "$SECS" "$((c1 - c0))" "$(getconf CLK_TCK)" "$work/run.json" <<'PY' | tee -a "$work/results"
+import json, sys
+r, name, secs, ticks, hz, path = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+g = json.load(open(path))["end"]["sum_received"]["bits_per_second"] / 1e9
+print(f"round {r} {name} {g:.3f} Gbit/s {ticks / hz / (g * secs / 8):.2f} CPU-s/GB")
+PY
+	done
+done
+
+python3 - "$work/results" "${names[@]}" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+names = sys.argv[2:]
+g = {n: [float(x[3]) for x in rows if x[2] == n] for n in names}
+c = {n: [float(x[5]) for x in rows if x[2] == n] for n in names}
+base = names[0]
+print()
+print(f"| binary | Gbit/s median (min-max) | x {base} | daemon CPU s/GB median | x {base} |")
+print("| --- | --- | --- | --- | --- |")
+for n in names:
+    print(f"| {n} | {statistics.median(g[n]):.2f} ({min(g[n]):.2f}-{max(g[n]):.2f}) | "
+          f"{statistics.median(g[n]) / statistics.median(g[base]):.2f}x | {statistics.median(c[n]):.2f} | "
+          f"{statistics.median(c[n]) / statistics.median(c[base]):.2f}x |")
+PY
