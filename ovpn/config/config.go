@@ -87,6 +87,11 @@ type Config struct {
 	PingRestart   int // seconds; 0 = as pushed
 	TLSVersionMin string
 
+	// DHCPOptions are the file's own `dhcp-option DNS|DNS6|DOMAIN|
+	// DOMAIN-SEARCH VALUE` lines, validated, in the pushed form ("dhcp-option
+	// DNS 10.8.0.1"); the caller applies them before the pushed ones.
+	DHCPOptions []string
+
 	// BlockIPv6 is `block-ipv6`: IPv6 packets into the tunnel are answered
 	// with ICMPv6 "no route" instead of being sent (the caller does it).
 	BlockIPv6 bool

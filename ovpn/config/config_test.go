@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,6 +125,8 @@ func TestErrorsNameDirectiveAndLine(t *testing.T) {
 		{base + "keepalive 10 15\n", "x.ovpn:9: keepalive: the restart timeout (15) must be at least twice", false},
 		{base + "ping 10 20\n", "x.ovpn:9: ping: takes 1 argument(s), got 2", false},
 		{base + "block-ipv6 yes\n", "x.ovpn:9: block-ipv6: takes 0 argument(s), got 1", false},
+		{base + "dhcp-option DNS nonsense\n", "x.ovpn:9: dhcp-option: DNS \"nonsense\": not a valid address", false},
+		{base + "dhcp-option DOMAIN\n", "x.ovpn:9: dhcp-option: DOMAIN needs a value", false},
 		{base + "verify-x509-name x bogus\n", "x.ovpn:9: verify-x509-name", false},
 		{base + "remote \"unterminated\n", "x.ovpn:9: unterminated quote", false},
 		{"remote h\n<ca>\n" + pem + "</ca>\n", "not a client configuration", false},
@@ -142,7 +145,17 @@ func TestErrorsNameDirectiveAndLine(t *testing.T) {
 	if _, err := Parse([]byte(base+"ca ca.crt\n"), "x.ovpn", ""); err == nil {
 		t.Error("file reference accepted without a directory")
 	}
-	c, err := Parse([]byte(base+"block-ipv6\n"), "x.ovpn", "")
+	c, err := Parse([]byte(base+"dhcp-option DNS 10.8.0.1\ndhcp-option DOMAIN corp.example\ndhcp-option NTP 10.8.0.1\n"), "x.ovpn", "")
+	if err != nil {
+		t.Fatalf("dhcp-option: %v", err)
+	}
+	if want := []string{"dhcp-option DNS 10.8.0.1", "dhcp-option DOMAIN corp.example"}; !slices.Equal(c.DHCPOptions, want) {
+		t.Errorf("DHCPOptions %q, want %q", c.DHCPOptions, want)
+	}
+	if len(c.Warnings) != 1 || c.Warnings[0].Line != 11 || !strings.Contains(c.Warnings[0].Message, "NTP") {
+		t.Errorf("warnings %v, want one for the NTP line", c.Warnings)
+	}
+	c, err = Parse([]byte(base+"block-ipv6\n"), "x.ovpn", "")
 	if err != nil {
 		t.Fatalf("block-ipv6: %v", err)
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 )
 
@@ -56,7 +57,7 @@ var ignoredDirectives = map[string]string{
 	"status": "", "connect-retry": "", "connect-retry-max": "", "connect-timeout": "", "server-poll-timeout": "",
 	"hand-window": "", "tran-window": "", "tls-timeout": "", "key-method": "", "dev-type": "",
 	"push-peer-info": "", "allow-compression": "", "auth-retry": "", "pull-filter": "", "suppress-timestamps": "",
-	"machine-readable-output": "", "writepid": "", "daemon": "", "dhcp-option": "DNS is applied by the caller",
+	"machine-readable-output": "", "writepid": "", "daemon": "",
 	"route-method": "", "register-dns": "", "lport": "", "bind": "", "dh": "", "topology": "", "replay-window": "",
 	"remote-random-hostname": "", "tun-mtu-extra": "", "link-mtu": "", "keepalive-timeout": "", "ncp-disable": "",
 	"data-ciphers-fallback": "only AEAD ciphers are used", "auth-retry-interval": "", "ifconfig-noexec": "", "route-noexec": "",
@@ -122,6 +123,28 @@ func (p *parser) directive(args []string) error {
 		c.Remotes = append(c.Remotes, r)
 	case "remote-random":
 		c.RemoteRandom = true
+	case "dhcp-option":
+		if err := p.Want(args, 1, 2); err != nil {
+			return err
+		}
+		switch kind := args[1]; kind {
+		case "DNS", "DNS6", "DOMAIN", "DOMAIN-SEARCH":
+			if len(args) != 3 {
+				return p.Errorf(name, "%s needs a value", kind)
+			}
+			opt := "dhcp-option " + kind + " " + args[2]
+			r, err := control.ParsePushOptions([]string{opt})
+			if err != nil || len(r.Ignored) > 0 {
+				what := "domain name"
+				if strings.HasPrefix(kind, "DNS") {
+					what = "address"
+				}
+				return p.Errorf(name, "%s %q: not a valid %s", kind, args[2], what)
+			}
+			c.DHCPOptions = append(c.DHCPOptions, opt)
+		default:
+			p.Warn(name, kind+" has no meaning on Linux; ignored")
+		}
 	case "block-ipv6":
 		if err := p.Want(args, 0, 0); err != nil {
 			return err

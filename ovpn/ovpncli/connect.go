@@ -232,7 +232,7 @@ func Connect(args []string) int {
 	} else {
 		progress("device %s: %s, mtu %d, up", name, push.Local, *mtu)
 	}
-	dns := &dnsApplier{ifname: name, mode: dnsMode, res: newResolvconf(logf), progress: progress, warn: warn}
+	dns := &dnsApplier{ifname: name, mode: dnsMode, local: cfg.DHCPOptions, res: newResolvconf(logf), progress: progress, warn: warn}
 	teardown := func() {
 		dns.remove()
 		nc.teardown()

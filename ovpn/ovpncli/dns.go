@@ -96,6 +96,29 @@ func planDNS(mode dnsMode, push *control.PushReply) (s dnsSettings, notes []stri
 	return dnsSettings{servers: slices.Clone(push.DNS), search: search}, notes
 }
 
+// withLocalDNS returns push with the configuration file's own dhcp-option
+// lines in front of the pushed ones (as OpenVPN hands both to its scripts,
+// the file's first): servers from both; a pushed DOMAIN replaces the
+// file's, DOMAIN-SEARCH lines add up. Without local lines it is push
+// itself.
+func withLocalDNS(local []string, push *control.PushReply) *control.PushReply {
+	if len(local) == 0 {
+		return push
+	}
+	opts := slices.Clone(local)
+	for _, o := range push.Options {
+		if strings.HasPrefix(o, "dhcp-option ") {
+			opts = append(opts, o)
+		}
+	}
+	merged, err := control.ParsePushOptions(opts)
+	if err != nil {
+		return push // the local lines were validated by the parser; keep the push as it is
+	}
+	merged.Ignored = push.Ignored
+	return merged
+}
+
 // resolver registers and removes a resolvconf record; *netcfg.Conf is
 // one, tests use a fake.
 type resolver interface {
@@ -108,6 +131,7 @@ type resolver interface {
 type dnsApplier struct {
 	ifname   string
 	mode     dnsMode
+	local    []string // the .ovpn file's own dhcp-option lines (config.Config.DHCPOptions)
 	res      resolver
 	progress func(string, ...any) // progress lines (stdout)
 	warn     func(string, ...any) // warnings (stderr)
@@ -120,7 +144,7 @@ type dnsApplier struct {
 // replaces the record. It never fails: a missing resolvconf or a failing
 // call is a warning and the tunnel goes on without the DNS change.
 func (d *dnsApplier) apply(push *control.PushReply) {
-	want, notes := planDNS(d.mode, push)
+	want, notes := planDNS(d.mode, withLocalDNS(d.local, push))
 	for _, n := range notes {
 		d.progress("%s", n)
 	}

@@ -173,3 +173,26 @@ func TestParseDNSMode(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// The .ovpn file's own dhcp-option lines come first, pushed ones after;
+// a pushed DOMAIN replaces the file's (DOMAIN has one value, the last);
+// --dns=off still applies none.
+func TestLocalDHCPOptionsJoinThePush(t *testing.T) {
+	local := []string{"dhcp-option DNS 192.0.2.53", "dhcp-option DOMAIN home.example"}
+	push := mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DOMAIN corp.example")
+	s, _ := planDNS(dnsAuto, withLocalDNS(local, push))
+	if joinAddrs(s.servers) != "192.0.2.53 10.8.0.1" || !slices.Equal(s.search, []string{"corp.example"}) {
+		t.Errorf("servers %q search %q", joinAddrs(s.servers), s.search)
+	}
+	// Only the file's lines: they are applied on their own.
+	s, _ = planDNS(dnsAuto, withLocalDNS(local, mustPush(t)))
+	if joinAddrs(s.servers) != "192.0.2.53" || !slices.Equal(s.search, []string{"home.example"}) {
+		t.Errorf("file only: servers %q search %q", joinAddrs(s.servers), s.search)
+	}
+	if s, _ := planDNS(dnsOff, withLocalDNS(local, push)); !s.empty() {
+		t.Errorf("--dns=off applied %v", s)
+	}
+	if got := withLocalDNS(nil, push); got != push {
+		t.Error("without local lines the push is not used as it is")
+	}
+}

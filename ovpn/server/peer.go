@@ -627,17 +627,24 @@ func pushMessages(opts []string) []string {
 
 // push answers a PUSH_REQUEST.
 func (p *peer) push(kc *keyCtx) error {
-	for _, m := range pushMessages(p.pushOptions()) {
-		if err := control.WriteMessage(kc.conn, m); err != nil {
-			return err
-		}
-	}
+	// Connected from before the reply goes out: the client may send data
+	// (and a caller may list clients) as soon as it has read the reply.
 	p.mu.Lock()
 	first := p.since.IsZero()
 	if first {
 		p.since = time.Now()
 	}
 	p.mu.Unlock()
+	for _, m := range pushMessages(p.pushOptions()) {
+		if err := control.WriteMessage(kc.conn, m); err != nil {
+			if first {
+				p.mu.Lock()
+				p.since = time.Time{} // not connected after all; the next PUSH_REQUEST tries again
+				p.mu.Unlock()
+			}
+			return err
+		}
+	}
 	if first {
 		info := p.info()
 		p.s.logf("openvpn server: %s: connected as %s (peer-id %d, %v)", p.label(), info.Address, info.PeerID, info.Cipher)
