@@ -25,54 +25,24 @@ for c in ip wg iperf3 python3; do
 done
 
 work=$(mktemp -d)
+PAIR_TAG=wlab PAIR_NET=10.78 PAIR_PORT=42000
+# shellcheck source=lib/netns-pair.sh
+. "$(dirname "$0")/lib/netns-pair.sh"
 n=0
 names=()
-pids=()
 cleanup() {
-	for i in $(seq "$n"); do
-		for s in a b; do
-			ip netns pids "wlab$i-$s" 2>/dev/null | xargs -r kill 2>/dev/null || true
-			ip netns del "wlab$i-$s" 2>/dev/null || true
-		done
-	done
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	pair_down "$n"
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
 for spec in "$@"; do
 	n=$((n + 1))
-	name=${spec%%=*}
 	rest=${spec#*=}
-	bin=${rest%%:*}
 	flags=""
 	[[ $rest == *:* ]] && flags=${rest#*:}
-	names+=("$name")
-	for s in a b; do
-		ip netns add "wlab$n-$s"
-		ip -n "wlab$n-$s" link set lo up
-		# shellcheck disable=SC2086
-		LOG_LEVEL=error "$bin" -f $flags "wlab$n$s" >"$work/daemon-$n$s.log" 2>&1 &
-		pids+=($!)
-		echo $! >"$work/pid-$n$s"
-	done
-	for s in a b; do
-		for _ in $(seq 100); do wg show "wlab$n$s" >/dev/null 2>&1 && break; sleep 0.05; done
-		wg genkey >"$work/key-$n$s"
-	done
-	pa=$((42000 + n * 2)); pb=$((pa + 1))
-	wg set "wlab${n}a" private-key "$work/key-${n}a" listen-port "$pa" \
-		peer "$(wg pubkey <"$work/key-${n}b")" endpoint "127.0.0.1:$pb" allowed-ips "10.78.$n.2/32"
-	wg set "wlab${n}b" private-key "$work/key-${n}b" listen-port "$pb" \
-		peer "$(wg pubkey <"$work/key-${n}a")" endpoint "127.0.0.1:$pa" allowed-ips "10.78.$n.1/32"
-	for s in a b; do
-		o=1; [ "$s" = b ] && o=2
-		ip link set "wlab$n$s" netns "wlab$n-$s"
-		ip -n "wlab$n-$s" addr add "10.78.$n.$o/24" dev "wlab$n$s"
-		ip -n "wlab$n-$s" link set "wlab$n$s" mtu 1420 up
-	done
-	ip netns exec "wlab$n-a" ping -c1 -W2 "10.78.$n.2" >/dev/null
-	ip netns exec "wlab$n-b" iperf3 -s -D -B "10.78.$n.2"
+	names+=("${spec%%=*}")
+	pair_up "$n" "${rest%%:*}" "$flags"
 done
 sleep 0.5
 
@@ -82,7 +52,7 @@ cpu() { # utime+stime ticks of both daemons of pair $1
 for r in $(seq "$ROUNDS"); do
 	for i in $(seq "$n"); do
 		c0=$(cpu "$i")
-		ip netns exec "wlab$i-a" iperf3 -c "10.78.$i.2" -t "$SECS" -J >"$work/run.json"
+		ip netns exec "$PAIR_TAG$i-a" iperf3 -c "$PAIR_NET.$i.2" -t "$SECS" -J >"$work/run.json"
 		c1=$(cpu "$i")
 		python3 - "$r" "${names[$((i - 1))]}" "$SECS" "$((c1 - c0))" "$(getconf CLK_TCK)" "$work/run.json" <<'PY' | tee -a "$work/results"
 import json, sys

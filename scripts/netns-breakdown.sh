@@ -22,15 +22,11 @@ done
 [ "$SECS" -ge 4 ] || { echo "SECONDS must be at least 4" >&2; exit 1; }
 
 work=$(mktemp -d)
-pids=()
+PAIR_TAG=wlbd PAIR_NET=10.79 PAIR_PORT=41000
+# shellcheck source=lib/netns-pair.sh
+. "$(dirname "$0")/lib/netns-pair.sh"
 cleanup() {
-	for i in 1 2; do
-		for s in a b; do
-			ip netns pids "wlbd$i-$s" 2>/dev/null | xargs -r kill 2>/dev/null || true
-			ip netns del "wlbd$i-$s" 2>/dev/null || true
-		done
-	done
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	pair_down 2
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -41,31 +37,7 @@ go build -o "$work/wireguard-go" golang.zx2c4.com/wireguard
 
 engines=(wireguard-go wirelaned)
 for i in 1 2; do
-	bin="$work/${engines[$((i - 1))]}"
-	for s in a b; do
-		ip netns add "wlbd$i-$s"
-		ip -n "wlbd$i-$s" link set lo up
-		LOG_LEVEL=error "$bin" -f "wlbd$i$s" >"$work/daemon-$i$s.log" 2>&1 &
-		pids+=($!)
-		eval "pid_${i}_$s=$!"
-	done
-	for s in a b; do
-		for _ in $(seq 100); do wg show "wlbd$i$s" >/dev/null 2>&1 && break; sleep 0.05; done
-		wg genkey >"$work/key-$i$s"
-	done
-	pa=$((41000 + i * 2)); pb=$((pa + 1))
-	wg set "wlbd${i}a" private-key "$work/key-${i}a" listen-port "$pa" \
-		peer "$(wg pubkey <"$work/key-${i}b")" endpoint "127.0.0.1:$pb" allowed-ips "10.79.$i.2/32"
-	wg set "wlbd${i}b" private-key "$work/key-${i}b" listen-port "$pb" \
-		peer "$(wg pubkey <"$work/key-${i}a")" endpoint "127.0.0.1:$pa" allowed-ips "10.79.$i.1/32"
-	for s in a b; do
-		o=1; [ "$s" = b ] && o=2
-		ip link set "wlbd$i$s" netns "wlbd$i-$s"
-		ip -n "wlbd$i-$s" addr add "10.79.$i.$o/24" dev "wlbd$i$s"
-		ip -n "wlbd$i-$s" link set "wlbd$i$s" mtu 1420 up
-	done
-	ip netns exec "wlbd$i-a" ping -c1 -W2 "10.79.$i.2" >/dev/null
-	ip netns exec "wlbd$i-b" iperf3 -s -D -B "10.79.$i.2"
+	pair_up "$i" "$work/${engines[$((i - 1))]}"
 done
 sleep 0.5
 
@@ -75,7 +47,7 @@ for r in $(seq "$ROUNDS"); do
 		echo "round $r/$ROUNDS: $name" >&2
 		(sleep 1; perf record -a -F "$HZ" -o "$work/$name-$r.data" -- sleep $((SECS - 2)) >/dev/null 2>&1) &
 		perfpid=$!
-		ip netns exec "wlbd$i-a" iperf3 -c "10.79.$i.2" -t "$SECS" -J >"$work/$name-$r.json"
+		ip netns exec "$PAIR_TAG$i-a" iperf3 -c "$PAIR_NET.$i.2" -t "$SECS" -J >"$work/$name-$r.json"
 		wait "$perfpid"
 		perf script -i "$work/$name-$r.data" -F comm,ip,sym,dso 2>/dev/null >"$work/$name-$r.txt"
 	done

@@ -501,10 +501,14 @@ func TestGenTUNClosedLoopWritesOffLostPackets(t *testing.T) {
 	if snd.writeOffs() != 1 {
 		t.Errorf("%d write-offs, want 1", snd.writeOffs())
 	}
-	snd.loop.mu.Lock()
-	in, _ := snd.loop.inFlight(snd)
-	off := snd.loop.writtenOff
-	snd.loop.mu.Unlock()
+	// loopState reads the window's packets in flight and written off.
+	loopState := func() (in, off uint64) {
+		snd.loop.mu.Lock()
+		defer snd.loop.mu.Unlock()
+		in, _ = snd.loop.inFlight(snd)
+		return in, snd.loop.writtenOff
+	}
+	in, off := loopState()
 	if in != 128 || off != 128 {
 		t.Errorf("in flight %d, written off %d; want 128 and 128", in, off)
 	}
@@ -512,10 +516,7 @@ func TestGenTUNClosedLoopWritesOffLostPackets(t *testing.T) {
 	// were handed out and not written off: the write-off shrinks to what
 	// cannot have arrived (56), never leaving a negative number in flight.
 	deliver(rcv, bufs, 200)
-	snd.loop.mu.Lock()
-	in, _ = snd.loop.inFlight(snd)
-	off = snd.loop.writtenOff
-	snd.loop.mu.Unlock()
+	in, off = loopState()
 	if in != 0 || off != 56 {
 		t.Errorf("after late arrivals: in flight %d, written off %d; want 0 and 56", in, off)
 	}
@@ -525,10 +526,7 @@ func TestGenTUNClosedLoopWritesOffLostPackets(t *testing.T) {
 	}
 	// When the rest turn up too, nothing stays written off.
 	deliver(rcv, bufs, 56)
-	snd.loop.mu.Lock()
-	in, _ = snd.loop.inFlight(snd)
-	off = snd.loop.writtenOff
-	snd.loop.mu.Unlock()
+	in, off = loopState()
 	if in != 0 || off != 0 {
 		t.Errorf("after all arrived: in flight %d, written off %d; want 0 and 0", in, off)
 	}

@@ -88,17 +88,10 @@ func (t *udpTransport) sendBatch(pkts [][]byte) error {
 		pkts[i] = pkts[i][sendHeadroom:]
 	}
 	ep := t.routes.Borrow()
+	// The bind keeps each UDP_SEGMENT message below the 64 KiB a device
+	// takes whole (conn.StdBind); only its batch size bounds a Send.
 	for len(pkts) > 0 {
-		// Each Send carries at most gsoBytes: the bind may join all of it
-		// into one UDP_SEGMENT message, and one that comes to 64 KiB with
-		// the link header is segmented in software on the way out (veth)
-		// and delivered datagram by datagram.
-		n, total := 0, 0
-		for n < len(pkts) && n < maxGSOSegments && total+len(pkts[n]) <= gsoBytes {
-			total += len(pkts[n])
-			n++
-		}
-		n = max(n, 1)
+		n := min(len(pkts), conn.IdealBatchSize)
 		if err := t.bind.Send(pkts[:n], ep); err != nil {
 			return err
 		}
@@ -106,14 +99,6 @@ func (t *udpTransport) sendBatch(pkts [][]byte) error {
 	}
 	return nil
 }
-
-// Limits of one Send: at most maxGSOSegments datagrams and gsoBytes of
-// payload, so that a UDP_SEGMENT message stays below the 64 KiB a device
-// takes whole, headers included.
-const (
-	maxGSOSegments = 64
-	gsoBytes       = 65000
-)
 
 func (t *udpTransport) remote() netip.AddrPort { return t.server }
 

@@ -119,6 +119,21 @@ func clientByName(s *Server, cn string) (ClientInfo, bool) {
 	return ClientInfo{}, false
 }
 
+// twoClientNet makes a server namespace joined by its own veth pair to
+// each of two client namespaces: 192.168.N.1 (server) - 192.168.N.2
+// (first client) and 192.168.N+1.1 - 192.168.N+1.2 (second client).
+func twoClientNet(t *testing.T, tag string, n int) (srv, c1, c2 *netns.NS) {
+	t.Helper()
+	srv, c1, c2 = netns.New(t, tag+"s"), netns.New(t, tag+"c1"), netns.New(t, tag+"c2")
+	netns.Veth(t, srv, "s1", c1, "c1")
+	netns.Veth(t, srv, "s2", c2, "c2")
+	netns.Run(t, srv, "ip", "addr", "add", fmt.Sprintf("192.168.%d.1/24", n), "dev", "s1")
+	netns.Run(t, srv, "ip", "addr", "add", fmt.Sprintf("192.168.%d.1/24", n+1), "dev", "s2")
+	netns.Run(t, c1, "ip", "addr", "add", fmt.Sprintf("192.168.%d.2/24", n), "dev", "c1")
+	netns.Run(t, c2, "ip", "addr", "add", fmt.Sprintf("192.168.%d.2/24", n+1), "dev", "c2")
+	return srv, c1, c2
+}
+
 func TestE2EOpenVPNClients(t *testing.T) {
 	needE2E(t)
 	f := newFixture(t)
@@ -126,13 +141,7 @@ func TestE2EOpenVPNClients(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), f.pki.CAPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srvNS, c1NS, c2NS := netns.New(t, "ovs"), netns.New(t, "ovc1"), netns.New(t, "ovc2")
-	netns.Veth(t, srvNS, "s1", c1NS, "c1")
-	netns.Veth(t, srvNS, "s2", c2NS, "c2")
-	netns.Run(t, srvNS, "ip", "addr", "add", "192.168.71.1/24", "dev", "s1")
-	netns.Run(t, srvNS, "ip", "addr", "add", "192.168.72.1/24", "dev", "s2")
-	netns.Run(t, c1NS, "ip", "addr", "add", "192.168.71.2/24", "dev", "c1")
-	netns.Run(t, c2NS, "ip", "addr", "add", "192.168.72.2/24", "dev", "c2")
+	srvNS, c1NS, c2NS := twoClientNet(t, "ov", 71)
 	netns.Run(t, srvNS, "ip", "addr", "add", "10.99.0.1/32", "dev", "lo")
 
 	var dev tun.Device

@@ -29,13 +29,7 @@ func TestE2EOpenVPNClientsIPv6(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), f.pki.CAPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srvNS, c1NS, c2NS := netns.New(t, "o6s"), netns.New(t, "o6c1"), netns.New(t, "o6c2")
-	netns.Veth(t, srvNS, "s1", c1NS, "c1")
-	netns.Veth(t, srvNS, "s2", c2NS, "c2")
-	netns.Run(t, srvNS, "ip", "addr", "add", "192.168.73.1/24", "dev", "s1")
-	netns.Run(t, srvNS, "ip", "addr", "add", "192.168.74.1/24", "dev", "s2")
-	netns.Run(t, c1NS, "ip", "addr", "add", "192.168.73.2/24", "dev", "c1")
-	netns.Run(t, c2NS, "ip", "addr", "add", "192.168.74.2/24", "dev", "c2")
+	srvNS, c1NS, c2NS := twoClientNet(t, "o6", 73)
 	netns.Run(t, srvNS, "ip", "-6", "addr", "add", "fd99::1/128", "dev", "lo")
 
 	var dev tun.Device
