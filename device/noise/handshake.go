@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/chachapoly"
+
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
@@ -443,10 +445,10 @@ func (h *Handshake) DeriveSession(now time.Time) (*Session, error) {
 		send, recv = recv, send
 	}
 	var err error
-	if s.Send, err = chacha20poly1305.New(send[:]); err != nil {
+	if s.Send, err = chachapoly.New(send[:]); err != nil {
 		return nil, err
 	}
-	if s.Receive, err = chacha20poly1305.New(recv[:]); err != nil {
+	if s.Receive, err = chachapoly.New(recv[:]); err != nil {
 		return nil, err
 	}
 	h.clearEphemeralLocked()

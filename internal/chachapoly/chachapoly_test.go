@@ -1,0 +1,207 @@
+// Copyright 2026 The Wirelane Authors. SPDX-License-Identifier: MIT
+
+package chachapoly
+
+import (
+	"bytes"
+	"crypto/cipher"
+	"encoding/hex"
+	"math/rand/v2"
+	"testing"
+
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+// requireKernel skips tests that only mean something with the AVX-512
+// kernel, and lets the kernel take every length while the test runs.
+func requireKernel(t testing.TB) {
+	t.Helper()
+	if !haveKernel {
+		t.Skip("no AVX-512 on this CPU: New returns x/crypto's implementation, tested upstream")
+	}
+	old := kernelMin
+	kernelMin = 0
+	t.Cleanup(func() { kernelMin = old })
+}
+
+func pair(t testing.TB, key []byte) (ours, ref cipher.AEAD) {
+	t.Helper()
+	ours, err := New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err = chacha20poly1305.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ours, ref
+}
+
+// TestRFC8439Vector is the AEAD example of RFC 8439, section 2.8.2.
+func TestRFC8439Vector(t *testing.T) {
+	requireKernel(t)
+	unhex := func(s string) []byte {
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	key := unhex("808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f")
+	nonce := unhex("070000004041424344454647")
+	ad := unhex("50515253c0c1c2c3c4c5c6c7")
+	pt := []byte("Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.")
+	want := unhex("d31a8d34648e60db7b86afbc53ef7ec2a4aded51296e08fea9e2b5a736ee62d63dbea45e8ca9671282fafb69da92728b1a71de0a9e060b2905d6a5b67ecd3b3692ddbd7f2d778b8c9803aee328091b58fab324e4fad675945585808b4831d7bc3ff4def08e4b7a9de576d26586cec64b6116" +
+		"1ae10b594f09e26a7e902ecbd0600691")
+	a, _ := pair(t, key)
+	got := a.Seal(nil, nonce, pt, ad)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Seal:\n got %x\nwant %x", got, want)
+	}
+	back, err := a.Open(nil, nonce, got, ad)
+	if err != nil || !bytes.Equal(back, pt) {
+		t.Fatalf("Open: %v, %q", err, back)
+	}
+}
+
+// TestMatchesXCrypto compares Seal and Open with x/crypto's on every length
+// up to a few kernel calls, with and without additional data, in place and
+// into a separate buffer.
+func TestMatchesXCrypto(t *testing.T) {
+	requireKernel(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	key := make([]byte, KeySize)
+	nonce := make([]byte, NonceSize)
+	for n := 0; n <= 3*kernelBytes+40; n++ {
+		fill(rng, key)
+		fill(rng, nonce)
+		a, ref := pair(t, key)
+		pt := make([]byte, n)
+		fill(rng, pt)
+		ad := make([]byte, rng.IntN(3)*rng.IntN(40))
+		fill(rng, ad)
+		want := ref.Seal(nil, nonce, pt, ad)
+
+		got := a.Seal([]byte("prefix"), nonce, pt, ad)
+		if !bytes.Equal(got[6:], want) || string(got[:6]) != "prefix" {
+			t.Fatalf("n=%d ad=%d: Seal differs from x/crypto", n, len(ad))
+		}
+		buf := make([]byte, n, n+Overhead)
+		copy(buf, pt)
+		if got := a.Seal(buf[:0], nonce, buf, ad); !bytes.Equal(got, want) {
+			t.Fatalf("n=%d ad=%d: in-place Seal differs from x/crypto", n, len(ad))
+		}
+		back, err := a.Open(nil, nonce, want, ad)
+		if err != nil || !bytes.Equal(back, pt) {
+			t.Fatalf("n=%d ad=%d: Open: %v", n, len(ad), err)
+		}
+		in := bytes.Clone(want)
+		back, err = a.Open(in[:0], nonce, in, ad)
+		if err != nil || !bytes.Equal(back, pt) {
+			t.Fatalf("n=%d ad=%d: in-place Open: %v", n, len(ad), err)
+		}
+	}
+}
+
+// TestOpenRejectsTampering flips one bit anywhere in the ciphertext, the
+// tag or the additional data and expects an error and a zeroed output.
+func TestOpenRejectsTampering(t *testing.T) {
+	requireKernel(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	key := make([]byte, KeySize)
+	nonce := make([]byte, NonceSize)
+	fill(rng, key)
+	fill(rng, nonce)
+	a, _ := pair(t, key)
+	for _, n := range []int{0, 1, 15, 16, 64, 959, 960, 961, 1420, 2048, 3000} {
+		pt := make([]byte, n)
+		fill(rng, pt)
+		ad := []byte("header")
+		sealed := a.Seal(nil, nonce, pt, ad)
+		for trial := 0; trial < 64; trial++ {
+			ct, ad2 := bytes.Clone(sealed), bytes.Clone(ad)
+			if i := rng.IntN(len(ct) + len(ad2)); i < len(ct) {
+				ct[i] ^= 1 << rng.IntN(8)
+			} else {
+				ad2[i-len(ct)] ^= 1 << rng.IntN(8)
+			}
+			out := bytes.Repeat([]byte{0xAA}, n)
+			if _, err := a.Open(out[:0], nonce, ct, ad2); err == nil {
+				t.Fatalf("n=%d: tampered message accepted", n)
+			}
+			if n >= kernelMin && !bytes.Equal(out, make([]byte, n)) {
+				t.Fatalf("n=%d: output not zeroed after a failed Open", n)
+			}
+		}
+		if _, err := a.Open(nil, nonce[:NonceSize], sealed[:Overhead-1], ad); err == nil {
+			t.Fatalf("short message accepted")
+		}
+	}
+}
+
+// TestPolyCarries drives the accumulator through its largest values (all
+// bits of every block set) and checks the tag against x/crypto's.
+func TestPolyCarries(t *testing.T) {
+	requireKernel(t)
+	for _, keyByte := range []byte{0x00, 0xFF, 0x80} {
+		key := bytes.Repeat([]byte{keyByte}, KeySize)
+		nonce := bytes.Repeat([]byte{keyByte}, NonceSize)
+		a, ref := pair(t, key)
+		for _, n := range []int{16, 960, 1420, 4096} {
+			// Ciphertext of all ones: find the plaintext that encrypts to it.
+			ones := bytes.Repeat([]byte{0xFF}, n)
+			ks := ref.Seal(nil, nonce, make([]byte, n), nil)[:n]
+			pt := make([]byte, n)
+			for i := range pt {
+				pt[i] = ones[i] ^ ks[i]
+			}
+			ad := bytes.Repeat([]byte{0xFF}, 48)
+			if got, want := a.Seal(nil, nonce, pt, ad), ref.Seal(nil, nonce, pt, ad); !bytes.Equal(got, want) {
+				t.Fatalf("key %#x n=%d: tag differs from x/crypto", keyByte, n)
+			}
+		}
+	}
+}
+
+func TestOverlapPanics(t *testing.T) {
+	requireKernel(t)
+	a, _ := pair(t, make([]byte, KeySize))
+	buf := make([]byte, 2000)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Seal into a buffer shifted by one byte from its input did not panic")
+		}
+	}()
+	a.Seal(buf[1:1], make([]byte, NonceSize), buf[:1500], nil)
+}
+
+// FuzzMatchesXCrypto compares both directions with x/crypto on arbitrary
+// keys, nonces, messages and additional data.
+func FuzzMatchesXCrypto(f *testing.F) {
+	requireKernel(f)
+	f.Add(make([]byte, KeySize), make([]byte, NonceSize), []byte("hello"), []byte{}, uint16(0))
+	f.Add(bytes.Repeat([]byte{1}, KeySize), bytes.Repeat([]byte{2}, NonceSize), make([]byte, 1420), []byte("ad"), uint16(700))
+	f.Fuzz(func(t *testing.T, key, nonce, pt, ad []byte, flip uint16) {
+		if len(key) != KeySize || len(nonce) != NonceSize {
+			return
+		}
+		a, ref := pair(t, key)
+		want := ref.Seal(nil, nonce, pt, ad)
+		got := a.Seal(nil, nonce, pt, ad)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("Seal differs from x/crypto")
+		}
+		got[int(flip)%len(got)] ^= 0x10
+		_, errOurs := a.Open(nil, nonce, got, ad)
+		_, errRef := ref.Open(nil, nonce, got, ad)
+		if (errOurs == nil) != (errRef == nil) || errOurs == nil {
+			t.Fatalf("tampered Open: ours %v, x/crypto %v", errOurs, errRef)
+		}
+	})
+}
+
+func fill(rng *rand.Rand, b []byte) {
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+}

@@ -1,0 +1,256 @@
+// Copyright 2026 The Wirelane Authors. SPDX-License-Identifier: MIT
+
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The AVX-512 kernel: sixteen ChaCha20 blocks at once, one block per 32-bit
+// lane of sixteen ZMM registers (register i holds word i of every block),
+// interleaved with scalar Poly1305 blocks so that the vector units and the
+// scalar multiplier work at the same time.
+//
+// Scalar registers in both functions:
+//   R10, R11, R12  the Poly1305 accumulator h (h2 holds the bits above 128)
+//   R13            the *polyState (r0 at 24, r1 at 32)
+//   SI             the next 16-byte message block; CX blocks left
+//   AX, DX         MULQ operands; BX, DI, R14, R15 the product t0..t3
+
+// POLY_BLOCK adds the 16-byte block at (SI) with its 2^128 bit to h and
+// multiplies h by r modulo 2^130 - 5 (partially reduced: h2 stays small).
+#define POLY_BLOCK \
+	ADDQ  0(SI), R10; \
+	ADCQ  8(SI), R11; \
+	ADCQ  $1, R12; \
+	LEAQ  16(SI), SI; \
+	MOVQ  24(R13), AX; \
+	MULQ  R10; \
+	MOVQ  AX, BX; \
+	MOVQ  DX, DI; \
+	MOVQ  32(R13), AX; \
+	MULQ  R10; \
+	ADDQ  AX, DI; \
+	ADCQ  $0, DX; \
+	MOVQ  DX, R14; \
+	MOVQ  24(R13), AX; \
+	MULQ  R11; \
+	ADDQ  AX, DI; \
+	ADCQ  DX, R14; \
+	MOVQ  $0, R15; \
+	ADCQ  $0, R15; \
+	MOVQ  32(R13), AX; \
+	MULQ  R11; \
+	ADDQ  AX, R14; \
+	ADCQ  DX, R15; \
+	MOVQ  24(R13), AX; \
+	IMULQ R12, AX; \
+	ADDQ  AX, R14; \
+	ADCQ  $0, R15; \
+	MOVQ  32(R13), AX; \
+	IMULQ R12, AX; \
+	ADDQ  AX, R15; \
+	MOVQ  BX, R10; \
+	MOVQ  DI, R11; \
+	MOVQ  R14, R12; \
+	ANDQ  $3, R12; \
+	ANDQ  $-4, R14; \
+	ADDQ  R14, R10; \
+	ADCQ  R15, R11; \
+	ADCQ  $0, R12; \
+	SHRQ  $2, R15, R14; \
+	SHRQ  $2, R15; \
+	ADDQ  R14, R10; \
+	ADCQ  R15, R11; \
+	ADCQ  $0, R12
+
+// QR4 runs four independent ChaCha20 quarter rounds side by side.
+#define QR4(a0, b0, c0, d0, a1, b1, c1, d1, a2, b2, c2, d2, a3, b3, c3, d3) \
+	VPADDD  b0, a0, a0; VPADDD  b1, a1, a1; VPADDD  b2, a2, a2; VPADDD  b3, a3, a3; \
+	VPXORD  a0, d0, d0; VPXORD  a1, d1, d1; VPXORD  a2, d2, d2; VPXORD  a3, d3, d3; \
+	VPROLD  $16, d0, d0; VPROLD $16, d1, d1; VPROLD $16, d2, d2; VPROLD $16, d3, d3; \
+	VPADDD  d0, c0, c0; VPADDD  d1, c1, c1; VPADDD  d2, c2, c2; VPADDD  d3, c3, c3; \
+	VPXORD  c0, b0, b0; VPXORD  c1, b1, b1; VPXORD  c2, b2, b2; VPXORD  c3, b3, b3; \
+	VPROLD  $12, b0, b0; VPROLD $12, b1, b1; VPROLD $12, b2, b2; VPROLD $12, b3, b3; \
+	VPADDD  b0, a0, a0; VPADDD  b1, a1, a1; VPADDD  b2, a2, a2; VPADDD  b3, a3, a3; \
+	VPXORD  a0, d0, d0; VPXORD  a1, d1, d1; VPXORD  a2, d2, d2; VPXORD  a3, d3, d3; \
+	VPROLD  $8, d0, d0; VPROLD  $8, d1, d1; VPROLD  $8, d2, d2; VPROLD  $8, d3, d3; \
+	VPADDD  d0, c0, c0; VPADDD  d1, c1, c1; VPADDD  d2, c2, c2; VPADDD  d3, c3, c3; \
+	VPXORD  c0, b0, b0; VPXORD  c1, b1, b1; VPXORD  c2, b2, b2; VPXORD  c3, b3, b3; \
+	VPROLD  $7, b0, b0; VPROLD  $7, b1, b1; VPROLD  $7, b2, b2; VPROLD  $7, b3, b3
+
+// TRANSPOSE4 turns words a, b, c, d of four blocks per 128-bit lane into
+// four registers that each hold words a..d of one block per lane.
+#define TRANSPOSE4(a, b, c, d) \
+	VPUNPCKLDQ  b, a, Z16; \
+	VPUNPCKHDQ  b, a, Z17; \
+	VPUNPCKLDQ  d, c, Z18; \
+	VPUNPCKHDQ  d, c, Z19; \
+	VPUNPCKLQDQ Z18, Z16, a; \
+	VPUNPCKHQDQ Z18, Z16, b; \
+	VPUNPCKLQDQ Z19, Z17, c; \
+	VPUNPCKHQDQ Z19, Z17, d
+
+// STORE_BLOCKS writes the four blocks 4L+j (L = 0..3) whose words 0-3,
+// 4-7, 8-11 and 12-15 sit in lane L of g0, g1, g2 and g3.
+#define STORE_BLOCKS(g0, g1, g2, g3, o0, o1, o2, o3) \
+	VSHUFI32X4 $0x44, g1, g0, Z16; \
+	VSHUFI32X4 $0xEE, g1, g0, Z17; \
+	VSHUFI32X4 $0x44, g3, g2, Z18; \
+	VSHUFI32X4 $0xEE, g3, g2, Z19; \
+	VSHUFI32X4 $0x88, Z18, Z16, Z20; \
+	VSHUFI32X4 $0xDD, Z18, Z16, Z21; \
+	VSHUFI32X4 $0x88, Z19, Z17, Z22; \
+	VSHUFI32X4 $0xDD, Z19, Z17, Z23; \
+	VMOVDQU32  Z20, o0(DI); \
+	VMOVDQU32  Z21, o1(DI); \
+	VMOVDQU32  Z22, o2(DI); \
+	VMOVDQU32  Z23, o3(DI)
+
+// func keystreamPoly16(state *[16]uint32, ks *[1024]byte, p *polyState, msg *byte, blocks, per int)
+//
+// Writes the keystream of blocks counter..counter+15 (state[12] is the
+// counter) to ks and, meanwhile, absorbs blocks 16-byte Poly1305 blocks from
+// msg into p, at most per of them between two half rounds.
+TEXT ·keystreamPoly16(SB), NOSPLIT, $0-48
+	MOVQ state+0(FP), AX
+	VPBROADCASTD 0(AX), Z16
+	VPBROADCASTD 4(AX), Z17
+	VPBROADCASTD 8(AX), Z18
+	VPBROADCASTD 12(AX), Z19
+	VPBROADCASTD 16(AX), Z20
+	VPBROADCASTD 20(AX), Z21
+	VPBROADCASTD 24(AX), Z22
+	VPBROADCASTD 28(AX), Z23
+	VPBROADCASTD 32(AX), Z24
+	VPBROADCASTD 36(AX), Z25
+	VPBROADCASTD 40(AX), Z26
+	VPBROADCASTD 44(AX), Z27
+	VPBROADCASTD 48(AX), Z28
+	VPADDD       ·laneCounters<>(SB), Z28, Z28
+	VPBROADCASTD 52(AX), Z29
+	VPBROADCASTD 56(AX), Z30
+	VPBROADCASTD 60(AX), Z31
+	VMOVDQA32 Z16, Z0
+	VMOVDQA32 Z17, Z1
+	VMOVDQA32 Z18, Z2
+	VMOVDQA32 Z19, Z3
+	VMOVDQA32 Z20, Z4
+	VMOVDQA32 Z21, Z5
+	VMOVDQA32 Z22, Z6
+	VMOVDQA32 Z23, Z7
+	VMOVDQA32 Z24, Z8
+	VMOVDQA32 Z25, Z9
+	VMOVDQA32 Z26, Z10
+	VMOVDQA32 Z27, Z11
+	VMOVDQA32 Z28, Z12
+	VMOVDQA32 Z29, Z13
+	VMOVDQA32 Z30, Z14
+	VMOVDQA32 Z31, Z15
+
+	MOVQ p+16(FP), R13
+	MOVQ 0(R13), R10
+	MOVQ 8(R13), R11
+	MOVQ 16(R13), R12
+	MOVQ msg+24(FP), SI
+	MOVQ blocks+32(FP), CX
+	MOVQ $10, R9
+
+rounds:
+	QR4(Z0, Z4, Z8, Z12, Z1, Z5, Z9, Z13, Z2, Z6, Z10, Z14, Z3, Z7, Z11, Z15)
+	MOVQ per+40(FP), R8
+
+polyColumn:
+	TESTQ CX, CX
+	JZ    diagonal
+	TESTQ R8, R8
+	JZ    diagonal
+	POLY_BLOCK
+	DECQ  CX
+	DECQ  R8
+	JMP   polyColumn
+
+diagonal:
+	QR4(Z0, Z5, Z10, Z15, Z1, Z6, Z11, Z12, Z2, Z7, Z8, Z13, Z3, Z4, Z9, Z14)
+	DECQ R9
+	JNZ  rounds
+
+polyRest:
+	TESTQ CX, CX
+	JZ    polyDone
+	POLY_BLOCK
+	DECQ  CX
+	JMP   polyRest
+
+polyDone:
+	MOVQ R10, 0(R13)
+	MOVQ R11, 8(R13)
+	MOVQ R12, 16(R13)
+
+	VPADDD Z16, Z0, Z0
+	VPADDD Z17, Z1, Z1
+	VPADDD Z18, Z2, Z2
+	VPADDD Z19, Z3, Z3
+	VPADDD Z20, Z4, Z4
+	VPADDD Z21, Z5, Z5
+	VPADDD Z22, Z6, Z6
+	VPADDD Z23, Z7, Z7
+	VPADDD Z24, Z8, Z8
+	VPADDD Z25, Z9, Z9
+	VPADDD Z26, Z10, Z10
+	VPADDD Z27, Z11, Z11
+	VPADDD Z28, Z12, Z12
+	VPADDD Z29, Z13, Z13
+	VPADDD Z30, Z14, Z14
+	VPADDD Z31, Z15, Z15
+
+	TRANSPOSE4(Z0, Z1, Z2, Z3)
+	TRANSPOSE4(Z4, Z5, Z6, Z7)
+	TRANSPOSE4(Z8, Z9, Z10, Z11)
+	TRANSPOSE4(Z12, Z13, Z14, Z15)
+
+	MOVQ ks+8(FP), DI
+	STORE_BLOCKS(Z0, Z4, Z8, Z12, 0, 256, 512, 768)
+	STORE_BLOCKS(Z1, Z5, Z9, Z13, 64, 320, 576, 832)
+	STORE_BLOCKS(Z2, Z6, Z10, Z14, 128, 384, 640, 896)
+	STORE_BLOCKS(Z3, Z7, Z11, Z15, 192, 448, 704, 960)
+	VZEROUPPER
+	RET
+
+// func polyBlocks(p *polyState, msg *byte, blocks int)
+TEXT ·polyBlocks(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), R13
+	MOVQ 0(R13), R10
+	MOVQ 8(R13), R11
+	MOVQ 16(R13), R12
+	MOVQ msg+8(FP), SI
+	MOVQ blocks+16(FP), CX
+
+polyLoop:
+	TESTQ CX, CX
+	JZ    polyEnd
+	POLY_BLOCK
+	DECQ  CX
+	JMP   polyLoop
+
+polyEnd:
+	MOVQ R10, 0(R13)
+	MOVQ R11, 8(R13)
+	MOVQ R12, 16(R13)
+	RET
+
+DATA ·laneCounters<>+0(SB)/4, $0
+DATA ·laneCounters<>+4(SB)/4, $1
+DATA ·laneCounters<>+8(SB)/4, $2
+DATA ·laneCounters<>+12(SB)/4, $3
+DATA ·laneCounters<>+16(SB)/4, $4
+DATA ·laneCounters<>+20(SB)/4, $5
+DATA ·laneCounters<>+24(SB)/4, $6
+DATA ·laneCounters<>+28(SB)/4, $7
+DATA ·laneCounters<>+32(SB)/4, $8
+DATA ·laneCounters<>+36(SB)/4, $9
+DATA ·laneCounters<>+40(SB)/4, $10
+DATA ·laneCounters<>+44(SB)/4, $11
+DATA ·laneCounters<>+48(SB)/4, $12
+DATA ·laneCounters<>+52(SB)/4, $13
+DATA ·laneCounters<>+56(SB)/4, $14
+DATA ·laneCounters<>+60(SB)/4, $15
+GLOBL ·laneCounters<>(SB), RODATA|NOPTR, $64

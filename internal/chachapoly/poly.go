@@ -1,0 +1,66 @@
+// Copyright 2026 The Wirelane Authors. SPDX-License-Identifier: MIT
+
+package chachapoly
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// polyState is a Poly1305 computation in radix 2^64. The kernel reads and
+// writes h and reads r at fixed offsets (h at 0, 8, 16; r at 24, 32): do not
+// reorder the fields.
+type polyState struct {
+	h [3]uint64 // accumulator; h[2] holds the few bits above 2^128
+	r [2]uint64 // clamped multiplier
+	s [2]uint64 // the pad added at the end
+}
+
+// setKey starts a computation with the 32-byte one-time key k.
+func (p *polyState) setKey(k []byte) {
+	p.h = [3]uint64{}
+	p.r[0] = binary.LittleEndian.Uint64(k[0:8]) & 0x0FFFFFFC0FFFFFFF
+	p.r[1] = binary.LittleEndian.Uint64(k[8:16]) & 0x0FFFFFFC0FFFFFFC
+	p.s[0] = binary.LittleEndian.Uint64(k[16:24])
+	p.s[1] = binary.LittleEndian.Uint64(k[24:32])
+}
+
+// absorbPadded absorbs b zero-padded to a multiple of 16 bytes, the way the
+// AEAD construction feeds its additional data and its ciphertext.
+func (p *polyState) absorbPadded(b []byte) {
+	if full := len(b) / 16; full > 0 {
+		polyBlocks(p, &b[0], full)
+		b = b[full*16:]
+	}
+	if len(b) > 0 {
+		var last [16]byte
+		copy(last[:], b)
+		polyBlocks(p, &last[0], 1)
+	}
+}
+
+// absorbLengths absorbs the AEAD's final block: both lengths, little endian.
+func (p *polyState) absorbLengths(adLen, ctLen int) {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[0:8], uint64(adLen))
+	binary.LittleEndian.PutUint64(b[8:16], uint64(ctLen))
+	polyBlocks(p, &b[0], 1)
+}
+
+// sum writes the tag: h reduced modulo 2^130 - 5, plus s, modulo 2^128.
+// It runs in constant time.
+func (p *polyState) sum(tag []byte) {
+	h0, h1, h2 := p.h[0], p.h[1], p.h[2]
+	// h < 2(2^130 - 5) here, so one conditional subtraction of the prime
+	// (adding 5 and dropping 2^130) finishes the reduction.
+	g0, c := bits.Add64(h0, 5, 0)
+	g1, c := bits.Add64(h1, 0, c)
+	g2 := h2 + c
+	mask := 0 - (g2 >> 2 & 1)
+	h0 = h0&^mask | g0&mask
+	h1 = h1&^mask | g1&mask
+	t0, c := bits.Add64(h0, p.s[0], 0)
+	t1, _ := bits.Add64(h1, p.s[1], c)
+	binary.LittleEndian.PutUint64(tag[0:8], t0)
+	binary.LittleEndian.PutUint64(tag[8:16], t1)
+}
