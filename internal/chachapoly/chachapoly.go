@@ -4,13 +4,17 @@
 // an AVX-512 kernel that runs the cipher on sixteen blocks at once while the
 // scalar unit runs Poly1305 beside it.
 //
-// Map of a Seal of n bytes (Open is the same with Poly1305 run ahead of the
-// XOR, so that it reads the ciphertext before an in-place Open overwrites it):
+// Map of a Seal of n bytes on a CPU with AVX-512 IFMA (Open authenticates
+// first and decrypts after, so nothing unauthenticated is ever written):
 //
-//	kernel call 1: blocks 0..15   -> Poly1305 key (block 0), keystream for bytes 0..959
-//	kernel call k: blocks 16(k-1).. -> keystream for the next 1024 bytes,
-//	               and meanwhile Poly1305 over the ciphertext written so far
-//	after the last call: Poly1305 over the rest, the lengths, the tag
+//	firstCall:     8 or 16 blocks -> Poly1305 key (block 0), keystream for bytes 0..447 or 0..959
+//	xorKeyStream:  16 blocks (1024 bytes) per call, 8 for a last 512 bytes or less
+//	absorbFull:    Poly1305 over the ciphertext, 8 blocks (128 bytes) per step, in 8 lanes
+//	then:          Poly1305 over what is left, the lengths; the tag
+//
+// Without IFMA, each sixteen-block cipher call also runs scalar Poly1305
+// over the ciphertext written before it (sealFused, openFused), so that the
+// vector and the scalar units work at the same time.
 //
 // Messages shorter than kernelMin, longer than kernelMax, and every message
 // on a CPU without AVX-512 go to golang.org/x/crypto/chacha20poly1305, which
@@ -106,13 +110,136 @@ func (a *aead) Seal(dst, nonce, plaintext, additionalData []byte) []byte {
 	if inexactOverlap(out, plaintext) {
 		panic("chachapoly: invalid buffer overlap")
 	}
+	if haveIFMA {
+		a.sealSplit(out, nonce, plaintext, additionalData)
+	} else {
+		a.sealFused(out, nonce, plaintext, additionalData)
+	}
+	return ret
+}
+
+// Open authenticates and decrypts ciphertext, authenticates additionalData
+// and, if both are genuine, appends the plaintext to dst. dst and ciphertext
+// may overlap exactly or not at all. On failure no plaintext is returned or
+// left in dst.
+func (a *aead) Open(dst, nonce, ciphertext, additionalData []byte) ([]byte, error) {
+	if len(nonce) != NonceSize {
+		panic("chachapoly: bad nonce length passed to Open")
+	}
+	if len(ciphertext) < Overhead {
+		return nil, errOpen
+	}
+	n := len(ciphertext) - Overhead
+	if n < kernelMin || n > kernelMax {
+		return a.fallback.Open(dst, nonce, ciphertext, additionalData)
+	}
+	ct, tag := ciphertext[:n], ciphertext[n:]
+	ret, out := sliceForAppend(dst, n)
+	if inexactOverlap(out, ciphertext) {
+		panic("chachapoly: invalid buffer overlap")
+	}
+	var ok bool
+	if haveIFMA {
+		ok = a.openSplit(out, nonce, ct, tag, additionalData)
+	} else {
+		ok = a.openFused(out, nonce, ct, tag, additionalData)
+	}
+	if !ok {
+		return nil, errOpen
+	}
+	return ret, nil
+}
+
+// sealSplit encrypts with the cipher kernels, then authenticates the whole
+// ciphertext with the IFMA Poly1305 kernel: both run on the vector units, so
+// running them one after the other costs nothing in overlap.
+func (a *aead) sealSplit(out []byte, nonce, plaintext, ad []byte) {
+	n := len(plaintext)
+	var st [16]uint32
+	var ks [kernelBytes]byte
+	var p polyState
+	a.state(&st, nonce)
+	covered := firstCall(&st, &ks, n)
+	p.setKey(ks[:32])
+	xorKeyStream(&st, &ks, covered, out[:n], plaintext)
+	p.absorbPadded(ad)
+	p.absorbPadded(p.absorbFull(out[:n]))
+	p.absorbLengths(len(ad), n)
+	p.sum(out[n:])
+}
+
+// openSplit authenticates first and decrypts only a genuine message.
+func (a *aead) openSplit(out []byte, nonce, ct, tag, ad []byte) bool {
+	n := len(ct)
+	var st [16]uint32
+	var ks [kernelBytes]byte
+	var p polyState
+	a.state(&st, nonce)
+	covered := firstCall(&st, &ks, n)
+	p.setKey(ks[:32])
+	p.absorbPadded(ad)
+	p.absorbPadded(p.absorbFull(ct))
+	p.absorbLengths(len(ad), n)
+	var want [Overhead]byte
+	p.sum(want[:])
+	if subtle.ConstantTimeCompare(want[:], tag) != 1 {
+		return false
+	}
+	xorKeyStream(&st, &ks, covered, out, ct)
+	return true
+}
+
+// firstCall makes the keystream of a message's first blocks: block 0 for
+// the Poly1305 key, the rest for the message. It returns how many message
+// bytes that keystream covers (ks[64:64+covered]) and leaves st[12] at the
+// next unused block. Eight blocks do for messages up to 448 bytes.
+func firstCall(st *[16]uint32, ks *[kernelBytes]byte, n int) (covered int) {
+	if n <= 512-64 {
+		keystream8(st, ks)
+		st[12] += 8
+		return 512 - 64
+	}
+	var idle polyState // the kernel's Poly1305 side has nothing to do here
+	keystreamPoly16(st, ks, &idle, nil, 0, 0)
+	st[12] += 16
+	return firstBytes
+}
+
+// xorKeyStream XORs src with the keystream into dst: first with the covered
+// bytes firstCall left in ks, then with sixteen blocks per call, and eight
+// for a last stretch of 512 bytes or less.
+func xorKeyStream(st *[16]uint32, ks *[kernelBytes]byte, covered int, dst, src []byte) {
+	n := len(src)
+	done := min(n, covered)
+	subtle.XORBytes(dst[:done], src[:done], ks[64:64+done])
+	var idle polyState
+	for done < n {
+		m := n - done
+		if m <= 512 {
+			keystream8(st, ks)
+			st[12] += 8
+		} else {
+			keystreamPoly16(st, ks, &idle, nil, 0, 0)
+			st[12] += 16
+			m = min(m, kernelBytes)
+		}
+		subtle.XORBytes(dst[done:done+m], src[done:done+m], ks[:m])
+		done += m
+	}
+}
+
+// sealFused is Seal for CPUs without IFMA: each sixteen-block cipher call
+// also runs scalar Poly1305 over the ciphertext of the call before, so the
+// vector and the scalar units work at the same time.
+func (a *aead) sealFused(out []byte, nonce, plaintext, ad []byte) {
+	n := len(plaintext)
 	var st [16]uint32
 	var ks [kernelBytes]byte
 	var p polyState
 	a.state(&st, nonce)
 	keystreamPoly16(&st, &ks, &p, nil, 0, 0)
 	p.setKey(ks[:32])
-	p.absorbPadded(additionalData)
+	p.absorbPadded(ad)
 
 	done := min(n, firstBytes)
 	subtle.XORBytes(out[:done], plaintext[:done], ks[64:64+done])
@@ -131,42 +258,26 @@ func (a *aead) Seal(dst, nonce, plaintext, additionalData []byte) []byte {
 		done += m
 	}
 	p.absorbPadded(out[absorbed:n])
-	p.absorbLengths(len(additionalData), n)
+	p.absorbLengths(len(ad), n)
 	p.sum(out[n:])
-	clear(ks[:])
-	return ret
 }
 
-// Open authenticates and decrypts ciphertext, authenticates additionalData
-// and, if both are genuine, appends the plaintext to dst. dst and ciphertext
-// may overlap exactly or not at all. On failure the part of dst that would
-// have held the plaintext is zeroed.
-func (a *aead) Open(dst, nonce, ciphertext, additionalData []byte) ([]byte, error) {
-	if len(nonce) != NonceSize {
-		panic("chachapoly: bad nonce length passed to Open")
-	}
-	if len(ciphertext) < Overhead {
-		return nil, errOpen
-	}
-	n := len(ciphertext) - Overhead
-	if n < kernelMin || n > kernelMax {
-		return a.fallback.Open(dst, nonce, ciphertext, additionalData)
-	}
-	ct, tag := ciphertext[:n], ciphertext[n:]
-	ret, out := sliceForAppend(dst, n)
-	if inexactOverlap(out, ciphertext) {
-		panic("chachapoly: invalid buffer overlap")
-	}
+// openFused is Open for CPUs without IFMA. Poly1305 runs inside the cipher
+// calls, one region ahead of the XOR, so that it reads every ciphertext
+// byte before an in-place Open overwrites it; on a bad tag the plaintext
+// written so far is zeroed.
+func (a *aead) openFused(out []byte, nonce, ct, tag, ad []byte) bool {
+	n := len(ct)
 	var st [16]uint32
 	var ks [2][kernelBytes]byte
 	var p polyState
 	a.state(&st, nonce)
 	keystreamPoly16(&st, &ks[0], &p, nil, 0, 0)
 	p.setKey(ks[0][:32])
-	p.absorbPadded(additionalData)
+	p.absorbPadded(ad)
 
-	// pending is the keystream not yet applied: out[start:start+len] gets
-	// ks[cur][off:off+len] once Poly1305 has read that ciphertext.
+	// pending is the keystream not yet applied: out[start:start+size] gets
+	// ks[cur][off:off+size] once Poly1305 has read that ciphertext.
 	cur, off, start, size := 0, 64, 0, min(n, firstBytes)
 	absorbed := 0
 	for next := size; next < n; {
@@ -190,19 +301,15 @@ func (a *aead) Open(dst, nonce, ciphertext, additionalData []byte) ([]byte, erro
 		next += m
 	}
 	p.absorbPadded(ct[absorbed:])
-	p.absorbLengths(len(additionalData), n)
+	p.absorbLengths(len(ad), n)
 	var want [Overhead]byte
 	p.sum(want[:])
 	if subtle.ConstantTimeCompare(want[:], tag) != 1 {
 		clear(out)
-		clear(ks[0][:])
-		clear(ks[1][:])
-		return nil, errOpen
+		return false
 	}
 	subtle.XORBytes(out[start:start+size], ct[start:start+size], ks[cur][off:off+size])
-	clear(ks[0][:])
-	clear(ks[1][:])
-	return ret, nil
+	return true
 }
 
 // sliceForAppend extends in by n bytes, reallocating if it must, and returns

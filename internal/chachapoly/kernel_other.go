@@ -8,10 +8,21 @@ package chachapoly
 // returns golang.org/x/crypto's implementation everywhere else.
 const haveKernel = false
 
+// haveIFMA is false with haveKernel.
+const haveIFMA = false
+
 func keystreamPoly16(state *[16]uint32, ks *[kernelBytes]byte, p *polyState, msg *byte, blocks, per int) {
 	panic("chachapoly: no kernel on this platform")
 }
 
 func polyBlocks(p *polyState, msg *byte, blocks int) {
+	panic("chachapoly: no kernel on this platform")
+}
+
+func polyIFMA(lanes *[3][8]uint64, r *[3]uint64, msg *byte, groups int) {
+	panic("chachapoly: no kernel on this platform")
+}
+
+func keystream8(state *[16]uint32, ks *[kernelBytes]byte) {
 	panic("chachapoly: no kernel on this platform")
 }

@@ -39,6 +39,51 @@ func (p *polyState) absorbPadded(b []byte) {
 	}
 }
 
+// ifmaMinGroups is the shortest run of 128-byte groups worth the IFMA
+// kernel's set-up (the powers r^2 .. r^8).
+const ifmaMinGroups = 2
+
+const mask44 = 1<<44 - 1
+
+// absorbFull absorbs the full 16-byte blocks at the start of b and returns
+// what is left (less than one block). With IFMA it runs eight blocks at a
+// time and leaves fewer than eight full blocks to the scalar code.
+func (p *polyState) absorbFull(b []byte) []byte {
+	if groups := len(b) / 128; haveIFMA && groups >= ifmaMinGroups {
+		var lanes [3][8]uint64
+		// The accumulator so far rides in lane 0, so it is multiplied by
+		// r^(8*groups) like everything already absorbed must be.
+		lanes[0][0] = p.h[0] & mask44
+		lanes[1][0] = (p.h[0]>>44 | p.h[1]<<20) & mask44
+		lanes[2][0] = p.h[1]>>24 | p.h[2]<<40
+		r := [3]uint64{p.r[0] & mask44, (p.r[0]>>44 | p.r[1]<<20) & mask44, p.r[1] >> 24}
+		polyIFMA(&lanes, &r, &b[0], groups)
+		var s0, s1, s2 uint64 // each below 8 * 2^45
+		for k := range 8 {
+			s0 += lanes[0][k]
+			s1 += lanes[1][k]
+			s2 += lanes[2][k]
+		}
+		// Back to radix 2^64: s0 + s1*2^44 + s2*2^88.
+		h0, c := bits.Add64(s0, s1<<44, 0)
+		h1, c2 := bits.Add64(s1>>20, s2<<24, c)
+		h2 := s2>>40 + c2
+		// Fold the bits above 2^130 back in (times 5), so that h2 stays as
+		// small as the scalar code needs.
+		top := h2 >> 2
+		h2 &= 3
+		h0, c = bits.Add64(h0, top*5, 0)
+		h1, c = bits.Add64(h1, 0, c)
+		p.h = [3]uint64{h0, h1, h2 + c}
+		b = b[groups*128:]
+	}
+	if full := len(b) / 16; full > 0 {
+		polyBlocks(p, &b[0], full)
+		b = b[full*16:]
+	}
+	return b
+}
+
 // absorbLengths absorbs the AEAD's final block: both lengths, little endian.
 func (p *polyState) absorbLengths(adLen, ctLen int) {
 	var b [16]byte
