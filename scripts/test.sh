@@ -29,6 +29,10 @@ if [ -n "$bad" ]; then echo "gofmt needed:"; echo "$bad"; exit 1; fi
 
 echo "== go vet"
 go vet ./...
+# The pure-Go build of the AEAD (other CPUs and -tags purego) must stay
+# buildable and correct even on a machine whose CPU runs the AVX-512 kernels.
+go vet -tags purego ./internal/chachapoly
+go test -count=1 -tags purego ./internal/chachapoly
 
 # Every unit test runs under the race detector. The end-to-end tests drive
 # separately built daemons (the detector would see nothing there) and the

@@ -1,13 +1,15 @@
 package bench
 
 // The bound: how fast this machine seals and opens 1420-byte WireGuard
-// payloads with golang.org/x/crypto's ChaCha20-Poly1305, on one core and on
-// all of them. (The other bound, plain veth throughput, is an engine of the
+// payloads with ChaCha20-Poly1305, on one core and on all of them: with
+// golang.org/x/crypto's (what wireguard-go uses) and with Wirelane's
+// internal/chachapoly (AVX-512 kernels where the CPU has them). (The other bound, plain veth throughput, is an engine of the
 // netns section.) Every data packet of either engine pays one seal and one
 // open, so a tunnel moving G Gbit/s through one machine needs at least
 // G/8 GB/s of each.
 
 import (
+	"crypto/cipher"
 	"crypto/rand"
 	"fmt"
 	"runtime"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/wirelane/wirelane/internal/chachapoly"
 )
 
 const boundSize = 1420
@@ -26,12 +30,12 @@ const boundWindow = time.Second
 
 // aeadRate returns GB/s of plaintext sealed (or opened, when open is true)
 // by workers goroutines during window.
-func aeadRate(open bool, workers int, window time.Duration) (float64, error) {
+func aeadRate(newAEAD func([]byte) (cipher.AEAD, error), open bool, workers int, window time.Duration) (float64, error) {
 	key := make([]byte, chacha20poly1305.KeySize)
 	if _, err := rand.Read(key); err != nil {
 		return 0, err
 	}
-	aead, err := chacha20poly1305.New(key)
+	aead, err := newAEAD(key)
 	if err != nil {
 		return 0, err
 	}
@@ -93,12 +97,17 @@ func boundSection(r *Report, cfg Config, p *progress) error {
 			{CaseSeal, false, cpus, MetricGBpsAll},
 			{CaseOpen, true, cpus, MetricGBpsAll},
 		} {
-			p.step(fmt.Sprintf("bound %s %s, repeat %d/%d", c.cas, c.metric, rep+1, cfg.Repeats))
-			v, err := aeadRate(c.open, c.workers, window)
-			if err != nil {
-				return err
+			for _, impl := range []struct {
+				engine string
+				make   func([]byte) (cipher.AEAD, error)
+			}{{EngineXCrypto, chacha20poly1305.New}, {EngineWirelane, chachapoly.New}} {
+				p.step(fmt.Sprintf("bound %s %s %s, repeat %d/%d", impl.engine, c.cas, c.metric, rep+1, cfg.Repeats))
+				v, err := aeadRate(impl.make, c.open, c.workers, window)
+				if err != nil {
+					return err
+				}
+				r.Add(SectionBound, c.cas, c.metric, impl.engine, HigherIsBetter, v)
 			}
-			r.Add(SectionBound, c.cas, c.metric, EngineXCrypto, HigherIsBetter, v)
 		}
 	}
 	return nil

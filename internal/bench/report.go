@@ -182,8 +182,13 @@ func (r *Report) rows() []row {
 		if m.Better == LowerIsBetter {
 			rw.metric += " (lower better)"
 		}
-		if m.Engine != EngineWireguardGo && m.Engine != EngineVeth {
-			if v, ok := r.Ratio(m.Section, m.Case, m.Metric, m.Engine, EngineWireguardGo); ok {
+		// The bound section compares AEADs: wireguard-go's is x/crypto's.
+		base := EngineWireguardGo
+		if m.Section == SectionBound {
+			base = EngineXCrypto
+		}
+		if m.Engine != base && m.Engine != EngineVeth {
+			if v, ok := r.Ratio(m.Section, m.Case, m.Metric, m.Engine, base); ok {
 				rw.vsWG = fmt.Sprintf("%.2fx", v)
 			}
 		}

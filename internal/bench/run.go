@@ -46,7 +46,7 @@ func plannedSteps(cfg Config) int {
 		n += len(memoryEngines(cfg))
 	}
 	if cfg.Has(SectionBound) {
-		n += 4 * cfg.Repeats
+		n += 4 * 2 * cfg.Repeats // four measurements, two AEADs
 	}
 	return n
 }

@@ -269,3 +269,20 @@ func TestFusedPathMatchesXCrypto(t *testing.T) {
 	withScalarPoly(t, TestOpenRejectsTampering)
 	withScalarPoly(t, TestPolyCarries)
 }
+
+// TestNewUsesKernel makes sure the kernels are what New hands out wherever
+// the CPU has them, so that the tests above test what the data path runs.
+func TestNewUsesKernel(t *testing.T) {
+	a, err := New(make([]byte, KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, isKernel := a.(*aead)
+	if isKernel != haveKernel || Accelerated() != haveKernel {
+		t.Fatalf("haveKernel %v, New returned %T", haveKernel, a)
+	}
+	if _, err := New(make([]byte, KeySize-1)); err == nil {
+		t.Fatal("New accepted a 31-byte key")
+	}
+	t.Logf("AVX-512 kernel: %v, IFMA Poly1305: %v", haveKernel, haveIFMA)
+}

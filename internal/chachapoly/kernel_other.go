@@ -6,10 +6,10 @@ package chachapoly
 
 // haveKernel is false: the kernel is written for amd64 only, and New
 // returns golang.org/x/crypto's implementation everywhere else.
-const haveKernel = false
+var haveKernel = false
 
 // haveIFMA is false with haveKernel.
-const haveIFMA = false
+var haveIFMA = false
 
 func keystreamPoly16(state *[16]uint32, ks *[kernelBytes]byte, p *polyState, msg *byte, blocks, per int) {
 	panic("chachapoly: no kernel on this platform")

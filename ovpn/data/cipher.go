@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"golang.org/x/crypto/chacha20poly1305"
+	"github.com/wirelane/wirelane/internal/chachapoly"
 )
 
 // Cipher is a data-channel AEAD cipher.
@@ -65,7 +65,7 @@ func (c Cipher) aead(key []byte) (cipher.AEAD, error) {
 		}
 		return cipher.NewGCM(b)
 	case ChaCha20Poly1305:
-		return chacha20poly1305.New(key)
+		return chachapoly.New(key)
 	}
 	return nil, fmt.Errorf("data: unknown cipher %d", c)
 }
