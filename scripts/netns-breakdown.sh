@@ -10,6 +10,7 @@
 #
 # Usage (root; needs ip, wg, iperf3, perf, python3):
 #   scripts/netns-breakdown.sh [ROUNDS] [SECONDS]      (default 3 rounds of 8 s)
+#   KEEP=/tmp/bd scripts/netns-breakdown.sh ...        (also keep the samples)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-3}"
@@ -27,6 +28,8 @@ PAIR_TAG=wlbd PAIR_NET=10.79 PAIR_PORT=41000
 . "$(dirname "$0")/lib/netns-pair.sh"
 cleanup() {
 	pair_down 2
+	# KEEP=DIR keeps the per-sample text (comm, symbol, object) for a closer look.
+	if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.txt "$KEEP"/ 2>/dev/null || true; fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -75,7 +78,7 @@ for name in ["wireguard-go", "wirelaned"]:
             if comm in ("wirelaned", "wireguard-go"):
                 if kernel:
                     b = "daemon kernel"
-                elif "chacha20" in rest or "poly1305" in rest.lower():
+                elif any(k in rest.lower() for k in ("chacha20", "poly1305", "chachapoly", "subtle.xorbytes", "xorbytes")):
                     b = "daemon crypto"
                 else:
                     b = "daemon other user"
