@@ -240,3 +240,29 @@ func TestGenkeyWarnsForWorldReadableFile(t *testing.T) {
 		t.Errorf("stderr %q", errb.String())
 	}
 }
+
+// TestBadAEADEnvironment: an unknown WIRELANE_AEAD value stops every command
+// with a message naming the variable; the valid ones are accepted.
+func TestBadAEADEnvironment(t *testing.T) {
+	run := func(value string) (string, int) {
+		cmd := exec.Command(self(t), "genkey")
+		cmd.Env = append(os.Environ(), cliEnv, "WIRELANE_AEAD="+value)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return errb.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return errb.String(), 0
+	}
+	if msg, code := run("fast"); code != 1 || !strings.Contains(msg, `WIRELANE_AEAD="fast"`) {
+		t.Fatalf("WIRELANE_AEAD=fast: exit %d, %q", code, msg)
+	}
+	for _, v := range []string{"", "auto", "generic"} {
+		if msg, code := run(v); code != 0 {
+			t.Fatalf("WIRELANE_AEAD=%q: exit %d, %q", v, code, msg)
+		}
+	}
+}

@@ -26,6 +26,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/wirelane/wirelane/internal/chachapoly"
 )
 
 const prog = "wirelane"
@@ -81,6 +83,10 @@ func run(args []string) int {
 	case "-h", "--help", "help":
 		usage(os.Stdout)
 		return 0
+	}
+	if err := chachapoly.EnvError(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+		return 1
 	}
 	for _, c := range commands {
 		if c.name == args[0] {

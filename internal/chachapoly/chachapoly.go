@@ -76,9 +76,6 @@ func New(key []byte) (cipher.AEAD, error) {
 	return a, nil
 }
 
-// Accelerated reports whether New returns the AVX-512 kernel on this machine.
-func Accelerated() bool { return haveKernel }
-
 func (a *aead) NonceSize() int { return NonceSize }
 func (a *aead) Overhead() int  { return Overhead }
 

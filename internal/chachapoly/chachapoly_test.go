@@ -278,11 +278,29 @@ func TestNewUsesKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, isKernel := a.(*aead)
-	if isKernel != haveKernel || Accelerated() != haveKernel {
+	if isKernel != haveKernel || (Mode() == "generic") == haveKernel {
 		t.Fatalf("haveKernel %v, New returned %T", haveKernel, a)
 	}
 	if _, err := New(make([]byte, KeySize-1)); err == nil {
 		t.Fatal("New accepted a 31-byte key")
 	}
 	t.Logf("AVX-512 kernel: %v, IFMA Poly1305: %v", haveKernel, haveIFMA)
+}
+
+func TestSetMode(t *testing.T) {
+	defer SetMode("auto")
+	if err := SetMode("generic"); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := New(make([]byte, KeySize)); Mode() != "generic" {
+		t.Fatalf("generic mode: Mode() = %q", Mode())
+	} else if _, isKernel := a.(*aead); isKernel {
+		t.Fatal("generic mode: New returned the kernel")
+	}
+	if err := SetMode("fast"); err == nil {
+		t.Fatal(`SetMode("fast") accepted`)
+	}
+	if err := SetMode(""); err != nil || haveKernel != cpuKernel || haveIFMA != cpuIFMA {
+		t.Fatalf("auto mode: %v, kernel %v (cpu %v), ifma %v (cpu %v)", err, haveKernel, cpuKernel, haveIFMA, cpuIFMA)
+	}
 }

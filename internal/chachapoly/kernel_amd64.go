@@ -6,13 +6,17 @@ package chachapoly
 
 import "golang.org/x/sys/cpu"
 
-// haveKernel reports whether the AVX-512 kernels can run here: the CPU has
+// cpuKernel reports whether the AVX-512 kernels can run here: the CPU has
 // AVX-512F and VL, and the operating system saves the ZMM registers.
-var haveKernel = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+var cpuKernel = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
 
-// haveIFMA reports whether Poly1305 can use the eight-lane IFMA kernel. Tests
+// cpuIFMA reports whether Poly1305 can use the eight-lane IFMA kernel. Tests
 // turn it off to run the scalar Poly1305 path on the same machine.
-var haveIFMA = haveKernel && cpu.X86.HasAVX512IFMA
+var cpuIFMA = cpuKernel && cpu.X86.HasAVX512IFMA
+
+// haveKernel and haveIFMA are what New uses: the CPU's abilities unless
+// SetMode (or EnvAEAD) asked for the generic code.
+var haveKernel, haveIFMA = cpuKernel, cpuIFMA
 
 // keystreamPoly16 writes the keystream of the sixteen blocks starting at
 // state[12] to ks and absorbs blocks 16-byte Poly1305 blocks from msg into p,

@@ -4,12 +4,12 @@
 
 package chachapoly
 
-// haveKernel is false: the kernel is written for amd64 only, and New
-// returns golang.org/x/crypto's implementation everywhere else.
-var haveKernel = false
+// The kernels are written for amd64 only: New returns
+// golang.org/x/crypto's implementation everywhere else.
+const cpuKernel, cpuIFMA = false, false
 
-// haveIFMA is false with haveKernel.
-var haveIFMA = false
+// haveKernel and haveIFMA are what New uses: always false here.
+var haveKernel, haveIFMA = false, false
 
 func keystreamPoly16(state *[16]uint32, ks *[kernelBytes]byte, p *polyState, msg *byte, blocks, per int) {
 	panic("chachapoly: no kernel on this platform")

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelane/wirelane/internal/chachapoly"
 )
 
 // Environment variables of the userspace-implementation contract, plus the
@@ -126,6 +128,9 @@ func (c *Config) validate() error {
 func (c *Config) applyEnv() error {
 	if os.Getenv(EnvForeground) == "1" {
 		c.Foreground = true
+	}
+	if err := chachapoly.EnvError(); err != nil {
+		return err
 	}
 	if os.Getenv(EnvRefMode) == "1" {
 		c.RefMode = true

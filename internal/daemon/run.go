@@ -19,6 +19,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/wirelane/wirelane/internal/chachapoly"
 	"github.com/wirelane/wirelane/internal/uapi"
 	"github.com/wirelane/wirelane/tun"
 )
@@ -73,6 +74,7 @@ func runForeground(ctx context.Context, cfg *Config) error {
 		return fmt.Errorf("TUN name: %w", err)
 	}
 	log = log.With("interface", name)
+	log.Debug("data-path AEAD", "implementation", chachapoly.Mode())
 
 	var ln net.Listener
 	sockPath := ""
