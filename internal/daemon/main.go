@@ -60,7 +60,7 @@ is deleted, when the socket file is removed, or on SIGTERM/SIGINT.
       --ref-mode    use the conventional locked send path (for comparisons)
 
 Environment: LOG_LEVEL=verbose|error|silent, WG_TUN_FD, WG_UAPI_FD,
-WG_PROCESS_FOREGROUND.
+WG_PROCESS_FOREGROUND, WIRELANE_AEAD=auto|generic.
 `
 
 // Main runs the daemon command line. args are the arguments after the
