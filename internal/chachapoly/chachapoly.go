@@ -155,35 +155,35 @@ func (a *aead) sealSplit(out []byte, nonce, plaintext, ad []byte) {
 	var st [16]uint32
 	var ks [kernelBytes]byte
 	var p polyState
-	a.state(&st, nonce)
-	covered := firstCall(&st, &ks, n)
-	p.setKey(ks[:32])
+	covered := a.begin(&st, &ks, &p, nonce, ad, n)
 	xorKeyStream(&st, &ks, covered, out[:n], plaintext)
-	p.absorbPadded(ad)
-	p.absorbPadded(p.absorbFull(out[:n]))
-	p.absorbLengths(len(ad), n)
-	p.sum(out[n:])
+	p.authenticate(out[:n], len(ad), out[n:])
 }
 
 // openSplit authenticates first and decrypts only a genuine message.
 func (a *aead) openSplit(out []byte, nonce, ct, tag, ad []byte) bool {
-	n := len(ct)
 	var st [16]uint32
 	var ks [kernelBytes]byte
 	var p polyState
-	a.state(&st, nonce)
-	covered := firstCall(&st, &ks, n)
-	p.setKey(ks[:32])
-	p.absorbPadded(ad)
-	p.absorbPadded(p.absorbFull(ct))
-	p.absorbLengths(len(ad), n)
+	covered := a.begin(&st, &ks, &p, nonce, ad, len(ct))
 	var want [Overhead]byte
-	p.sum(want[:])
+	p.authenticate(ct, len(ad), want[:])
 	if subtle.ConstantTimeCompare(want[:], tag) != 1 {
 		return false
 	}
 	xorKeyStream(&st, &ks, covered, out, ct)
 	return true
+}
+
+// begin starts an n-byte message on the split path: the cipher state for
+// nonce, the first keystream blocks (block 0 keys Poly1305) and the
+// additional data absorbed. It returns what firstCall covered.
+func (a *aead) begin(st *[16]uint32, ks *[kernelBytes]byte, p *polyState, nonce, ad []byte, n int) (covered int) {
+	a.state(st, nonce)
+	covered = firstCall(st, ks, n)
+	p.setKey(ks[:32])
+	p.absorbPadded(ad)
+	return covered
 }
 
 // firstCall makes the keystream of a message's first blocks: block 0 for

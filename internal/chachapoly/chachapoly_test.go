@@ -231,27 +231,33 @@ func TestAbsorbFullMatchesScalar(t *testing.T) {
 				msg[i] = 0xFF
 			}
 		}
-		var vec, ref polyState
-		vec.setKey(key)
-		ref.setKey(key)
 		// A nonzero starting accumulator, as additional data leaves it.
 		start := make([]byte, 16*rng.IntN(3))
 		fill(rng, start)
-		vec.absorbPadded(start)
-		ref.absorbPadded(start)
+		checkLanes(t, key, start, msg)
+	}
+}
 
-		if rest := vec.absorbFull(msg); len(rest) != 0 {
-			t.Fatalf("absorbFull left %d bytes of full blocks", len(rest))
-		}
-		if len(msg) > 0 {
-			polyBlocks(&ref, &msg[0], len(msg)/16)
-		}
-		var a, b [16]byte
-		vec.sum(a[:])
-		ref.sum(b[:])
-		if a != b {
-			t.Fatalf("trial %d, %d blocks: IFMA tag %x, scalar %x", trial, len(msg)/16, a, b)
-		}
+// checkLanes absorbs start (padded) and then msg (full blocks) with the
+// IFMA lanes and with the scalar code, and compares the tags.
+func checkLanes(t *testing.T, key, start, msg []byte) {
+	t.Helper()
+	var vec, ref polyState
+	vec.setKey(key)
+	ref.setKey(key)
+	vec.absorbPadded(start)
+	ref.absorbPadded(start)
+	if rest := vec.absorbFull(msg); len(rest) != 0 {
+		t.Fatalf("absorbFull left %d bytes of full blocks", len(rest))
+	}
+	if len(msg) > 0 {
+		polyBlocks(&ref, &msg[0], len(msg)/16)
+	}
+	var a, b [16]byte
+	vec.sum(a[:])
+	ref.sum(b[:])
+	if a != b {
+		t.Fatalf("%d blocks after %d bytes: IFMA tag %x, scalar %x", len(msg)/16, len(start), a, b)
 	}
 }
 
@@ -303,4 +309,21 @@ func TestSetMode(t *testing.T) {
 	if err := SetMode(""); err != nil || haveKernel != cpuKernel || haveIFMA != cpuIFMA {
 		t.Fatalf("auto mode: %v, kernel %v (cpu %v), ifma %v (cpu %v)", err, haveKernel, cpuKernel, haveIFMA, cpuIFMA)
 	}
+}
+
+// FuzzPolyLanes compares the IFMA Poly1305 lanes with the scalar code on
+// arbitrary keys, starting accumulators and messages.
+func FuzzPolyLanes(f *testing.F) {
+	requireKernel(f)
+	if !haveIFMA {
+		f.Skip("no AVX-512 IFMA on this CPU")
+	}
+	f.Add(bytes.Repeat([]byte{0xFF}, 32), []byte{}, bytes.Repeat([]byte{0xFF}, 512))
+	f.Add(make([]byte, 32), []byte("additional"), make([]byte, 1408))
+	f.Fuzz(func(t *testing.T, key, start, msg []byte) {
+		if len(key) != 32 {
+			return
+		}
+		checkLanes(t, key, start, msg[:len(msg)&^15])
+	})
 }

@@ -84,6 +84,27 @@ func (p *polyState) absorbFull(b []byte) []byte {
 	return b
 }
 
+// authenticate absorbs the ciphertext ct and the lengths block and writes
+// the tag.
+func (p *polyState) authenticate(ct []byte, adLen int, tag []byte) {
+	p.absorbLast(p.absorbFull(ct), adLen, len(ct))
+	p.sum(tag)
+}
+
+// absorbLast absorbs the ciphertext's last partial block (rest, shorter than
+// 16 bytes), zero-padded, and the lengths block, in one kernel call.
+func (p *polyState) absorbLast(rest []byte, adLen, ctLen int) {
+	var b [32]byte
+	at := 0
+	if len(rest) > 0 {
+		copy(b[:16], rest)
+		at = 16
+	}
+	binary.LittleEndian.PutUint64(b[at:], uint64(adLen))
+	binary.LittleEndian.PutUint64(b[at+8:], uint64(ctLen))
+	polyBlocks(p, &b[0], at/16+1)
+}
+
 // absorbLengths absorbs the AEAD's final block: both lengths, little endian.
 func (p *polyState) absorbLengths(adLen, ctLen int) {
 	var b [16]byte
