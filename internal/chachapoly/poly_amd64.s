@@ -99,18 +99,17 @@ TEXT ·polyIFMA(SB), NOSPLIT, $0-32
 	VMOVDQU64    ·evenQwords<>(SB), Z26
 	VMOVDQU64    ·oddQwords<>(SB), Z27
 
-	// r, and r^8 and r^(8-k) from it.
+	// r, then r^(8-k) in lane k and r^8 in every lane, with three
+	// multiplications: r^2; [r^2 r r^2 r ...] * r^2 = [r^4 r^3 ...]; then
+	// lanes 0-3 of [r^4 r^3 r^2 r r^4 r^3 r^2 r] times r^4.
 	MOVQ r+8(FP), AX
 	VPBROADCASTQ 0(AX), Z13
 	VPBROADCASTQ 8(AX), Z14
 	VPBROADCASTQ 16(AX), Z15
 	TIMES20(Z14, Z16)
 	TIMES20(Z15, Z17)
-	VMOVDQA64 Z13, Z8
-	VMOVDQA64 Z14, Z9
-	VMOVDQA64 Z15, Z10
 
-	// r^2 in Z3-Z7.
+	// r^2 in every lane of Z3-Z7.
 	VMOVDQA64 Z13, Z3
 	VMOVDQA64 Z14, Z4
 	VMOVDQA64 Z15, Z5
@@ -118,33 +117,45 @@ TEXT ·polyIFMA(SB), NOSPLIT, $0-32
 	TIMES20(Z4, Z6)
 	TIMES20(Z5, Z7)
 
-	// Lane k needs r^(8-k) = r * r^(7-k): multiply by r, r^2 and r^4 where
-	// bit 0, 1 and 2 of 7-k is set.
-	MOVQ $0x55, BX
+	// Z8-Z10: r^2 in the even lanes, r in the odd ones.
+	VMOVDQA64 Z13, Z8
+	VMOVDQA64 Z14, Z9
+	VMOVDQA64 Z15, Z10
+	MOVQ  $0x55, BX
 	KMOVW BX, K1
-	MASKED_MUL(Z13, Z14, Z15, Z16, Z17)
-	MOVQ $0x33, BX
-	KMOVW BX, K1
-	MASKED_MUL(Z3, Z4, Z5, Z6, Z7)
+	VMOVDQA64 Z3, K1, Z8
+	VMOVDQA64 Z4, K1, Z9
+	VMOVDQA64 Z5, K1, Z10
 
-	// r^4 in Z13-Z17.
-	VMOVDQA64 Z3, Z13
-	VMOVDQA64 Z4, Z14
-	VMOVDQA64 Z5, Z15
-	MULMOD(Z13, Z14, Z15, Z3, Z4, Z5, Z6, Z7)
+	// Z0-Z2: that times r^2, r^4 in the even lanes, r^3 in the odd ones;
+	// lanes 0, 1, 4 and 5 of it go into Z8-Z10: r^4 r^3 r^2 r r^4 r^3 r^2 r.
+	VMOVDQA64 Z8, Z0
+	VMOVDQA64 Z9, Z1
+	VMOVDQA64 Z10, Z2
+	MULMOD(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	MOVQ  $0x33, BX
+	KMOVW BX, K1
+	VMOVDQA64 Z0, K1, Z8
+	VMOVDQA64 Z1, K1, Z9
+	VMOVDQA64 Z2, K1, Z10
+
+	// r^4 (lane 0 of Z0-Z2) in every lane of Z13-Z17; lanes 0-3 of Z8-Z10
+	// times r^4 give r^8 r^7 r^6 r^5 r^4 r^3 r^2 r.
+	VPBROADCASTQ X0, Z13
+	VPBROADCASTQ X1, Z14
+	VPBROADCASTQ X2, Z15
 	TIMES20(Z14, Z16)
 	TIMES20(Z15, Z17)
-	MOVQ $0x0F, BX
+	MOVQ  $0x0F, BX
 	KMOVW BX, K1
 	MASKED_MUL(Z13, Z14, Z15, Z16, Z17)
 	TIMES20(Z9, Z11)
 	TIMES20(Z10, Z12)
 
-	// r^8 in Z3-Z7.
-	VMOVDQA64 Z13, Z3
-	VMOVDQA64 Z14, Z4
-	VMOVDQA64 Z15, Z5
-	MULMOD(Z3, Z4, Z5, Z13, Z14, Z15, Z16, Z17)
+	// r^8 (lane 0 of Z8-Z10) in every lane of Z3-Z7.
+	VPBROADCASTQ X8, Z3
+	VPBROADCASTQ X9, Z4
+	VPBROADCASTQ X10, Z5
 	TIMES20(Z4, Z6)
 	TIMES20(Z5, Z7)
 
