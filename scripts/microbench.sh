@@ -21,6 +21,7 @@ run ./device/allowedips/ '^Benchmark(Reference)?LookupBytes[46]$'
 run ./device/replay/ '^BenchmarkValidateInOrder$'
 run ./internal/uapi/ '^Benchmark(WriterGet|ServeGet|ParseSet)131071AllowedIPs$'
 run ./device/ 'Pipeline'
+run ./internal/chachapoly/ '^BenchmarkAEAD$'
 
 echo "| benchmark | median ns/op | median MB/s | B/op | allocs/op | runs |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"
