@@ -20,7 +20,9 @@ package ovpncli
 // WIRELANE_OVPN_BENCH_SECONDS seconds (default 3); the test logs each run
 // (with the sender's TCP retransmissions), the medians and the ratio.
 // WIRELANE_OVPN_BENCH_DIR=up or down measures one direction only (for CPU
-// profiles of one path; the other reads 0).
+// profiles of one path; the other reads 0). WIRELANE_OVPN_BENCH_PROTO=tcp
+// carries both tunnels over TCP instead of UDP (TCP in TCP: what matters
+// there is the ratio, not the absolute figure).
 
 import (
 	"fmt"
@@ -48,22 +50,31 @@ func TestThroughputVsOpenVPN(t *testing.T) {
 	}
 	rounds, secs := envInt("WIRELANE_OVPN_BENCH_ROUNDS", 3), envInt("WIRELANE_OVPN_BENCH_SECONDS", 3)
 	direction := os.Getenv("WIRELANE_OVPN_BENCH_DIR")
+	proto := "udp"
+	switch p := os.Getenv("WIRELANE_OVPN_BENCH_PROTO"); p {
+	case "", "udp":
+	case "tcp":
+		proto = "tcp"
+	default:
+		t.Fatalf("WIRELANE_OVPN_BENCH_PROTO=%q: want udp or tcp", p)
+	}
 
 	tb := newTestbed(t, testbedConfig{ca: "Wirelane Bench CA", client: "client", srvNS: "ots", cliNS: "otc",
 		srvIf: "t2", cliIf: "t1", net: "192.168.83", need: []string{"openvpn", "iperf3", "ping"}})
 	creds := serverCreds + "data-ciphers AES-256-GCM\nkeepalive 10 60\n"
 	tb.write(t, map[string]string{
-		"wl-server.conf": "port 1194\nproto udp4\ndev wlsrv0\ntun-mtu 1400\ntopology subnet\nserver 10.9.0.0 255.255.255.0\n" + creds,
-		"wl-client.ovpn": "client\ndev tun\nremote 192.168.83.1 1194 udp\nnobind\nremote-cert-tls server\ndata-ciphers AES-256-GCM\n" +
+		"wl-server.conf": "port 1194\nproto " + proto + "4\ndev wlsrv0\ntun-mtu 1400\ntopology subnet\nserver 10.9.0.0 255.255.255.0\n" + creds,
+		"wl-client.ovpn": "client\ndev tun\nremote 192.168.83.1 1194 " + proto + "\nnobind\nremote-cert-tls server\ndata-ciphers AES-256-GCM\n" +
 			tb.clientInline(),
-		"ov-server.conf": "port 1195\nproto udp4\nlocal 192.168.83.1\ndev ovs0\ndev-type tun\ntopology subnet\n" +
+		"ov-server.conf": "port 1195\nproto " + proto + "4" + map[string]string{"udp": "", "tcp": "-server"}[proto] +
+			"\nlocal 192.168.83.1\ndev ovs0\ndev-type tun\ntopology subnet\n" +
 			"server 10.10.0.0 255.255.255.0\ndisable-dco\nverb 3\n" + creds,
-		"ov-client.ovpn": "client\ndev ovc0\ndev-type tun\nremote 192.168.83.1 1195 udp4\nnobind\nremote-cert-tls server\n" +
+		"ov-client.ovpn": "client\ndev ovc0\ndev-type tun\nremote 192.168.83.1 1195 " + proto + "4\nnobind\nremote-cert-tls server\n" +
 			"data-ciphers AES-256-GCM\ndisable-dco\nverb 3\n" + tb.clientInline(),
 	})
 
 	srv := startHelper(t, tb.srvNS, "serve", tb.path("wl-server.conf"))
-	srv.waitFor(t, "listening on udp", 10*time.Second)
+	srv.waitFor(t, "listening on "+proto, 10*time.Second)
 	cli := startHelper(t, tb.cliNS, "connect", "--dev", "wlc0", "--mtu", "1400", tb.path("wl-client.ovpn"))
 	cli.waitFor(t, "tunnel up", 15*time.Second)
 	// Stop both with Ctrl-C at the end, so CPU profiles (if asked for) are
@@ -110,7 +121,7 @@ func TestThroughputVsOpenVPN(t *testing.T) {
 		return s[len(s)/2]
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "iperf3 TCP, %d rounds of %d s, medians:\n", rounds, secs)
+	fmt.Fprintf(&b, "iperf3 TCP over OpenVPN on %s, %d rounds of %d s, medians:\n", proto, rounds, secs)
 	for _, im := range impls {
 		fmt.Fprintf(&b, "  %-12s upload %7.0f Mbit/s, download %7.0f Mbit/s\n", im.name, median(im.up), median(im.down))
 	}
