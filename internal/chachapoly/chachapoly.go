@@ -59,6 +59,7 @@ var errOpen = errors.New("chachapoly: message authentication failed")
 // may be used by many goroutines at once.
 type aead struct {
 	key      [8]uint32
+	ifma     bool        // Poly1305 in IFMA lanes (the split path), fixed at New
 	fallback cipher.AEAD // x/crypto, for the messages the kernel does not take
 }
 
@@ -69,7 +70,7 @@ func New(key []byte) (cipher.AEAD, error) {
 	if err != nil || !haveKernel {
 		return fallback, err
 	}
-	a := &aead{fallback: fallback}
+	a := &aead{fallback: fallback, ifma: haveIFMA}
 	for i := range a.key {
 		a.key[i] = binary.LittleEndian.Uint32(key[4*i:])
 	}
@@ -89,7 +90,8 @@ func (a *aead) state(st *[16]uint32, nonce []byte) {
 	st[15] = binary.LittleEndian.Uint32(nonce[8:12])
 }
 
-// per spreads blocks Poly1305 blocks over the kernel's ten double rounds.
+// per spreads blocks Poly1305 blocks over the kernel's ten double rounds:
+// the kernel absorbs at most per of them after each column round.
 func per(blocks int) int { return (blocks + 9) / 10 }
 
 // Seal encrypts and authenticates plaintext, authenticates additionalData
@@ -107,7 +109,7 @@ func (a *aead) Seal(dst, nonce, plaintext, additionalData []byte) []byte {
 	if inexactOverlap(out, plaintext) {
 		panic("chachapoly: invalid buffer overlap")
 	}
-	if haveIFMA {
+	if a.ifma {
 		a.sealSplit(out, nonce, plaintext, additionalData)
 	} else {
 		a.sealFused(out, nonce, plaintext, additionalData)
@@ -136,7 +138,7 @@ func (a *aead) Open(dst, nonce, ciphertext, additionalData []byte) ([]byte, erro
 		panic("chachapoly: invalid buffer overlap")
 	}
 	var ok bool
-	if haveIFMA {
+	if a.ifma {
 		ok = a.openSplit(out, nonce, ct, tag, additionalData)
 	} else {
 		ok = a.openFused(out, nonce, ct, tag, additionalData)

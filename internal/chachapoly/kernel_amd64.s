@@ -9,7 +9,7 @@
 // interleaved with scalar Poly1305 blocks so that the vector units and the
 // scalar multiplier work at the same time.
 //
-// Scalar registers in both functions:
+// Scalar registers in keystreamPoly16 and polyBlocks:
 //   R10, R11, R12  the Poly1305 accumulator h (h2 holds the bits above 128)
 //   R13            the *polyState (r0 at 24, r1 at 32)
 //   SI             the next 16-byte message block; CX blocks left
@@ -251,7 +251,8 @@ polyDone:
 // func keystream8(state *[16]uint32, ks *[kernelBytes]byte)
 //
 // Writes the keystream of the eight blocks starting at state[12] to the
-// first 512 bytes of ks, eight blocks per YMM register. It needs AVX-512VL
+// first 512 bytes of ks, one block per 32-bit lane of sixteen YMM
+// registers. It needs AVX-512VL
 // (VPROLD on YMM and the registers above Y15).
 TEXT ·keystream8(SB), NOSPLIT, $0-16
 	MOVQ state+0(FP), AX

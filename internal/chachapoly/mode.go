@@ -30,8 +30,8 @@ func EnvError() error { return envErr }
 
 // SetMode selects what New returns from now on: "auto" or "" for the
 // kernels where the CPU has them, "generic" for x/crypto's. It is meant for
-// start-up, before any cipher exists; ciphers made before keep their
-// implementation.
+// start-up, before any cipher exists, and must not run while ciphers are in
+// use; ciphers made before keep their implementation.
 func SetMode(mode string) error {
 	switch mode {
 	case "", "auto":

@@ -13,9 +13,11 @@
 //
 // ZMM registers:
 //   Z0-Z2    the eight accumulators (limbs 0, 1, 2)
-//   Z3-Z7    r^8 broadcast: limbs 0-2, then 20*limb1, 20*limb2
+//   Z3-Z7    r^8 broadcast: limbs 0-2, then 20*limb1, 20*limb2 (r^2 while
+//            the powers are computed)
 //   Z8-Z12   the last group's multipliers r^(8-k), same layout
-//   Z13-Z19  r, r^2, r^4 while the powers are computed; then message scratch
+//   Z13-Z17  r, then r^4, while the powers are computed; Z13-Z19 message
+//            scratch after
 //   Z20-Z25  product sums (low and high halves for limbs 0, 1, 2); Z28 scratch
 //   Z26, Z27 qword indexes that gather the low and the high halves of blocks
 //   Z29      2^44 - 1;  Z30  2^42 - 1;  Z31  2^40 (the 2^128 bit of a block)
