@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"crypto/cipher"
 	"encoding/hex"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 
@@ -326,4 +327,107 @@ func FuzzPolyLanes(f *testing.F) {
 		}
 		checkLanes(t, key, start, msg[:len(msg)&^15])
 	})
+}
+
+// p1305 is the Poly1305 prime, 2^130 - 5.
+var p1305 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 130), big.NewInt(5))
+
+func bigState(h [3]uint64) *big.Int {
+	v := new(big.Int).SetUint64(h[2])
+	v.Lsh(v, 64).Or(v, new(big.Int).SetUint64(h[1]))
+	return v.Lsh(v, 64).Or(v, new(big.Int).SetUint64(h[0]))
+}
+
+// TestPolyAgainstBigInt checks both Poly1305 implementations against
+// arithmetic with math/big at the extremes: the largest clamped r, all-ones
+// blocks, and accumulators carried over from earlier blocks. The scalar
+// accumulator must also stay below 2p, which the final reduction assumes.
+func TestPolyAgainstBigInt(t *testing.T) {
+	requireKernel(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	twoP := new(big.Int).Lsh(p1305, 1)
+	for trial := 0; trial < 300; trial++ {
+		key := make([]byte, 32)
+		fill(rng, key)
+		if trial%2 == 0 {
+			copy(key, bytes.Repeat([]byte{0xFF}, 16)) // clamps to the largest r
+		}
+		msg := make([]byte, 16*rng.IntN(80))
+		if trial%3 != 0 {
+			for i := range msg {
+				msg[i] = 0xFF
+			}
+		} else {
+			fill(rng, msg)
+		}
+		start := bytes.Repeat([]byte{0xFF}, 16*rng.IntN(3))
+
+		var ref polyState
+		ref.setKey(key)
+		r := bigState([3]uint64{ref.r[0], ref.r[1], 0})
+		want := new(big.Int)
+		hibit := new(big.Int).Lsh(big.NewInt(1), 128)
+		for _, b := range [][]byte{start, msg} {
+			for i := 0; i+16 <= len(b); i += 16 {
+				m := new(big.Int).SetBytes(reverse(b[i : i+16]))
+				want.Add(want, m).Add(want, hibit).Mul(want, r).Mod(want, p1305)
+			}
+		}
+		for _, ifma := range []bool{false, true} {
+			if ifma && !haveIFMA {
+				continue
+			}
+			var p polyState
+			p.setKey(key)
+			p.absorbPadded(start)
+			if ifma {
+				p.absorbFull(msg)
+			} else if len(msg) > 0 {
+				polyBlocks(&p, &msg[0], len(msg)/16)
+			}
+			got := bigState(p.h)
+			if got.Cmp(twoP) >= 0 {
+				t.Fatalf("trial %d (ifma %v): accumulator %x not below 2p", trial, ifma, got)
+			}
+			if got.Mod(got, p1305).Cmp(want) != 0 {
+				t.Fatalf("trial %d (ifma %v), %d blocks: h mod p = %x, want %x", trial, ifma, len(msg)/16, got, want)
+			}
+		}
+	}
+}
+
+// TestSumEdges checks the final reduction and the pad at accumulators
+// around p and just below 2p.
+func TestSumEdges(t *testing.T) {
+	for _, h := range []*big.Int{
+		new(big.Int).Sub(p1305, big.NewInt(1)), p1305, new(big.Int).Add(p1305, big.NewInt(1)),
+		new(big.Int).Sub(new(big.Int).Lsh(p1305, 1), big.NewInt(1)), big.NewInt(0),
+	} {
+		for _, s := range [][2]uint64{{0, 0}, {^uint64(0), ^uint64(0)}, {1, 1 << 63}} {
+			var p polyState
+			words := new(big.Int).Set(h)
+			for i := range p.h {
+				p.h[i] = new(big.Int).And(words, new(big.Int).SetUint64(^uint64(0))).Uint64()
+				words.Rsh(words, 64)
+			}
+			p.s = s
+			var tag [16]byte
+			p.sum(tag[:])
+			want := new(big.Int).Mod(h, p1305)
+			want.Add(want, bigState([3]uint64{s[0], s[1], 0}))
+			want.And(want, new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(1)))
+			if got := new(big.Int).SetBytes(reverse(tag[:])); got.Cmp(want) != 0 {
+				t.Fatalf("h=%x s=%x: tag %x, want %x", h, s, got, want)
+			}
+		}
+	}
+}
+
+// reverse returns b's bytes in the opposite order (little to big endian).
+func reverse(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i := range b {
+		out[len(b)-1-i] = b[i]
+	}
+	return out
 }
