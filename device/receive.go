@@ -88,6 +88,11 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			failures = 0
 		}
 		seen = seen[:0]
+		// Runs of datagrams name the same index; the map is looked up
+		// once per run (it cannot change under the read lock).
+		var lastIdx uint32
+		var last indexEntry
+		haveLast := false
 		d.indices.mu.RLock()
 		for i := 0; i < n; i++ {
 			kps[i] = nil
@@ -98,8 +103,16 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 				if !ok {
 					continue
 				}
-				e, ok := d.indices.m[idx]
-				if !ok || e.kp == nil {
+				if !haveLast || idx != lastIdx {
+					e, ok := d.indices.m[idx]
+					if !ok {
+						haveLast = false
+						continue
+					}
+					lastIdx, last, haveLast = idx, e, true
+				}
+				e := last
+				if e.kp == nil {
 					continue
 				}
 				kps[i] = e.kp
