@@ -186,9 +186,9 @@ func FuzzLayout(f *testing.F) {
 				oob = append(oob, groControl(ms.gso)...)
 			}
 			copy(rs.oob[m][:], oob)
-			rs.hdrs[m].hdr.Namelen = l
-			rs.hdrs[m].hdr.SetControllen(len(oob))
-			rs.hdrs[m].len = uint32(ms.l)
+			rs.hdrs[m].Hdr.Namelen = l
+			rs.hdrs[m].Hdr.SetControllen(len(oob))
+			rs.hdrs[m].Len = uint32(ms.l)
 			seg := ms.l
 			if ms.gso > 0 {
 				seg = ms.gso

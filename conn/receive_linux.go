@@ -30,6 +30,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelane/wirelane/internal/mmsg"
 )
 
 // recvState is one socket's receive scratch space.
@@ -37,7 +39,7 @@ type recvState struct {
 	u *udpSocket // immutable
 
 	mu     sync.Mutex // one ReceiveFunc call at a time; guards everything below
-	hdrs   [IdealBatchSize]mmsghdr
+	hdrs   [IdealBatchSize]mmsg.Hdr
 	iovs   [IdealBatchSize]unix.Iovec
 	names  [IdealBatchSize]rawSockaddr
 	oob    [IdealBatchSize][recvCtrlSpace]byte
@@ -70,7 +72,7 @@ func newRecvState(u *udpSocket) *recvState {
 }
 
 func (rs *recvState) readMsgs(fd uintptr) bool {
-	n, e := recvmmsg(int(fd), rs.hdrs[:rs.cnt])
+	n, e := mmsg.Recv(int(fd), rs.hdrs[:rs.cnt])
 	switch e {
 	case 0:
 		rs.n, rs.errno = n, 0
@@ -134,7 +136,7 @@ func (rs *recvState) receive(bufs [][]byte, sizes []int, eps []Endpoint) (int, e
 			v.Base = nil
 		}
 		v.SetLen(len(b))
-		h := &rs.hdrs[m].hdr
+		h := &rs.hdrs[m].Hdr
 		h.Name = (*byte)(unsafe.Pointer(&rs.names[m]))
 		h.Namelen = unix.SizeofSockaddrInet6
 		h.Iov = v
@@ -172,7 +174,7 @@ func (rs *recvState) receive(bufs [][]byte, sizes []int, eps []Endpoint) (int, e
 
 // message parses message m's address and control messages.
 func (rs *recvState) message(m int) (ep Endpoint, gso int, ok bool) {
-	h := &rs.hdrs[m].hdr
+	h := &rs.hdrs[m].Hdr
 	if h.Flags&unix.MSG_TRUNC != 0 {
 		return Endpoint{}, 0, false
 	}
@@ -211,7 +213,7 @@ func (rs *recvState) layout(bufs [][]byte, sizes []int, eps []Endpoint, o, readA
 			rs.drops++
 			continue
 		}
-		l := int(rs.hdrs[m].len)
+		l := int(rs.hdrs[m].Len)
 		src := bufs[i][:l] // bufs[i] itself may be replaced by a view below
 		if gso <= 0 || gso >= l {
 			gso = 0
@@ -228,7 +230,7 @@ func (rs *recvState) layout(bufs [][]byte, sizes []int, eps []Endpoint, o, readA
 				rs.stash(src[off:l], gso, ep)
 				for mm := m + 1; mm < n; mm++ {
 					if ep, gso, ok := rs.message(mm); ok {
-						rs.stash(bufs[readAt+mm][:rs.hdrs[mm].len], gso, ep)
+						rs.stash(bufs[readAt+mm][:rs.hdrs[mm].Len], gso, ep)
 					} else {
 						rs.drops++
 					}

@@ -27,6 +27,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelane/wirelane/internal/mmsg"
 )
 
 // The UDP payload of one segmented message. The protocol would allow up
@@ -45,7 +47,7 @@ const (
 // sendState is one sender's scratch space. It is used by one Send at a time.
 type sendState struct {
 	rd    *Reader // this state's read-section marker in the bind's domain
-	hdrs  [IdealBatchSize]mmsghdr
+	hdrs  [IdealBatchSize]mmsg.Hdr
 	iovs  [IdealBatchSize]unix.Iovec
 	ctrl  [IdealBatchSize][sendCtrlSpace]byte // per-message cmsgs for segmented messages
 	end   [IdealBatchSize]uint16              // end[m]: index after message m's last datagram
@@ -232,7 +234,7 @@ func (st *sendState) build(bufs [][]byte, r *Route, gso, sticky bool) {
 			}
 			v.SetLen(len(bufs[k]))
 		}
-		h := &st.hdrs[m].hdr
+		h := &st.hdrs[m].Hdr
 		h.Name = (*byte)(unsafe.Pointer(&r.sa))
 		h.Namelen = r.saLen
 		h.Iov = &st.iovs[i]
@@ -268,7 +270,7 @@ func (st *sendState) build(bufs [][]byte, r *Route, gso, sticky bool) {
 func (st *sendState) transmit(u *udpSocket) error {
 	st.done, st.errno = 0, 0
 	for st.done < st.nmsg {
-		n, e := sendmmsg(u.fd, st.hdrs[st.done:st.nmsg])
+		n, e := mmsg.Send(u.fd, st.hdrs[st.done:st.nmsg])
 		switch e {
 		case 0:
 			st.done += n
@@ -291,7 +293,7 @@ func (st *sendState) transmit(u *udpSocket) error {
 // "wait until writable and call again".
 func (st *sendState) writeMsgs(fd uintptr) bool {
 	for st.done < st.nmsg {
-		n, e := sendmmsg(int(fd), st.hdrs[st.done:st.nmsg])
+		n, e := mmsg.Send(int(fd), st.hdrs[st.done:st.nmsg])
 		switch e {
 		case 0:
 			st.done += n
@@ -310,7 +312,7 @@ func (st *sendState) writeMsgs(fd uintptr) bool {
 // so a pooled state keeps nothing alive.
 func (st *sendState) clear() {
 	for m := 0; m < st.nmsg; m++ {
-		h := &st.hdrs[m].hdr
+		h := &st.hdrs[m].Hdr
 		h.Name, h.Iov, h.Control = nil, nil, nil
 	}
 	if st.nmsg > 0 {

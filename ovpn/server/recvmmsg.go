@@ -21,14 +21,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-)
 
-// mmsghdr is the kernel's struct mmsghdr.
-type mmsghdr struct {
-	hdr unix.Msghdr
-	len uint32
-	_   [unsafe.Sizeof(uintptr(0)) - 4]byte
-}
+	"github.com/wirelane/wirelane/internal/mmsg"
+)
 
 // groCtrlSpace holds one UDP_GRO control message (an int).
 var groCtrlSpace = unix.CmsgSpace(4)
@@ -37,7 +32,7 @@ var groCtrlSpace = unix.CmsgSpace(4)
 // goroutine uses it.
 type batchReader struct {
 	rc    syscall.RawConn
-	hdrs  []mmsghdr
+	hdrs  []mmsg.Hdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6 // large enough for either family
 	oob   []byte                  // groCtrlSpace bytes per message
@@ -54,12 +49,12 @@ func newBatchReader(c *net.UDPConn, bufs [][]byte) (*batchReader, error) {
 		return nil, err
 	}
 	n := len(bufs)
-	b := &batchReader{rc: rc, hdrs: make([]mmsghdr, n), iovs: make([]unix.Iovec, n),
+	b := &batchReader{rc: rc, hdrs: make([]mmsg.Hdr, n), iovs: make([]unix.Iovec, n),
 		names: make([]unix.RawSockaddrInet6, n), oob: make([]byte, n*groCtrlSpace)}
 	for i := range bufs {
 		b.iovs[i].Base = &bufs[i][0]
 		b.iovs[i].SetLen(len(bufs[i]))
-		h := &b.hdrs[i].hdr
+		h := &b.hdrs[i].Hdr
 		h.Iov = &b.iovs[i]
 		h.SetIovlen(1)
 	}
@@ -69,12 +64,11 @@ func newBatchReader(c *net.UDPConn, bufs [][]byte) (*batchReader, error) {
 
 // recv is one recvmmsg attempt; false asks the poller to wait.
 func (b *batchReader) recv(fd uintptr) bool {
-	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)),
-		unix.MSG_DONTWAIT, 0, 0)
+	n, e := mmsg.Recv(int(fd), b.hdrs)
 	if e == unix.EAGAIN || e == unix.EINTR {
 		return false
 	}
-	b.n, b.errno = int(r), e
+	b.n, b.errno = n, e
 	return true
 }
 
@@ -82,13 +76,13 @@ func (b *batchReader) recv(fd uintptr) bool {
 // messages arrived.
 func (b *batchReader) readBatch() (int, error) {
 	for i := range b.hdrs {
-		h := &b.hdrs[i].hdr
+		h := &b.hdrs[i].Hdr
 		h.Name = (*byte)(unsafe.Pointer(&b.names[i]))
 		h.Namelen = uint32(unsafe.Sizeof(b.names[i]))
 		h.Control = &b.oob[i*groCtrlSpace]
 		h.SetControllen(groCtrlSpace)
 		h.Flags = 0
-		b.hdrs[i].len = 0
+		b.hdrs[i].Len = 0
 	}
 	b.n, b.errno = 0, 0
 	if err := b.rc.Read(b.read); err != nil {
@@ -104,7 +98,7 @@ func (b *batchReader) readBatch() (int, error) {
 // size (0 when it is a single datagram).
 func (b *batchReader) message(i int) (n int, from netip.AddrPort, seg int) {
 	m := &b.hdrs[i]
-	return int(m.len), sockaddrAddrPort(&b.names[i], m.hdr.Namelen), groSegmentRaw(b.oob[i*groCtrlSpace : i*groCtrlSpace+int(m.hdr.Controllen)])
+	return int(m.Len), sockaddrAddrPort(&b.names[i], m.Hdr.Namelen), groSegmentRaw(b.oob[i*groCtrlSpace : i*groCtrlSpace+int(m.Hdr.Controllen)])
 }
 
 // sockaddrAddrPort converts a received sockaddr_in or sockaddr_in6; an
