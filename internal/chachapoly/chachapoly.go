@@ -256,8 +256,7 @@ func (a *aead) sealFused(out []byte, nonce, plaintext, ad []byte) {
 		subtle.XORBytes(out[done:done+m], plaintext[done:done+m], ks[:m])
 		done += m
 	}
-	p.absorbPadded(out[absorbed:n])
-	p.absorbLengths(len(ad), n)
+	p.absorbLast(p.absorbBlocks(out[absorbed:n]), len(ad), n)
 	p.sum(out[n:])
 }
 
@@ -299,8 +298,7 @@ func (a *aead) openFused(out []byte, nonce, ct, tag, ad []byte) bool {
 		cur, off, start, size = 1-cur, 0, next, m
 		next += m
 	}
-	p.absorbPadded(ct[absorbed:])
-	p.absorbLengths(len(ad), n)
+	p.absorbLast(p.absorbBlocks(ct[absorbed:]), len(ad), n)
 	var want [Overhead]byte
 	p.sum(want[:])
 	if subtle.ConstantTimeCompare(want[:], tag) != 1 {

@@ -28,15 +28,21 @@ func (p *polyState) setKey(k []byte) {
 // absorbPadded absorbs b zero-padded to a multiple of 16 bytes, the way the
 // AEAD construction feeds its additional data and its ciphertext.
 func (p *polyState) absorbPadded(b []byte) {
-	if full := len(b) / 16; full > 0 {
-		polyBlocks(p, &b[0], full)
-		b = b[full*16:]
-	}
-	if len(b) > 0 {
+	if b = p.absorbBlocks(b); len(b) > 0 {
 		var last [16]byte
 		copy(last[:], b)
 		polyBlocks(p, &last[0], 1)
 	}
+}
+
+// absorbBlocks absorbs the full 16-byte blocks at the start of b with the
+// scalar code and returns what is left (less than one block).
+func (p *polyState) absorbBlocks(b []byte) []byte {
+	if full := len(b) / 16; full > 0 {
+		polyBlocks(p, &b[0], full)
+		b = b[full*16:]
+	}
+	return b
 }
 
 // ifmaMinGroups is the shortest run of 128-byte groups worth the IFMA
@@ -77,11 +83,7 @@ func (p *polyState) absorbFull(b []byte) []byte {
 		p.h = [3]uint64{h0, h1, h2 + c}
 		b = b[groups*128:]
 	}
-	if full := len(b) / 16; full > 0 {
-		polyBlocks(p, &b[0], full)
-		b = b[full*16:]
-	}
-	return b
+	return p.absorbBlocks(b)
 }
 
 // authenticate absorbs the ciphertext ct and the lengths block and writes
@@ -103,14 +105,6 @@ func (p *polyState) absorbLast(rest []byte, adLen, ctLen int) {
 	binary.LittleEndian.PutUint64(b[at:], uint64(adLen))
 	binary.LittleEndian.PutUint64(b[at+8:], uint64(ctLen))
 	polyBlocks(p, &b[0], at/16+1)
-}
-
-// absorbLengths absorbs the AEAD's final block: both lengths, little endian.
-func (p *polyState) absorbLengths(adLen, ctLen int) {
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[0:8], uint64(adLen))
-	binary.LittleEndian.PutUint64(b[8:16], uint64(ctLen))
-	polyBlocks(p, &b[0], 1)
 }
 
 // sum writes the tag: h reduced modulo 2^130 - 5, plus s, modulo 2^128.
