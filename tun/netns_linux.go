@@ -63,6 +63,7 @@ type nsID struct{ dev, ino uint64 }
 type nsDevice struct {
 	wgtun.Device
 
+	gro    *groWriter    // TCP written with trusted checksums, or nil; immutable
 	home   nsID          // namespace the underlying device listens in; immutable
 	events chan Event    // merged events; closed once both sources stop
 	stop   chan struct{} // closed by Close
@@ -72,7 +73,7 @@ type nsDevice struct {
 // followNamespaces wraps d and starts the goroutines that merge its events
 // with the MTU changes seen in the interface's current namespace.
 func followNamespaces(d wgtun.Device) *nsDevice {
-	n := &nsDevice{Device: d, events: make(chan Event, 8), stop: make(chan struct{})}
+	n := &nsDevice{Device: d, gro: newGROWriter(d), events: make(chan Event, 8), stop: make(chan struct{})}
 	// The underlying device subscribed to link changes from the
 	// namespace of the thread that created it, which is this process's.
 	n.home, _ = statNS("/proc/thread-self/ns/net")
@@ -100,6 +101,17 @@ func statNS(path string) (nsID, error) {
 		return nsID{}, err
 	}
 	return nsID{st.Dev, st.Ino}, nil
+}
+
+// Write writes the packets bufs[i][offset:]. With virtio-net headers on,
+// TCP packets are merged and marked without verifying their checksums
+// (trusted_gro.go): callers hand it only packets their tunnel has
+// authenticated.
+func (n *nsDevice) Write(bufs [][]byte, offset int) (int, error) {
+	if n.gro == nil {
+		return n.Device.Write(bufs, offset)
+	}
+	return n.gro.write(n.Device, bufs, offset)
 }
 
 // Events returns the merged event channel; it is closed after Close.

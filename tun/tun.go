@@ -30,7 +30,9 @@ type Device interface {
 	// sets sizes[i]. It returns the number of packets read.
 	Read(bufs [][]byte, sizes []int, offset int) (n int, err error)
 	// Write writes the packets bufs[i][offset:]. The device may use the
-	// bytes before offset as scratch space (virtio header).
+	// bytes before offset as scratch space (virtio header). A Linux device
+	// with offloads does not verify TCP checksums (trusted_gro.go): write
+	// only packets a tunnel has authenticated.
 	Write(bufs [][]byte, offset int) (int, error)
 	// MTU returns the device's MTU.
 	MTU() (int, error)

@@ -1,0 +1,91 @@
+//go:build linux
+
+package tun
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	wgtun "golang.zx2c4.com/wireguard/tun"
+)
+
+// groWriter writes TCP packets to a TUN device with virtio-net headers
+// itself (trusted_gro.go) and hands every other packet to the wireguard
+// tun package's Write.
+type groWriter struct {
+	file *os.File // the TUN device's file; immutable
+
+	mu sync.Mutex // serializes Writes; guards g
+	g  trustedGRO
+}
+
+// newGROWriter returns a writer for d, or nil when d's file does not carry
+// virtio-net headers (offloads off): then d's own Write is all there is.
+func newGROWriter(d wgtun.Device) *groWriter {
+	f := d.File()
+	if f == nil || !hasVnetHdr(f) {
+		return nil
+	}
+	return &groWriter{file: f}
+}
+
+// hasVnetHdr reports whether the TUN file f was set up with IFF_VNET_HDR.
+// It never calls f.Fd, which would make the descriptor blocking.
+func hasVnetHdr(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var flags uint16
+	var opErr error
+	if err := rc.Control(func(fd uintptr) {
+		var ifr *unix.Ifreq
+		if ifr, opErr = unix.NewIfreq(""); opErr != nil {
+			return
+		}
+		if opErr = unix.IoctlIfreq(int(fd), unix.TUNGETIFF, ifr); opErr == nil {
+			flags = ifr.Uint16()
+		}
+	}); err != nil || opErr != nil {
+		return false
+	}
+	return flags&unix.IFF_VNET_HDR != 0
+}
+
+// write writes bufs (packets at offset, offset >= VirtioHeaderLen): TCP
+// merged and marked by this package, the rest through fallback. It
+// returns the bytes written, virtio-net headers included.
+func (w *groWriter) write(fallback wgtun.Device, bufs [][]byte, offset int) (int, error) {
+	if offset < VirtioHeaderLen {
+		return 0, errors.New("tun: write offset smaller than the virtio-net header")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	g := &w.g
+	g.plan(bufs, offset)
+	var errs error
+	total := 0
+	for _, i := range g.ours {
+		n, err := w.file.Write(bufs[i][offset-VirtioHeaderLen:])
+		if errors.Is(err, syscall.EBADFD) {
+			return total, os.ErrClosed
+		}
+		if err != nil {
+			errs = errors.Join(errs, err)
+			continue
+		}
+		total += n
+	}
+	if len(g.rest) > 0 {
+		n, err := fallback.Write(g.rest, offset)
+		total += n
+		if err != nil {
+			errs = errors.Join(errs, err)
+		}
+		clear(g.rest) // drop the references to the caller's buffers
+	}
+	return total, errs
+}
