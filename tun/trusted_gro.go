@@ -7,7 +7,8 @@ package tun
 //	  -> each packet classified: TCP over IPv4 (not a fragment) or over
 //	     IPv6 (TCP right after the fixed header) is ours; anything else
 //	     goes to golang.zx2c4.com/wireguard/tun's Write unchanged
-//	  -> a TCP segment with payload and flags ACK or ACK|PSH is appended
+//	  -> a TCP segment with payload, flags ACK or ACK|PSH and (over IPv4)
+//	     no IP options is appended
 //	     to the open run of its flow when the kernel's own GRO would
 //	     merge the two: same addresses, ports, acknowledgment, window and
 //	     options; same TOS, TTL and DF (IPv4) or first word and hop limit
@@ -106,6 +107,9 @@ func classify(pkt []byte) (s tcpSeg, ok bool) {
 		s.mergeable = s.payload > 0
 		s.psh = true
 	}
+	if !s.v6 && s.iphLen != 20 {
+		s.mergeable = false // the kernel's GRO does not merge IPv4 options either
+	}
 	return s, true
 }
 
@@ -138,10 +142,9 @@ func sameFlow(a, b []byte, s *tcpSeg) bool {
 			return false
 		}
 	} else {
-		// Header length and TOS; DF and the reserved bit; TTL; addresses.
-		// IPv4 options must be equal too.
-		if a[0] != b[0] || a[1] != b[1] || a[6]>>5 != b[6]>>5 || a[8] != b[8] ||
-			string(a[12:s.iphLen]) != string(b[12:s.iphLen]) {
+		// TOS; DF and the reserved bit; TTL; addresses (no options:
+		// classify leaves those unmerged).
+		if a[1] != b[1] || a[6]>>5 != b[6]>>5 || a[8] != b[8] || string(a[12:20]) != string(b[12:20]) {
 			return false
 		}
 	}

@@ -424,3 +424,41 @@ func FuzzTrustedGRO(f *testing.F) {
 		}
 	})
 }
+
+// withIPOptions returns a copy of the IPv4 packet in b with four bytes of
+// IP options (NOPs) and room to merge.
+func withIPOptions(b []byte) []byte {
+	pkt := b[testOffset:]
+	out := make([]byte, testOffset, testOffset+len(pkt)+4+1<<16)
+	out = append(out, pkt[:20]...)
+	out = append(out, 1, 1, 1, 1)
+	out = append(out, pkt[20:]...)
+	ip := out[testOffset:]
+	ip[0] = 0x46
+	binary.BigEndian.PutUint16(ip[2:4], uint16(len(ip)))
+	ip[10], ip[11] = 0, 0
+	binary.BigEndian.PutUint16(ip[10:12], ^fold(sum(ip[:24], 0)))
+	return out
+}
+
+// IPv4 packets with options are written singly, as the kernel's GRO
+// would leave them, and arrive unchanged.
+func TestTrustedGROIPv4OptionsNotMerged(t *testing.T) {
+	ps := payloads(2, 1000)
+	bufs := [][]byte{
+		withIPOptions(build(defaultSpec(false, 100, ps[0]), 0)),
+		withIPOptions(build(defaultSpec(false, 1100, ps[1]), 0)),
+	}
+	orig := [][]byte{append([]byte(nil), bufs[0][testOffset:]...), append([]byte(nil), bufs[1][testOffset:]...)}
+	checkValid(t, orig[0])
+	var g trustedGRO
+	g.plan(bufs, testOffset)
+	if len(g.ours) != 2 {
+		t.Fatalf("ours %v, want both packets singly", g.ours)
+	}
+	for i := range bufs {
+		if got := kernelFinish(t, bufs[i]); !bytes.Equal(got, orig[i]) {
+			t.Fatalf("packet %d changed", i)
+		}
+	}
+}
