@@ -178,10 +178,10 @@ func Connect(args []string) int {
 		return 1
 	}
 	push := sess.Pushed()
-	progress("connected: address %s, gateway %s, cipher %v, peer-id %s%s", push.Local, push.Remote, sess.Cipher(), peerIDString(push), ipv6String(push))
-	if !push.Local.IsValid() {
+	progress("connected: %s, cipher %v, peer-id %s%s", ipv4String(push), sess.Cipher(), peerIDString(push), ipv6String(push))
+	if !push.Local.IsValid() && !push.Local6.IsValid() {
 		sess.Close()
-		fmt.Fprintln(stderr, "wirelane ovpn connect: the server pushed no IPv4 address (ifconfig)")
+		fmt.Fprintln(stderr, "wirelane ovpn connect: the server pushed no address (ifconfig or ifconfig-ipv6)")
 		return 1
 	}
 
@@ -195,7 +195,7 @@ func Connect(args []string) int {
 			sess := cur.Load()
 			st := sess.Stats()
 			return TunnelStatus{Kind: KindClient, Interface: iface, Config: abs, Remote: sess.RemoteAddr().String(),
-				Proto: sess.Transport(), Cipher: sess.Cipher().String(), Address: sess.Pushed().Local.String(), Address6: prefixString(sess.Pushed().Local6), Since: st.Since,
+				Proto: sess.Transport(), Cipher: sess.Cipher().String(), Address: prefixString(sess.Pushed().Local), Address6: prefixString(sess.Pushed().Local6), Since: st.Since,
 				RxBytes: st.RxBytes, TxBytes: st.TxBytes}
 		}
 	}
@@ -227,11 +227,7 @@ func Connect(args []string) int {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
-	if push.Local6.IsValid() {
-		progress("device %s: %s and %s, mtu %d, up", name, push.Local, push.Local6, *mtu)
-	} else {
-		progress("device %s: %s, mtu %d, up", name, push.Local, *mtu)
-	}
+	progress("device %s: %s, mtu %d, up", name, prefixesString(push.Local, push.Local6), *mtu)
 	dns := &dnsApplier{ifname: name, mode: dnsMode, local: cfg.DHCPOptions, res: newResolvconf(logf), progress: progress, warn: warn}
 	teardown := func() {
 		dns.remove()
@@ -272,6 +268,15 @@ func peerIDString(p *control.PushReply) string {
 		return "none (DATA_V1)"
 	}
 	return fmt.Sprint(p.PeerID)
+}
+
+// ipv4String describes the pushed IPv4 address and gateway for the
+// progress output.
+func ipv4String(p *control.PushReply) string {
+	if !p.Local.IsValid() {
+		return "IPv6 only"
+	}
+	return fmt.Sprintf("address %s, gateway %s", p.Local, p.Remote)
 }
 
 // ipv6String describes the pushed IPv6 address for the progress output

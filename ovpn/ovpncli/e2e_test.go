@@ -106,7 +106,7 @@ func TestE2EConnectServe(t *testing.T) {
 	if out, err := netns.Try(cliNS, nil, "ip", "link", "show", "wlc0"); err == nil {
 		t.Fatalf("wlc0 still exists after disconnect:\n%s", out)
 	}
-	srv.waitFor(t, `client "cli1" (10.9.0.2) left: the client sent an exit notification`, 5*time.Second)
+	srv.waitFor(t, `client "cli1" (10.9.0.2 and fd09::1000) left: the client sent an exit notification`, 5*time.Second)
 	srv.interrupt(t)
 	if names, _ := filepath.Glob(filepath.Join(StatusDir, "*")); len(names) != 0 {
 		t.Fatalf("status files left after exit: %v", names)

@@ -102,3 +102,31 @@ func TestE2EConnectIPv6FromOpenVPNServer(t *testing.T) {
 	check(2, "fd43:43::1000/64", "fd43:43::1", "fd98::/64", []string{"fd42:42::", "fd99::/64"})
 	t.Logf("connect output:\n%s", cli.out.String())
 }
+
+// `wirelane ovpn connect` to an IPv6-only OpenVPN 2.6 server (server-ipv6
+// without server): the device gets only the pushed IPv6 address and
+// reaches the server over IPv6.
+func TestE2EConnectIPv6OnlyOpenVPNServer(t *testing.T) {
+	tb := newTestbed(t, testbedConfig{ca: "Wirelane IPv6-only CA", client: "cli1", srvNS: "o7s", cliNS: "o7c",
+		srvIf: "s1", cliIf: "c1", net: "192.168.87", need: []string{"openvpn", "ping"}})
+	tb.write(t, map[string]string{
+		"server.conf": "port 1194\nproto udp4\nlocal 192.168.87.1\ndev ovs0\ndev-type tun\ntopology subnet\n" +
+			"server-ipv6 fd42:45::/64\n" + serverCreds + "data-ciphers AES-256-GCM\ndisable-dco\nkeepalive 1 3\nverb 3\n",
+		"cli1.ovpn": "client\ndev tun\nremote 192.168.87.1 1194 udp\nnobind\nremote-cert-tls server\ndata-ciphers AES-256-GCM\n" +
+			tb.clientInline(),
+	})
+	tb.startOpenVPN(t, tb.srvNS, "server.conf")
+	cli := startHelper(t, tb.cliNS, "connect", "--dev", "wlc0", "--mtu", "1400", tb.path("cli1.ovpn"))
+	cli.waitFor(t, "tunnel up", 15*time.Second)
+	t.Cleanup(func() { cli.interrupt(t) })
+	if out := cli.out.String(); !strings.Contains(out, "connected: IPv6 only") || !strings.Contains(out, "IPv6 fd42:45::1000/64") {
+		t.Fatalf("connect output:\n%s", out)
+	}
+	if a := netns.Run(t, tb.cliNS, "ip", "-6", "addr", "show", "dev", "wlc0"); !strings.Contains(a, "fd42:45::1000/64") {
+		t.Fatalf("wlc0 lacks fd42:45::1000/64:\n%s", a)
+	}
+	if a := netns.Run(t, tb.cliNS, "ip", "-4", "addr", "show", "dev", "wlc0"); strings.Contains(a, "inet ") {
+		t.Fatalf("wlc0 has an IPv4 address:\n%s", a)
+	}
+	netns.Run(t, tb.cliNS, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", "fd42:45::1")
+}

@@ -133,12 +133,12 @@ func (r *reconnector) redial() *client.Session {
 		s, err := client.Dial(r.ctx, r.cfg, r.opts)
 		if err == nil {
 			push := s.Pushed()
-			progress("connected: address %s, gateway %s, cipher %v, peer-id %s%s", push.Local, push.Remote, s.Cipher(), peerIDString(push), ipv6String(push))
-			if push.Local.IsValid() {
+			progress("connected: %s, cipher %v, peer-id %s%s", ipv4String(push), s.Cipher(), peerIDString(push), ipv6String(push))
+			if push.Local.IsValid() || push.Local6.IsValid() {
 				return s
 			}
 			s.Close()
-			err = errors.New("the server pushed no IPv4 address (ifconfig)")
+			err = errors.New("the server pushed no address (ifconfig or ifconfig-ipv6)")
 		}
 		if r.ctx.Err() != nil {
 			return nil
@@ -181,14 +181,18 @@ func (r *reconnector) apply(s *client.Session) error {
 	}
 	b := newBlock6(r.blockCfg, push)
 	r.block.Store(b)
-	progress("the new session differs (address %s, gateway %s%s, server %s): reconfiguring", push.Local, push.Remote, ipv6String(push), server)
+	progress("the new session differs (%s%s, server %s): reconfiguring", ipv4String(push), ipv6String(push), server)
 	r.nc.teardown()
 	r.outside = nil
 	if push.Local != old.Local {
 		if err := r.nc.replaceAddr(old.Local, push.Local); err != nil {
 			return err
 		}
-		progress("device address %s", push.Local)
+		if push.Local.IsValid() {
+			progress("device address %s", push.Local)
+		} else {
+			progress("device address %s removed (none pushed now)", old.Local)
+		}
 	}
 	if push.Local6 != old.Local6 {
 		if err := r.nc.replaceAddr(old.Local6, push.Local6); err != nil {

@@ -67,13 +67,9 @@ func Serve(args []string) int {
 		c := e.Client
 		switch e.Kind {
 		case server.ClientConnected:
-			a6 := ""
-			if c.Address6.IsValid() {
-				a6 = " and " + c.Address6.String()
-			}
-			progress("client %q connected from %s: address %s%s, peer-id %d, %v", c.CommonName, c.Remote, c.Address, a6, c.PeerID, c.Cipher)
+			progress("client %q connected from %s: address %s, peer-id %d, %v", c.CommonName, c.Remote, addrsString(c.Address, c.Address6), c.PeerID, c.Cipher)
 		case server.ClientDisconnected:
-			progress("client %q (%s) left: %s", c.CommonName, c.Address, e.Reason)
+			progress("client %q (%s) left: %s", c.CommonName, addrsString(c.Address, c.Address6), e.Reason)
 		}
 	}})
 	if err != nil {
@@ -96,24 +92,19 @@ func Serve(args []string) int {
 		return 1
 	}
 	defer nc.teardown()
-	if a6 := s.TunnelAddress6(); a6.IsValid() {
-		progress("device %s: %s and %s, mtu %d, up", name, s.TunnelAddress(), a6, mtu)
-		progress("listening on %s %s; clients get addresses from %s and %s; Ctrl-C stops", cfg.Proto, s.Addr(), cfg.Network, cfg.Network6)
-	} else {
-		progress("device %s: %s, mtu %d, up", name, s.TunnelAddress(), mtu)
-		progress("listening on %s %s; clients get addresses from %s; Ctrl-C stops", cfg.Proto, s.Addr(), cfg.Network)
-	}
+	progress("device %s: %s, mtu %d, up", name, prefixesString(s.TunnelAddress(), s.TunnelAddress6()), mtu)
+	progress("listening on %s %s; clients get addresses from %s; Ctrl-C stops", cfg.Proto, s.Addr(), prefixesString(cfg.Network, cfg.Network6))
 
 	abs, _ := filepath.Abs(file)
 	started := time.Now()
 	pub, err := publishStatus(func() TunnelStatus {
 		st := TunnelStatus{Kind: KindServer, Interface: name, Config: abs, Remote: s.Addr().String(), Proto: string(cfg.Proto),
-			Address: s.TunnelAddress().String(), Address6: prefixString(s.TunnelAddress6()), Since: started}
+			Address: prefixString(s.TunnelAddress()), Address6: prefixString(s.TunnelAddress6()), Since: started}
 		for _, c := range s.Clients() {
 			st.RxBytes += c.RxBytes
 			st.TxBytes += c.TxBytes
 			st.Clients = append(st.Clients, ClientStatus{CommonName: c.CommonName, Remote: c.Remote.String(),
-				Address: c.Address.String(), Address6: addrString(c.Address6), PeerID: c.PeerID, Cipher: c.Cipher.String(), Since: c.Since,
+				Address: addrString(c.Address), Address6: addrString(c.Address6), PeerID: c.PeerID, Cipher: c.Cipher.String(), Since: c.Since,
 				RxBytes: c.RxBytes, TxBytes: c.TxBytes})
 		}
 		sort.Slice(st.Clients, func(i, j int) bool { return st.Clients[i].PeerID < st.Clients[j].PeerID })
@@ -139,4 +130,27 @@ func Serve(args []string) int {
 		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
 		return 1
 	}
+}
+
+// addrsString joins the valid ones of a tunnel's IPv4 and IPv6 addresses
+// for messages.
+func addrsString(a4, a6 netip.Addr) string {
+	switch {
+	case !a6.IsValid():
+		return a4.String()
+	case !a4.IsValid():
+		return a6.String()
+	}
+	return a4.String() + " and " + a6.String()
+}
+
+// prefixesString is addrsString for prefixes.
+func prefixesString(p4, p6 netip.Prefix) string {
+	switch {
+	case !p6.IsValid():
+		return p4.String()
+	case !p4.IsValid():
+		return p6.String()
+	}
+	return p4.String() + " and " + p6.String()
 }

@@ -41,11 +41,12 @@ type Config struct {
 	Proto Proto
 	// Network is the client address pool of `server NET MASK`
 	// (topology subnet): the server takes the first host address, clients
-	// the following ones.
+	// the following ones. Invalid: an IPv6-only server (Network6 alone).
 	Network netip.Prefix
 	// Network6 is the IPv6 pool of `server-ipv6 PREFIX/LEN` (/64 to /112;
 	// invalid: IPv4 only): the server takes PREFIX::1, the client with the
-	// i-th IPv4 pool address gets PREFIX::1000 + i.
+	// i-th IPv4 pool address gets PREFIX::1000 + i (without Network, the
+	// i-th client slot).
 	Network6 netip.Prefix
 	// Dev names the TUN interface the command line creates (default tun0).
 	Dev string
@@ -414,11 +415,11 @@ func (p *cfgParser) finish() (*Config, error) {
 	c.TLSVersionMin = sh.TLSVersionMin
 	c.CRLVerify = sh.CRLVerify
 	c.Warnings = p.Warnings
-	if !p.hasServer {
-		return nil, p.Errorf("server", "no `server NET MASK` line: the client address pool is missing")
+	if !p.hasServer && !c.Network6.IsValid() {
+		return nil, p.Errorf("server", "no `server NET MASK` or `server-ipv6 PREFIX/LEN` line: the client address pool is missing")
 	}
 	if c.Network6.IsValid() {
-		p4, err := newPool(c.Network)
+		p4, err := newPool(slotNetwork(c.Network))
 		if err == nil {
 			_, err = newPool6(c.Network6, p4)
 		}

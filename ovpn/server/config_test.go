@@ -202,6 +202,20 @@ func TestParseConfigIPv6(t *testing.T) {
 	}
 }
 
+// server-ipv6 alone makes an IPv6-only server; even its smallest prefix
+// holds all of its client slots.
+func TestParseConfigIPv6Only(t *testing.T) {
+	for _, pfx := range []string{"fd42:42::/64", "fd42:42::/112"} {
+		c, err := ParseConfig([]byte("server-ipv6 "+pfx+"\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"), "s.conf", "")
+		if err != nil {
+			t.Fatalf("%s: %v", pfx, err)
+		}
+		if c.Network.IsValid() || c.Network6 != netip.MustParsePrefix(pfx) {
+			t.Fatalf("%s: pools %v %v", pfx, c.Network, c.Network6)
+		}
+	}
+}
+
 // The IPv6 pool pairs each IPv4 pool address with PREFIX::1000 + index.
 func TestPool6(t *testing.T) {
 	p4, err := newPool(netip.MustParsePrefix("10.8.0.0/24"))

@@ -88,3 +88,67 @@ func TestE2EOpenVPNClientsIPv6(t *testing.T) {
 		t.Fatalf("AttachTUN: %v", err)
 	}
 }
+
+// An IPv6-only server (server-ipv6 without server) against openvpn 2.6
+// clients: each gets only its IPv6 address, reaches the server and the
+// other client over IPv6, and its tunnel carries no IPv4 address.
+func TestE2EOpenVPNClientsIPv6Only(t *testing.T) {
+	needE2E(t)
+	f := newFixture(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), f.pki.CAPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srvNS, c1NS, c2NS := twoClientNet(t, "o7", 75)
+
+	var dev tun.Device
+	var err error
+	if e := testnet.InNamespace(srvNS.Name, func() { dev, err = tun.CreateTUN("wlsrv7", 1500) }); e != nil || err != nil {
+		t.Fatalf("TUN in %s: %v %v", srvNS.Name, e, err)
+	}
+	defer dev.Close()
+
+	cfg := f.serverConfig(UDP)
+	cfg.Listen = netip.MustParseAddrPort("0.0.0.0:1194")
+	cfg.Network = netip.Prefix{}
+	cfg.Network6 = netip.MustParsePrefix("fd42:44::/64")
+	cfg.ClientToClient = true
+	s := startServer(t, cfg, Options{ListenUDP: func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
+		if e := testnet.InNamespace(srvNS.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
+			return nil, e
+		}
+		return c, err
+	}})
+	if s.TunnelAddress().IsValid() {
+		t.Fatalf("IPv6-only server has IPv4 tunnel address %s", s.TunnelAddress())
+	}
+	netns.Run(t, srvNS, "ip", "-6", "addr", "add", s.TunnelAddress6().String(), "dev", "wlsrv7", "nodad")
+	netns.Run(t, srvNS, "ip", "link", "set", "wlsrv7", "up")
+	attached := make(chan error, 1)
+	go func() { attached <- s.AttachTUN(dev) }()
+
+	startOpenVPNClient(t, f, dir, c1NS, "client1", "192.168.75.1")
+	startOpenVPNClient(t, f, dir, c2NS, "client2", "192.168.76.1")
+	i1, ok1 := clientByName(s, "client1")
+	i2, ok2 := clientByName(s, "client2")
+	if !ok1 || !ok2 || i1.Address.IsValid() || !i1.Address6.IsValid() || !i2.Address6.IsValid() || i1.Address6 == i2.Address6 {
+		t.Fatalf("server lists %+v", s.Clients())
+	}
+	for _, c := range []struct {
+		ns   *netns.NS
+		info ClientInfo
+	}{{c1NS, i1}, {c2NS, i2}} {
+		if a := netns.Run(t, c.ns, "ip", "-6", "addr", "show", "dev", "tun0"); !strings.Contains(a, c.info.Address6.String()+"/64") {
+			t.Fatalf("%s: tun0 lacks %s/64:\n%s", c.info.CommonName, c.info.Address6, a)
+		}
+		if a := netns.Run(t, c.ns, "ip", "-4", "addr", "show", "dev", "tun0"); strings.Contains(a, "inet ") {
+			t.Fatalf("%s: tun0 has an IPv4 address:\n%s", c.info.CommonName, a)
+		}
+		netns.Run(t, c.ns, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", "fd42:44::1")
+	}
+	netns.Run(t, c1NS, "ping", "-6", "-c", "2", "-i", "0.2", "-W", "2", i2.Address6.String())
+	s.Close()
+	if err := <-attached; err != nil {
+		t.Fatalf("AttachTUN: %v", err)
+	}
+}

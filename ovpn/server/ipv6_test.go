@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/wirelane/wirelane/ovpn/client"
+	"github.com/wirelane/wirelane/ovpn/internal/testnet"
 )
 
 // ipv6Packet builds an IPv6 packet from src to dst carrying payload with
@@ -150,4 +152,87 @@ func TestServerWithoutIPv6(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "IPv6 packet counted as spoofed", func() bool { return s.Stats().Spoofed.Load() == 1 })
+}
+
+// An IPv6-only server (server-ipv6 without server): clients get an IPv6
+// address and nothing IPv4 (no ifconfig, no route-gateway), the server's
+// TUN carries only its IPv6 address, IPv6 flows both ways and between
+// clients, and every IPv4 packet is refused, whichever source it claims
+// (the IPv4 slot that numbers a client included).
+func TestServerIPv6Only(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.serverConfig(UDP)
+	cfg.Network = netip.Prefix{}
+	cfg.Network6 = netip.MustParsePrefix("fd42:43::/64")
+	cfg.ClientToClient = true
+	s := startServer(t, cfg, Options{})
+	if s.TunnelAddress().IsValid() || s.TunnelAddress6() != netip.MustParsePrefix("fd42:43::1/64") {
+		t.Fatalf("server addresses %v %v", s.TunnelAddress(), s.TunnelAddress6())
+	}
+	a := dialClient(t, f.clientConfig(t, s, "a", ""), client.Options{})
+	b := dialClient(t, f.clientConfig(t, s, "b", ""), client.Options{})
+	pa, pb := a.Pushed(), b.Pushed()
+	if pa.Local.IsValid() || pa.Remote.IsValid() || pa.Local6 != netip.MustParsePrefix("fd42:43::1000/64") ||
+		pb.Local6 != netip.MustParsePrefix("fd42:43::1001/64") {
+		t.Fatalf("pushed a %v %v %v, b %v", pa.Local, pa.Remote, pa.Local6, pb.Local6)
+	}
+	for _, o := range pa.Options {
+		if strings.HasPrefix(o, "ifconfig ") || strings.HasPrefix(o, "route-gateway") {
+			t.Fatalf("IPv6-only server pushed %q", o)
+		}
+	}
+	srv6 := netip.MustParseAddr("fd42:43::1")
+	a6, b6 := pa.Local6.Addr(), pb.Local6.Addr()
+	up := ipv6Packet(a6, srv6, []byte("a to server"))
+	if err := a.WritePacket(up); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, "a to the host side", s.ReadPacket, up)
+	down := ipv6Packet(srv6, b6, []byte("server to b"))
+	if err := s.WritePacket(down); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, "host side to b", b.ReadPacket, down)
+	c2c := ipv6Packet(a6, b6, []byte("a to b"))
+	if err := a.WritePacket(c2c); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, "a to b", b.ReadPacket, c2c)
+
+	// IPv4: nothing routes to a client, nothing from one is accepted.
+	slot := v6OnlySlots.Addr().Next().Next() // a's slot
+	if err := s.WritePacket(testnet.ICMPEcho(8, netip.MustParseAddr("10.0.0.1"), slot, 1, 1, nil)); !errors.Is(err, ErrNoRoute) {
+		t.Fatalf("IPv4 write to a's slot: %v", err)
+	}
+	spoofed := s.Stats().Spoofed.Load()
+	for _, src := range []netip.Addr{slot, netip.MustParseAddr("10.8.0.2")} {
+		if err := a.WritePacket(testnet.ICMPEcho(8, src, netip.MustParseAddr("10.0.0.1"), 1, 1, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good := ipv6Packet(a6, srv6, []byte("after the IPv4 ones"))
+	if err := a.WritePacket(good); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, "a's IPv6 packet after IPv4 ones", s.ReadPacket, good)
+	if got := s.Stats().Spoofed.Load() - spoofed; got != 2 {
+		t.Fatalf("IPv4 packets refused %d, want 2", got)
+	}
+
+	// Listed by their IPv6 addresses; a leaving frees its slot for c.
+	infos := s.Clients()
+	if len(infos) != 2 {
+		t.Fatalf("clients %+v", infos)
+	}
+	for _, ci := range infos {
+		if ci.Address.IsValid() || (ci.CommonName == "a" && ci.Address6 != a6) || (ci.CommonName == "b" && ci.Address6 != b6) {
+			t.Fatalf("client %+v", ci)
+		}
+	}
+	a.Close()
+	eventually(t, 5*time.Second, "a gone", func() bool { return len(s.Clients()) == 1 })
+	c := dialClient(t, f.clientConfig(t, s, "c", ""), client.Options{})
+	if c.Pushed().Local6 != pa.Local6 {
+		t.Fatalf("c got %v, want a's freed %v", c.Pushed().Local6, pa.Local6)
+	}
 }

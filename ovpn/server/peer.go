@@ -47,8 +47,9 @@ type peer struct {
 	created time.Time                      // immutable
 
 	data   atomic.Pointer[data.Channel] // set by the first key exchange
-	vaddr  atomic.Pointer[netip.Addr]   // tunnel address, set by the first key exchange
+	vaddr  atomic.Pointer[netip.Addr]   // tunnel address, set by the first key exchange; nil when IPv6-only
 	vaddr6 atomic.Pointer[netip.Addr]   // IPv6 tunnel address (server-ipv6), stored before vaddr
+	slot   netip.Addr                   // the pool address that numbers the client; guarded by s.mu
 
 	mu        sync.Mutex // guards the fields below
 	cn        string
@@ -134,6 +135,17 @@ func (p *peer) vaddrLoad() netip.Addr {
 		return *a
 	}
 	return netip.Addr{}
+}
+
+// addresses names the client's tunnel addresses for messages.
+func (ci ClientInfo) addresses() string {
+	switch {
+	case !ci.Address6.IsValid():
+		return ci.Address.String()
+	case !ci.Address.IsValid():
+		return ci.Address6.String()
+	}
+	return ci.Address.String() + " and " + ci.Address6.String()
 }
 
 func (p *peer) vaddr6Load() netip.Addr {
@@ -533,8 +545,12 @@ func (p *peer) setup(cn string, pi peerInfo) error {
 		p.vaddr6.Store(&a6)
 		s.byVaddr[a6] = p
 	}
-	p.vaddr.Store(&addr)
-	s.byVaddr[addr] = p
+	p.slot = addr
+	if s.cfg.Network.IsValid() {
+		// An IPv6-only server's slot is no address of the client's.
+		p.vaddr.Store(&addr)
+		s.byVaddr[addr] = p
+	}
 	s.mu.Unlock()
 	p.mu.Lock()
 	p.cn = cn
@@ -563,7 +579,10 @@ func (p *peer) pushOptions() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	opts := append([]string(nil), s.cfg.Push...)
-	opts = append(opts, "route-gateway "+s.pool.server.String(), "topology subnet")
+	if s.cfg.Network.IsValid() {
+		opts = append(opts, "route-gateway "+s.pool.server.String())
+	}
+	opts = append(opts, "topology subnet")
 	if s.cfg.Ping > 0 {
 		opts = append(opts, fmt.Sprintf("ping %d", s.cfg.Ping))
 	}
@@ -573,7 +592,9 @@ func (p *peer) pushOptions() []string {
 	if a6 := p.vaddr6Load(); a6.IsValid() {
 		opts = append(opts, fmt.Sprintf("ifconfig-ipv6 %s/%d %s", a6, s.pool6.network.Bits(), s.pool6.server))
 	}
-	opts = append(opts, fmt.Sprintf("ifconfig %s %s", p.vaddrLoad(), maskString(s.pool.network.Bits())))
+	if a := p.vaddrLoad(); a.IsValid() {
+		opts = append(opts, fmt.Sprintf("ifconfig %s %s", a, maskString(s.pool.network.Bits())))
+	}
 	if p.dataV2 {
 		opts = append(opts, fmt.Sprintf("peer-id %d", p.id))
 	}
@@ -647,7 +668,7 @@ func (p *peer) push(kc *keyCtx) error {
 	}
 	if first {
 		info := p.info()
-		p.s.logf("openvpn server: %s: connected as %s (peer-id %d, %v)", p.label(), info.Address, info.PeerID, info.Cipher)
+		p.s.logf("openvpn server: %s: connected as %s (peer-id %d, %v)", p.label(), info.addresses(), info.PeerID, info.Cipher)
 		if p.s.opts.Events != nil {
 			p.s.opts.Events(Event{Kind: ClientConnected, Client: info})
 		}
@@ -684,16 +705,17 @@ func (p *peer) close(reason string) {
 		if a := p.remote(); s.byAddr[a] == p {
 			delete(s.byAddr, a)
 		}
-		va := p.vaddrLoad()
-		if va.IsValid() && s.byVaddr[va] == p {
+		if va := p.vaddrLoad(); va.IsValid() && s.byVaddr[va] == p {
 			delete(s.byVaddr, va)
 		}
 		if va6 := p.vaddr6Load(); va6.IsValid() && s.byVaddr[va6] == p {
 			delete(s.byVaddr, va6)
 		}
+		slot := p.slot
+		p.slot = netip.Addr{}
 		s.mu.Unlock()
-		if va.IsValid() {
-			s.pool.put(va)
+		if slot.IsValid() {
+			s.pool.put(slot)
 		}
 		close(p.closed)
 		p.tx.close() // first: unblocks a flusher stuck in a TCP write

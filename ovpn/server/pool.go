@@ -65,6 +65,21 @@ func (p *pool) put(a netip.Addr) {
 	p.mu.Unlock()
 }
 
+// v6OnlySlots numbers the clients of an IPv6-only server (`server-ipv6`
+// without `server`): the IPv4 pool still hands out one slot per client,
+// and each slot picks the client's IPv6 address, but the slot's IPv4
+// address is never pushed, routed or accepted as a source.
+var v6OnlySlots = netip.MustParsePrefix("10.0.0.0/17")
+
+// slotNetwork is the network whose pool numbers the clients: the IPv4
+// pool, or v6OnlySlots for an IPv6-only server.
+func slotNetwork(network netip.Prefix) netip.Prefix {
+	if network.IsValid() {
+		return network
+	}
+	return v6OnlySlots
+}
+
 // pool6Offset is where client addresses start in a server-ipv6 prefix,
 // as in OpenVPN: PREFIX::1 is the server, clients from PREFIX::1000.
 const pool6Offset = 0x1000

@@ -84,7 +84,7 @@ type Event struct {
 type ClientInfo struct {
 	CommonName string
 	Remote     netip.AddrPort // transport address
-	Address    netip.Addr     // tunnel address from the pool
+	Address    netip.Addr     // tunnel address from the pool, or invalid (IPv6-only server)
 	Address6   netip.Addr     // IPv6 tunnel address (server-ipv6), or invalid
 	PeerID     uint32
 	Cipher     data.Cipher
@@ -184,7 +184,10 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	if opts.TransitionWindow == 0 {
 		opts.TransitionWindow = 60 * time.Second
 	}
-	p, err := newPool(c.Network)
+	if !c.Network.IsValid() && !c.Network6.IsValid() {
+		return nil, errors.New("server: no client address pool (server or server-ipv6)")
+	}
+	p, err := newPool(slotNetwork(c.Network))
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +257,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		s.wg.Add(1)
 		go s.readUDP()
 	}
-	s.logf("openvpn server: listening on %s %s, pool %s, ciphers %v", c.Proto, s.addr, c.Network, c.DataCiphers)
+	s.logf("openvpn server: listening on %s %s, pool %s, ciphers %v", c.Proto, s.addr, poolsString(c), c.DataCiphers)
 	return s, nil
 }
 
@@ -263,7 +266,11 @@ func (s *Server) Addr() netip.AddrPort { return s.addr }
 
 // TunnelAddress returns the server's own address in the tunnel network
 // with its prefix length, e.g. 10.8.0.1/24: what its TUN device carries.
+// It is the invalid prefix for an IPv6-only server.
 func (s *Server) TunnelAddress() netip.Prefix {
+	if !s.cfg.Network.IsValid() {
+		return netip.Prefix{}
+	}
 	return netip.PrefixFrom(s.pool.server, s.pool.network.Bits())
 }
 
@@ -289,7 +296,7 @@ func (s *Server) Clients() []ClientInfo {
 	defer s.mu.RUnlock()
 	out := make([]ClientInfo, 0, len(s.byVaddr))
 	for a, p := range s.byVaddr {
-		if a.Is6() {
+		if a.Is6() && p.vaddrLoad().IsValid() {
 			continue // listed under its IPv4 address
 		}
 		if info := p.info(); !info.Since.IsZero() {
@@ -367,4 +374,15 @@ type transport interface {
 	send(buf []byte, off, n int) error
 	close()
 	name() string // for the options string
+}
+
+// poolsString names the client address pools of c for messages.
+func poolsString(c Config) string {
+	switch {
+	case !c.Network6.IsValid():
+		return c.Network.String()
+	case !c.Network.IsValid():
+		return c.Network6.String() + " (IPv6 only)"
+	}
+	return c.Network.String() + " and " + c.Network6.String()
 }
