@@ -151,6 +151,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("port 1\nproto tcp\nkeepalive 1 2\n<tls-crypt>\n-----BEGIN OpenVPN Static key V1-----\n00\n</tls-crypt>\n"))
 	f.Add([]byte("push 'a \\\" b'\n\"\n<x>\n"))
 	f.Add([]byte("server 10.8.0.0 255.255.0.0\nserver-ipv6 fd42::/112\nroute-ipv6 fd99::/64\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"))
+	f.Add([]byte("server-ipv6 fd42::/64\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		c, err := ParseConfig(text, "fuzz.conf", "")
 		if err == nil && (!c.Network.IsValid() || len(c.CA) == 0 || !c.Listen.IsValid()) {
