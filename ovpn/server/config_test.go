@@ -154,7 +154,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("server-ipv6 fd42::/64\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		c, err := ParseConfig(text, "fuzz.conf", "")
-		if err == nil && (!c.Network.IsValid() || len(c.CA) == 0 || !c.Listen.IsValid()) {
+		if err == nil && (!(c.Network.IsValid() || c.Network6.IsValid()) || len(c.CA) == 0 || !c.Listen.IsValid()) {
 			t.Fatalf("accepted an incomplete configuration: %+v", c)
 		}
 	})
