@@ -227,7 +227,7 @@ func Connect(args []string) int {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
-	progress("device %s: %s, mtu %d, up", name, prefixesString(push.Local, push.Local6), *mtu)
+	progress("device %s: %s, mtu %d, up", name, bothString(push.Local, push.Local6), *mtu)
 	dns := &dnsApplier{ifname: name, mode: dnsMode, local: cfg.DHCPOptions, res: newResolvconf(logf), progress: progress, warn: warn}
 	teardown := func() {
 		dns.remove()

@@ -67,9 +67,9 @@ func Serve(args []string) int {
 		c := e.Client
 		switch e.Kind {
 		case server.ClientConnected:
-			progress("client %q connected from %s: address %s, peer-id %d, %v", c.CommonName, c.Remote, addrsString(c.Address, c.Address6), c.PeerID, c.Cipher)
+			progress("client %q connected from %s: address %s, peer-id %d, %v", c.CommonName, c.Remote, bothString(c.Address, c.Address6), c.PeerID, c.Cipher)
 		case server.ClientDisconnected:
-			progress("client %q (%s) left: %s", c.CommonName, addrsString(c.Address, c.Address6), e.Reason)
+			progress("client %q (%s) left: %s", c.CommonName, bothString(c.Address, c.Address6), e.Reason)
 		}
 	}})
 	if err != nil {
@@ -92,8 +92,8 @@ func Serve(args []string) int {
 		return 1
 	}
 	defer nc.teardown()
-	progress("device %s: %s, mtu %d, up", name, prefixesString(s.TunnelAddress(), s.TunnelAddress6()), mtu)
-	progress("listening on %s %s; clients get addresses from %s; Ctrl-C stops", cfg.Proto, s.Addr(), prefixesString(cfg.Network, cfg.Network6))
+	progress("device %s: %s, mtu %d, up", name, bothString(s.TunnelAddress(), s.TunnelAddress6()), mtu)
+	progress("listening on %s %s; clients get addresses from %s; Ctrl-C stops", cfg.Proto, s.Addr(), bothString(cfg.Network, cfg.Network6))
 
 	abs, _ := filepath.Abs(file)
 	started := time.Now()
@@ -132,25 +132,17 @@ func Serve(args []string) int {
 	}
 }
 
-// addrsString joins the valid ones of a tunnel's IPv4 and IPv6 addresses
-// for messages.
-func addrsString(a4, a6 netip.Addr) string {
+// bothString joins the valid ones of a tunnel's IPv4 and IPv6 addresses
+// (or prefixes) for messages.
+func bothString[T interface {
+	IsValid() bool
+	String() string
+}](v4, v6 T) string {
 	switch {
-	case !a6.IsValid():
-		return a4.String()
-	case !a4.IsValid():
-		return a6.String()
+	case !v6.IsValid():
+		return v4.String()
+	case !v4.IsValid():
+		return v6.String()
 	}
-	return a4.String() + " and " + a6.String()
-}
-
-// prefixesString is addrsString for prefixes.
-func prefixesString(p4, p6 netip.Prefix) string {
-	switch {
-	case !p6.IsValid():
-		return p4.String()
-	case !p4.IsValid():
-		return p6.String()
-	}
-	return p4.String() + " and " + p6.String()
+	return v4.String() + " and " + v6.String()
 }

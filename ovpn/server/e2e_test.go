@@ -134,22 +134,47 @@ func twoClientNet(t *testing.T, tag string, n int) (srv, c1, c2 *netns.NS) {
 	return srv, c1, c2
 }
 
-func TestE2EOpenVPNClients(t *testing.T) {
+// e2eFixture skips unless the end-to-end tests can run, and returns the
+// test PKI and a directory holding its CA certificate for openvpn clients.
+func e2eFixture(t *testing.T) (*fixture, string) {
+	t.Helper()
 	needE2E(t)
 	f := newFixture(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), f.pki.CAPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return f, dir
+}
+
+// tunIn creates the TUN device name in ns; it is closed when the test ends.
+func tunIn(t *testing.T, ns *netns.NS, name string) tun.Device {
+	t.Helper()
+	var dev tun.Device
+	var err error
+	if e := testnet.InNamespace(ns.Name, func() { dev, err = tun.CreateTUN(name, 1500) }); e != nil || err != nil {
+		t.Fatalf("TUN in %s: %v %v", ns.Name, e, err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+// udpIn is an Options.ListenUDP that opens the server's socket in ns.
+func udpIn(ns *netns.NS) func(network string, laddr *net.UDPAddr) (*net.UDPConn, error) {
+	return func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
+		if e := testnet.InNamespace(ns.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
+			return nil, e
+		}
+		return c, err
+	}
+}
+
+func TestE2EOpenVPNClients(t *testing.T) {
+	f, dir := e2eFixture(t)
 	srvNS, c1NS, c2NS := twoClientNet(t, "ov", 71)
 	netns.Run(t, srvNS, "ip", "addr", "add", "10.99.0.1/32", "dev", "lo")
 
-	var dev tun.Device
-	var err error
-	if e := testnet.InNamespace(srvNS.Name, func() { dev, err = tun.CreateTUN("wlsrv0", 1500) }); e != nil || err != nil {
-		t.Fatalf("TUN in %s: %v %v", srvNS.Name, e, err)
-	}
-	defer dev.Close()
+	dev := tunIn(t, srvNS, "wlsrv0")
 	netns.Run(t, srvNS, "ip", "addr", "add", "10.8.0.1/24", "dev", "wlsrv0")
 	netns.Run(t, srvNS, "ip", "link", "set", "wlsrv0", "up")
 
@@ -158,12 +183,7 @@ func TestE2EOpenVPNClients(t *testing.T) {
 	cfg.ClientToClient = true
 	cfg.RenegSec = 2 // server-initiated renegotiations while the test runs
 	logs := &logBuffer{t: t}
-	s := startServer(t, cfg, Options{Logf: logs.logf, ListenUDP: func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
-		if e := testnet.InNamespace(srvNS.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
-			return nil, e
-		}
-		return c, err
-	}})
+	s := startServer(t, cfg, Options{Logf: logs.logf, ListenUDP: udpIn(srvNS)})
 	attached := make(chan error, 1)
 	go func() { attached <- s.AttachTUN(dev) }()
 

@@ -10,46 +10,26 @@ package server
 // over IPv6, and the other client (client-to-client).
 
 import (
-	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/wirelane/wirelane/internal/netns"
-	"github.com/wirelane/wirelane/ovpn/internal/testnet"
-	"github.com/wirelane/wirelane/tun"
 )
 
 func TestE2EOpenVPNClientsIPv6(t *testing.T) {
-	needE2E(t)
-	f := newFixture(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), f.pki.CAPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, dir := e2eFixture(t)
 	srvNS, c1NS, c2NS := twoClientNet(t, "o6", 73)
 	netns.Run(t, srvNS, "ip", "-6", "addr", "add", "fd99::1/128", "dev", "lo")
 
-	var dev tun.Device
-	var err error
-	if e := testnet.InNamespace(srvNS.Name, func() { dev, err = tun.CreateTUN("wlsrv6", 1500) }); e != nil || err != nil {
-		t.Fatalf("TUN in %s: %v %v", srvNS.Name, e, err)
-	}
-	defer dev.Close()
+	dev := tunIn(t, srvNS, "wlsrv6")
 
 	cfg := f.serverConfig(UDP)
 	cfg.Listen = netip.MustParseAddrPort("0.0.0.0:1194")
 	cfg.Network6 = netip.MustParsePrefix("fd42:42::/64")
 	cfg.ClientToClient = true
 	cfg.Push = append(cfg.Push, "route-ipv6 fd99::/64")
-	s := startServer(t, cfg, Options{ListenUDP: func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
-		if e := testnet.InNamespace(srvNS.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
-			return nil, e
-		}
-		return c, err
-	}})
+	s := startServer(t, cfg, Options{ListenUDP: udpIn(srvNS)})
 	netns.Run(t, srvNS, "ip", "addr", "add", s.TunnelAddress().String(), "dev", "wlsrv6")
 	netns.Run(t, srvNS, "ip", "-6", "addr", "add", s.TunnelAddress6().String(), "dev", "wlsrv6", "nodad")
 	netns.Run(t, srvNS, "ip", "link", "set", "wlsrv6", "up")
@@ -93,32 +73,17 @@ func TestE2EOpenVPNClientsIPv6(t *testing.T) {
 // clients: each gets only its IPv6 address, reaches the server and the
 // other client over IPv6, and its tunnel carries no IPv4 address.
 func TestE2EOpenVPNClientsIPv6Only(t *testing.T) {
-	needE2E(t)
-	f := newFixture(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), f.pki.CAPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, dir := e2eFixture(t)
 	srvNS, c1NS, c2NS := twoClientNet(t, "o7", 75)
 
-	var dev tun.Device
-	var err error
-	if e := testnet.InNamespace(srvNS.Name, func() { dev, err = tun.CreateTUN("wlsrv7", 1500) }); e != nil || err != nil {
-		t.Fatalf("TUN in %s: %v %v", srvNS.Name, e, err)
-	}
-	defer dev.Close()
+	dev := tunIn(t, srvNS, "wlsrv7")
 
 	cfg := f.serverConfig(UDP)
 	cfg.Listen = netip.MustParseAddrPort("0.0.0.0:1194")
 	cfg.Network = netip.Prefix{}
 	cfg.Network6 = netip.MustParsePrefix("fd42:44::/64")
 	cfg.ClientToClient = true
-	s := startServer(t, cfg, Options{ListenUDP: func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
-		if e := testnet.InNamespace(srvNS.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
-			return nil, e
-		}
-		return c, err
-	}})
+	s := startServer(t, cfg, Options{ListenUDP: udpIn(srvNS)})
 	if s.TunnelAddress().IsValid() {
 		t.Fatalf("IPv6-only server has IPv4 tunnel address %s", s.TunnelAddress())
 	}
