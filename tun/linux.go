@@ -5,15 +5,18 @@ package tun
 // Linux TUN devices. Creation and most of the data path (virtio-net
 // header, TSO splitting, UDP GRO and segmentation offload) are delegated to
 // golang.zx2c4.com/wireguard/tun; this file only adapts its constructors to
-// Wirelane's Device and makes inherited file descriptors safe to use. The
-// one part done here is writing TCP: trusted_gro.go merges and marks TCP
+// Wirelane's Device and makes inherited file descriptors safe to use. Two
+// parts are done here: writing TCP (trusted_gro.go merges and marks TCP
 // segments without verifying their checksums, because every packet
-// Wirelane writes has just been authenticated by its tunnel.
+// Wirelane writes has just been authenticated by its tunnel), and
+// gathering single packets into one Read while more are waiting
+// (gather_linux.go).
 //
 // What the returned devices guarantee:
 //   - Read and Write move batches of up to BatchSize packets; with offloads
 //     on (the usual case) BatchSize is 128 and a single Read may split one
-//     large TSO segment into many packets.
+//     large TSO segment into many packets, or gather single packets that
+//     were waiting.
 //   - Read and Write need offset >= VirtioHeaderLen: the bytes before offset
 //     hold the virtio-net header.
 //   - Events reports EventUp/EventDown/EventMTUUpdate, and MTU answers,

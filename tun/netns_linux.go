@@ -64,6 +64,7 @@ type nsDevice struct {
 	wgtun.Device
 
 	gro    *groWriter    // TCP written with trusted checksums, or nil; immutable
+	gather *gatherer     // single packets gathered into one Read, or nil; immutable
 	home   nsID          // namespace the underlying device listens in; immutable
 	events chan Event    // merged events; closed once both sources stop
 	stop   chan struct{} // closed by Close
@@ -73,7 +74,7 @@ type nsDevice struct {
 // followNamespaces wraps d and starts the goroutines that merge its events
 // with the MTU changes seen in the interface's current namespace.
 func followNamespaces(d wgtun.Device) *nsDevice {
-	n := &nsDevice{Device: d, gro: newGROWriter(d), events: make(chan Event, 8), stop: make(chan struct{})}
+	n := &nsDevice{Device: d, gro: newGROWriter(d), gather: newGatherer(d), events: make(chan Event, 8), stop: make(chan struct{})}
 	// The underlying device subscribed to link changes from the
 	// namespace of the thread that created it, which is this process's.
 	n.home, _ = statNS("/proc/thread-self/ns/net")
@@ -101,6 +102,15 @@ func statNS(path string) (nsID, error) {
 		return nsID{}, err
 	}
 	return nsID{st.Dev, st.Ino}, nil
+}
+
+// Read reads a batch: a TSO train split into packets, or single packets
+// gathered while more are waiting (gather_linux.go).
+func (n *nsDevice) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
+	if n.gather == nil {
+		return n.Device.Read(bufs, sizes, offset)
+	}
+	return n.gather.read(n.Device, bufs, sizes, offset)
 }
 
 // Write writes the packets bufs[i][offset:]. With virtio-net headers on,
