@@ -8,9 +8,10 @@ package tun
 //	  -> packets left over from the last Read come first, and alone
 //	  -> otherwise the wireguard tun package's Read (blocking): one TSO
 //	     train split into segments, or one single packet
-//	  -> a single packet, and the device still readable (poll, no wait):
-//	     more reads into the gatherer's own buffers, each able to take a
-//	     whole train, their packets copied into bufs; what does not fit
+//	  -> a single packet, the caller's buffers at most 16 KiB, and the
+//	     device still readable (poll, no wait): more reads into the
+//	     gatherer's own buffers (the caller's size, so each read can take
+//	     a whole train), their packets copied into bufs; what does not fit
 //	     waits for the next Read
 //
 // Why: a sender that does not use TSO (UDP applications, small writes)
@@ -27,6 +28,12 @@ import (
 	"golang.org/x/sys/unix"
 	wgtun "golang.zx2c4.com/wireguard/tun"
 )
+
+// maxGatherBuf bounds the buffers a caller may use and still have single
+// packets gathered: the spare buffers are the caller's size, so a caller
+// with 64 KiB buffers everywhere would need 8 MiB of spares (such a caller
+// reads one packet at a time, as before).
+const maxGatherBuf = 16 << 10
 
 // gatherer holds the extra reads of one device. Read is called by one
 // goroutine at a time (the engine's TUN reader), which owns all fields.
@@ -74,7 +81,7 @@ func (g *gatherer) read(d wgtun.Device, bufs [][]byte, sizes []int, offset int) 
 		return 0, io.ErrShortBuffer
 	}
 	k, err := d.Read(bufs, sizes, offset)
-	if err != nil || k != 1 {
+	if err != nil || k != 1 || len(bufs[len(bufs)-1]) > offset+maxGatherBuf {
 		return k, err
 	}
 	for k < len(bufs) && g.more() {

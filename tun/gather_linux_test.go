@@ -178,3 +178,17 @@ func TestReadGathersSinglePackets(t *testing.T) {
 		t.Fatalf("%v allocations per poll", allocs)
 	}
 }
+
+// A caller whose buffers are all large (it reads anything anywhere) is
+// not gathered for: the spares would cost megabytes.
+func TestGathererSkipsLargeBufferCallers(t *testing.T) {
+	d := &fakeReads{batches: [][]int{{100}, {100}}}
+	g := &gatherer{more: func() bool { return true }}
+	_, perRead := gatherAll(t, g, d, 4, 16+1<<16, 2)
+	if len(perRead) != 2 || perRead[0] != 1 {
+		t.Fatalf("packets per Read %v, want [1 1]", perRead)
+	}
+	if g.spare != nil {
+		t.Fatalf("spare buffers allocated: %d", len(g.spare))
+	}
+}
