@@ -29,7 +29,11 @@ package tun
 // run only grows in place: a head packet whose buffer has no room is
 // written unmerged, never copied.
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/wirelane/wirelane/internal/inetsum"
+)
 
 // virtio-net header fields (include/uapi/linux/virtio_net.h), in the
 // host's byte order as the TUN device uses them.
@@ -267,17 +271,17 @@ func finish(b []byte, offset int, s *tcpSeg, gso int) {
 		} else {
 			binary.BigEndian.PutUint16(pkt[2:4], uint16(len(pkt)))
 			pkt[10], pkt[11] = 0, 0
-			binary.BigEndian.PutUint16(pkt[10:12], ^fold(sum(pkt[:s.iphLen], 0)))
+			binary.BigEndian.PutUint16(pkt[10:12], ^inetsum.Fold(inetsum.Add(0, pkt[:s.iphLen])))
 		}
 	}
 	var ps uint64
 	if s.v6 {
-		ps = sum(pkt[8:40], 0)
+		ps = inetsum.Add(0, pkt[8:40])
 	} else {
-		ps = sum(pkt[12:20], 0)
+		ps = inetsum.Add(0, pkt[12:20])
 	}
 	ps += 6 + uint64(len(pkt)-s.iphLen)
-	binary.BigEndian.PutUint16(pkt[s.iphLen+tcpCsumOffset:], fold(ps))
+	binary.BigEndian.PutUint16(pkt[s.iphLen+tcpCsumOffset:], inetsum.Fold(ps))
 
 	h := b[offset-VirtioHeaderLen : offset]
 	h[0] = virtioNeedsCsum
@@ -292,30 +296,4 @@ func finish(b []byte, offset int, s *tcpSeg, gso int) {
 			h[1] = virtioGSOTCPv6
 		}
 	}
-}
-
-// sum adds b as big-endian 16-bit words (a last odd byte padded with
-// zero) to acc, without folding.
-func sum(b []byte, acc uint64) uint64 {
-	for len(b) >= 8 {
-		v := binary.BigEndian.Uint64(b)
-		acc += v>>48 + v>>32&0xffff + v>>16&0xffff + v&0xffff
-		b = b[8:]
-	}
-	for len(b) >= 2 {
-		acc += uint64(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		acc += uint64(b[0]) << 8
-	}
-	return acc
-}
-
-// fold folds a sum to 16 bits, one's-complement style.
-func fold(acc uint64) uint16 {
-	for acc > 0xffff {
-		acc = acc>>16 + acc&0xffff
-	}
-	return uint16(acc)
 }

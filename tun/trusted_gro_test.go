@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/wirelane/wirelane/internal/inetsum"
 )
 
 const testOffset = 16 // room for the virtio-net header, as the engine leaves
@@ -60,7 +62,7 @@ func build(s segSpec, room int) []byte {
 		ip[9] = 6
 		copy(ip[12:16], []byte{10, 9, 8, 1})
 		copy(ip[16:20], []byte{10, 9, 8, 2})
-		binary.BigEndian.PutUint16(ip[10:12], ^fold(sum(ip, 0)))
+		binary.BigEndian.PutUint16(ip[10:12], ^inetsum.Fold(inetsum.Add(0, ip)))
 	}
 	tcp := make([]byte, th)
 	binary.BigEndian.PutUint16(tcp[0:2], s.srcPort)
@@ -82,15 +84,15 @@ func build(s segSpec, room int) []byte {
 // and obvious way.
 func setFullChecksum(pkt []byte, iphLen int) {
 	pkt[iphLen+16], pkt[iphLen+17] = 0, 0
-	binary.BigEndian.PutUint16(pkt[iphLen+16:], ^fold(pseudo(pkt, iphLen)+sum(pkt[iphLen:], 0)))
+	binary.BigEndian.PutUint16(pkt[iphLen+16:], ^inetsum.Fold(pseudo(pkt, iphLen)+inetsum.Add(0, pkt[iphLen:])))
 }
 
 func pseudo(pkt []byte, iphLen int) uint64 {
 	var acc uint64
 	if pkt[0]>>4 == 6 {
-		acc = sum(pkt[8:40], 0)
+		acc = inetsum.Add(0, pkt[8:40])
 	} else {
-		acc = sum(pkt[12:20], 0)
+		acc = inetsum.Add(0, pkt[12:20])
 	}
 	return acc + 6 + uint64(len(pkt)-iphLen)
 }
@@ -107,7 +109,7 @@ func kernelFinish(t *testing.T, b []byte) []byte {
 	pkt := append([]byte(nil), b[testOffset:]...)
 	start := int(binary.NativeEndian.Uint16(h[6:8]))
 	off := int(binary.NativeEndian.Uint16(h[8:10]))
-	c := ^fold(sum(pkt[start:], 0))
+	c := ^inetsum.Fold(inetsum.Add(0, pkt[start:]))
 	binary.BigEndian.PutUint16(pkt[start+off:], c)
 	return pkt
 }
@@ -118,7 +120,7 @@ func checkValid(t *testing.T, pkt []byte) {
 	iphLen := 40
 	if pkt[0]>>4 == 4 {
 		iphLen = int(pkt[0]&0xf) * 4
-		if fold(sum(pkt[:iphLen], 0)) != 0xffff {
+		if inetsum.Fold(inetsum.Add(0, pkt[:iphLen])) != 0xffff {
 			t.Fatalf("IPv4 header checksum invalid")
 		}
 		if int(binary.BigEndian.Uint16(pkt[2:4])) != len(pkt) {
@@ -127,7 +129,7 @@ func checkValid(t *testing.T, pkt []byte) {
 	} else if int(binary.BigEndian.Uint16(pkt[4:6]))+40 != len(pkt) {
 		t.Fatalf("IPv6 payload length %d, packet %d", binary.BigEndian.Uint16(pkt[4:6]), len(pkt))
 	}
-	if fold(pseudo(pkt, iphLen)+sum(pkt[iphLen:], 0)) != 0xffff {
+	if inetsum.Fold(pseudo(pkt, iphLen)+inetsum.Add(0, pkt[iphLen:])) != 0xffff {
 		t.Fatalf("TCP checksum invalid")
 	}
 }
@@ -437,7 +439,7 @@ func withIPOptions(b []byte) []byte {
 	ip[0] = 0x46
 	binary.BigEndian.PutUint16(ip[2:4], uint16(len(ip)))
 	ip[10], ip[11] = 0, 0
-	binary.BigEndian.PutUint16(ip[10:12], ^fold(sum(ip[:24], 0)))
+	binary.BigEndian.PutUint16(ip[10:12], ^inetsum.Fold(inetsum.Add(0, ip[:24])))
 	return out
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wirelane/wirelane/internal/inetsum"
 )
 
 // TestQuickRunProducesSaneFigures runs the whole in-process suite the way
@@ -274,7 +276,7 @@ func TestIPv4UDPPacket(t *testing.T) {
 		if len(p) != size || int(p[2])<<8|int(p[3]) != size {
 			t.Errorf("size %d: got %d bytes, header says %d", size, len(p), int(p[2])<<8|int(p[3]))
 		}
-		if c := ipChecksum(p[:20]); c != 0 {
+		if c := inetsum.Checksum(p[:20]); c != 0 {
 			t.Errorf("size %d: header checksum does not verify (%#x)", size, c)
 		}
 		if got, _ := netip.AddrFromSlice(p[16:20]); got != dst {

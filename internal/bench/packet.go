@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+
+	"github.com/wirelane/wirelane/internal/inetsum"
 )
 
 // ipv4UDPPacket returns an IPv4/UDP packet of exactly size bytes from src to
@@ -24,7 +26,7 @@ func ipv4UDPPacket(size int, src, dst netip.Addr) ([]byte, error) {
 	s, d := src.As4(), dst.As4()
 	copy(p[12:16], s[:])
 	copy(p[16:20], d[:])
-	binary.BigEndian.PutUint16(p[10:], ipChecksum(p[:20]))
+	binary.BigEndian.PutUint16(p[10:], inetsum.Checksum(p[:20]))
 	binary.BigEndian.PutUint16(p[20:], 40000) // source port
 	binary.BigEndian.PutUint16(p[22:], 9)     // discard
 	binary.BigEndian.PutUint16(p[24:], uint16(size-20))
@@ -32,19 +34,4 @@ func ipv4UDPPacket(size int, src, dst netip.Addr) ([]byte, error) {
 		p[i] = byte(i)
 	}
 	return p, nil
-}
-
-// ipChecksum is the Internet checksum (RFC 1071) of b.
-func ipChecksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
 }

@@ -23,6 +23,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 
+	"github.com/wirelane/wirelane/internal/inetsum"
 	"github.com/wirelane/wirelane/ovpn/control"
 )
 
@@ -97,23 +98,6 @@ func icmp6Unreachable(out, pkt []byte, src netip.Addr) int {
 // src to dst: the ones' complement sum over the pseudo-header (addresses,
 // upper-layer length, next header 58) and the message.
 func icmp6Checksum(src, dst, msg []byte) uint16 {
-	var sum uint32
-	add := func(b []byte) {
-		for len(b) >= 2 {
-			sum += uint32(b[0])<<8 | uint32(b[1])
-			b = b[2:]
-		}
-		if len(b) == 1 {
-			sum += uint32(b[0]) << 8
-		}
-	}
-	add(src)
-	add(dst)
-	sum += uint32(len(msg)>>16) + uint32(len(msg)&0xffff)
-	sum += 58
-	add(msg)
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
+	acc := inetsum.Add(inetsum.Add(0, src), dst) + uint64(len(msg)) + 58
+	return ^inetsum.Fold(inetsum.Add(acc, msg))
 }

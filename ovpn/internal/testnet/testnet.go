@@ -10,6 +10,8 @@ import (
 	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelane/wirelane/internal/inetsum"
 )
 
 // InNamespace runs fn on an OS thread switched into the network namespace
@@ -43,27 +45,12 @@ func ICMPEcho(typ byte, src, dst netip.Addr, id, seq uint16, payload []byte) []b
 	s4, d4 := src.As4(), dst.As4()
 	copy(p[12:16], s4[:])
 	copy(p[16:20], d4[:])
-	binary.BigEndian.PutUint16(p[10:], Checksum(p[:20]))
+	binary.BigEndian.PutUint16(p[10:], inetsum.Checksum(p[:20]))
 	icmp := p[20:]
 	icmp[0] = typ
 	binary.BigEndian.PutUint16(icmp[4:], id)
 	binary.BigEndian.PutUint16(icmp[6:], seq)
 	copy(icmp[8:], payload)
-	binary.BigEndian.PutUint16(icmp[2:], Checksum(icmp))
+	binary.BigEndian.PutUint16(icmp[2:], inetsum.Checksum(icmp))
 	return p
-}
-
-// Checksum is the Internet checksum of b.
-func Checksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
 }

@@ -1,0 +1,51 @@
+package inetsum
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// The example of RFC 1071, section 3: the words 0001 f203 f4f5 f6f7 sum
+// to ddf2 once folded.
+func TestRFC1071Example(t *testing.T) {
+	b := []byte{0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7}
+	if got := Fold(Add(0, b)); got != 0xddf2 {
+		t.Fatalf("sum %#04x, want 0xddf2", got)
+	}
+	if got := Checksum(b); got != ^uint16(0xddf2) {
+		t.Fatalf("checksum %#04x, want %#04x", got, ^uint16(0xddf2))
+	}
+}
+
+// Add agrees with a word-at-a-time sum on every length (odd ones
+// included), and a buffer carrying its own checksum sums to 0xffff.
+func TestAddMatchesWordSum(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n < 300; n++ {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		var want uint32
+		for i := 0; i+1 < n; i += 2 {
+			want += uint32(b[i])<<8 | uint32(b[i+1])
+		}
+		if n%2 == 1 {
+			want += uint32(b[n-1]) << 8
+		}
+		for want>>16 != 0 {
+			want = want&0xffff + want>>16
+		}
+		if got := Fold(Add(0, b)); got != uint16(want) {
+			t.Fatalf("length %d: sum %#04x, want %#04x", n, got, want)
+		}
+		if n >= 2 && n%2 == 0 {
+			b[0], b[1] = 0, 0
+			c := Checksum(b)
+			b[0], b[1] = byte(c>>8), byte(c)
+			if got := Fold(Add(0, b)); got != 0xffff {
+				t.Fatalf("length %d: with its checksum the sum is %#04x", n, got)
+			}
+		}
+	}
+}
