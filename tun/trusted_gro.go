@@ -64,6 +64,7 @@ type tcpSeg struct {
 	seq       uint32
 	mergeable bool // flags ACK or ACK|PSH, with payload
 	psh       bool
+	gso       int // a run's head once others merged into it: the segment size; else 0
 }
 
 // classify reports whether pkt is a TCP packet this path writes, and its
@@ -122,7 +123,6 @@ type groRun struct {
 	head    int    // index of the run's first packet in bufs
 	gso     int    // payload of the first segment: the segment size
 	nextSeq uint32 // sequence number the next segment must carry
-	segs    int    // segments merged so far, the head included
 	closed  bool   // after a PSH or a short segment
 }
 
@@ -190,7 +190,7 @@ func (g *trustedGRO) plan(bufs [][]byte, offset int) {
 		}
 	}
 	for _, i := range g.ours {
-		finish(bufs[i], offset, &g.segs[i], g.segSize(i))
+		finish(bufs[i], offset, &g.segs[i])
 	}
 }
 
@@ -216,12 +216,10 @@ func (g *trustedGRO) appendTo(bufs [][]byte, offset, i int, s *tcpSeg) bool {
 		}
 		copy(head[n:n+s.payload], pkt[s.iphLen+s.tcphLen:])
 		bufs[r.head] = bufs[r.head][:offset+n+s.payload]
-		hs.payload += s.payload
+		hs.gso = r.gso
 		r.nextSeq += uint32(s.payload)
-		r.segs++
 		if s.psh {
 			head[s.iphLen+tcpFlagsOffset] |= tcpFlagPSH
-			hs.psh = true
 			r.closed = true
 		}
 		if s.payload < r.gso {
@@ -235,7 +233,7 @@ func (g *trustedGRO) appendTo(bufs [][]byte, offset, i int, s *tcpSeg) bool {
 // open starts a run at packet i, replacing a closed run if the table is
 // full.
 func (g *trustedGRO) open(i int, s *tcpSeg) {
-	r := groRun{head: i, gso: s.payload, nextSeq: s.seq + uint32(s.payload), segs: 1}
+	r := groRun{head: i, gso: s.payload, nextSeq: s.seq + uint32(s.payload)}
 	if len(g.runs) < maxOpenRuns {
 		g.runs = append(g.runs, r)
 		return
@@ -248,23 +246,12 @@ func (g *trustedGRO) open(i int, s *tcpSeg) {
 	}
 }
 
-// segSize is the GSO segment size of the packet at bufs[i] when it heads
-// a run of more than one segment, and 0 otherwise.
-func (g *trustedGRO) segSize(i int) int {
-	for _, r := range g.runs {
-		if r.head == i && r.segs > 1 {
-			return r.gso
-		}
-	}
-	return 0
-}
-
 // finish fixes up a packet this path writes: lengths (and the IPv4 header
 // checksum) after a merge, the pseudo-header sum in the TCP checksum
-// field, and the virtio-net header before offset. gso is the segment size
-// of a merged run, 0 for a single packet.
-func finish(b []byte, offset int, s *tcpSeg, gso int) {
+// field, and the virtio-net header before offset (GSO when s.gso is set).
+func finish(b []byte, offset int, s *tcpSeg) {
 	pkt := b[offset:]
+	gso := s.gso
 	if gso > 0 {
 		if s.v6 {
 			binary.BigEndian.PutUint16(pkt[4:6], uint16(len(pkt)-40))

@@ -464,3 +464,39 @@ func TestTrustedGROIPv4OptionsNotMerged(t *testing.T) {
 		}
 	}
 }
+
+// A merged run stays merged when its place in the table of open runs is
+// taken by a later flow (more than maxOpenRuns flows in one batch).
+func TestTrustedGROMergedRunOutlivesItsTableSlot(t *testing.T) {
+	ps := payloads(3, 1000)
+	var bufs [][]byte
+	for i := 0; i < 3; i++ {
+		s := defaultSpec(false, uint32(1000+i*1000), ps[i])
+		if i == 2 {
+			s.flags |= tcpFlagPSH // closes the run
+		}
+		room := 0
+		if i == 0 {
+			room = 1 << 16
+		}
+		bufs = append(bufs, build(s, room))
+	}
+	for f := 0; f < maxOpenRuns; f++ {
+		s := defaultSpec(false, 1, ps[0][:100])
+		s.srcPort = uint16(50000 + f)
+		bufs = append(bufs, build(s, 0))
+	}
+	var g trustedGRO
+	g.plan(bufs, testOffset)
+	if len(g.ours) != 1+maxOpenRuns || g.ours[0] != 0 {
+		t.Fatalf("ours %v", g.ours)
+	}
+	if h := bufs[0][testOffset-VirtioHeaderLen:]; h[1] != virtioGSOTCPv4 {
+		t.Fatalf("merged run written with GSO type %d", h[1])
+	}
+	pkt := kernelFinish(t, bufs[0])
+	checkValid(t, pkt)
+	if len(pkt) != 20+32+3000 {
+		t.Fatalf("merged run is %d bytes", len(pkt))
+	}
+}
