@@ -348,11 +348,12 @@ func TestNamespaceDeletionEndsTheDevice(t *testing.T) {
 	}
 	t.Cleanup(func() { d.Close() })
 	ns := newNamespace(t, "wlnns")
-	moveLink(t, name, "", ns)
 	// Let the follower notice the move and look at the namespace a few
 	// times, then ask for the MTU there, so that a descriptor kept by
-	// either would show.
+	// either would show. Earlier events are drained before the move: after
+	// it, draining could swallow the very event awaited.
 	drain(d)
+	moveLink(t, name, "", ns)
 	waitEvent(t, d, EventMTUUpdate)
 	if mtu, err := d.MTU(); err != nil || mtu != 1420 {
 		t.Fatalf("MTU in the other namespace = %d, %v", mtu, err)
