@@ -20,6 +20,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+
+	"github.com/wirelane/wirelane/internal/procs"
 )
 
 // Version is the daemon's version string; the build may set it with
@@ -60,7 +62,8 @@ is deleted, when the socket file is removed, or on SIGTERM/SIGINT.
       --ref-mode    use the conventional locked send path (for comparisons)
 
 Environment: LOG_LEVEL=verbose|error|silent, WG_TUN_FD, WG_UAPI_FD,
-WG_PROCESS_FOREGROUND, WIRELANE_AEAD=auto|generic.
+WG_PROCESS_FOREGROUND, WIRELANE_AEAD=auto|generic, GOMAXPROCS (default: 1
+on a host with two CPUs, else Go's own choice).
 `
 
 // Main runs the daemon command line. args are the arguments after the
@@ -68,7 +71,11 @@ WG_PROCESS_FOREGROUND, WIRELANE_AEAD=auto|generic.
 // os.Args[2:] in `wirelane daemon`. The detached copy is started as
 // /proc/self/exe with this process's os.Args, so the program must route
 // that argument vector back into Main. Main returns the exit status.
+//
+// Main also sets how many threads run Go code (internal/procs): one on a
+// host that gives the process two CPUs, unless GOMAXPROCS is set.
 func Main(args []string) int {
+	procs.Apply()
 	return mainIO(progName(args), args, os.Stdout, os.Stderr)
 }
 

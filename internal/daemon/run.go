@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 
 	"github.com/wirelane/wirelane/internal/chachapoly"
@@ -75,6 +76,7 @@ func runForeground(ctx context.Context, cfg *Config) error {
 	}
 	log = log.With("interface", name)
 	log.Debug("data-path AEAD", "implementation", chachapoly.Mode())
+	log.Debug("threads running Go code", "GOMAXPROCS", runtime.GOMAXPROCS(0))
 
 	var ln net.Listener
 	sockPath := ""
