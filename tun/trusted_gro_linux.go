@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 	wgtun "golang.zx2c4.com/wireguard/tun"
@@ -15,11 +16,22 @@ import (
 // groWriter writes TCP packets to a TUN device with virtio-net headers
 // itself (trusted_gro.go) and hands every other packet to the wireguard
 // tun package's Write.
+//
+// Each packet is one write(2) made without telling the Go scheduler
+// (unix.RawSyscall): the descriptor is non-blocking and a TUN write never
+// waits, but it can run the receiving TCP stack in place for tens of
+// microseconds, and a write the scheduler knows about that long is taken
+// for a blocked one: its P is handed to another thread, which spins and
+// sleeps again. See internal/mmsg for the same choice on the UDP side.
 type groWriter struct {
-	file *os.File // the TUN device's file; immutable
+	rc      syscall.RawConn       // the TUN device's descriptor; immutable
+	writeFn func(fd uintptr) bool // w.writeOne, made once so that writes allocate nothing
 
-	mu sync.Mutex // serializes Writes; guards g
-	g  trustedGRO
+	mu    sync.Mutex // serializes Writes; guards the fields below
+	g     trustedGRO
+	pkt   []byte        // the packet writeOne writes
+	n     int           // writeOne's result: bytes written
+	errno syscall.Errno // and its error
 }
 
 // newGROWriter returns a writer for d, or nil when d's file does not carry
@@ -29,7 +41,29 @@ func newGROWriter(d wgtun.Device) *groWriter {
 	if f == nil || !hasVnetHdr(f) {
 		return nil
 	}
-	return &groWriter{file: f}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	w := &groWriter{rc: rc}
+	w.writeFn = w.writeOne
+	return w
+}
+
+// writeOne writes w.pkt to fd; false asks the poller to wait until fd is
+// writable (RawConn.Write). Called with w.mu held.
+func (w *groWriter) writeOne(fd uintptr) bool {
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&w.pkt[0])), uintptr(len(w.pkt)))
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		w.n, w.errno = int(n), e
+		return true
+	}
 }
 
 // hasVnetHdr reports whether the TUN file f was set up with IFF_VNET_HDR.
@@ -69,15 +103,20 @@ func (w *groWriter) write(fallback wgtun.Device, bufs [][]byte, offset int) (int
 	var errs error
 	total := 0
 	for _, i := range g.ours {
-		n, err := w.file.Write(bufs[i][offset-VirtioHeaderLen:])
-		if errors.Is(err, syscall.EBADFD) {
+		w.pkt = bufs[i][offset-VirtioHeaderLen:]
+		err := w.rc.Write(w.writeFn)
+		w.pkt = nil
+		if err == nil && w.errno != 0 {
+			err = os.NewSyscallError("write", w.errno)
+		}
+		if errors.Is(err, syscall.EBADFD) || errors.Is(err, os.ErrClosed) {
 			return total, os.ErrClosed
 		}
 		if err != nil {
 			errs = errors.Join(errs, err)
 			continue
 		}
-		total += n
+		total += w.n
 	}
 	if len(g.rest) > 0 {
 		n, err := fallback.Write(g.rest, offset)

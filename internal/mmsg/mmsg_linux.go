@@ -17,16 +17,23 @@ type Hdr struct {
 	_   [unsafe.Sizeof(uintptr(0)) - 4]byte
 }
 
+// Both calls are made without telling the Go scheduler (RawSyscall6). They
+// never block (MSG_DONTWAIT, and the descriptors are non-blocking), but a
+// send on a local path runs the receiver's UDP stack in place, often for
+// longer than the scheduler's 20 µs syscall check: a call the scheduler
+// knows about would then have its P handed to another thread, which spins,
+// finds nothing and sleeps again, on a CPU the kernel needs.
+
 // Send sends hdrs on fd without blocking and returns how many messages the
 // kernel took.
 func Send(fd int, hdrs []Hdr) (int, unix.Errno) {
-	n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), unix.MSG_DONTWAIT, 0, 0)
+	n, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), unix.MSG_DONTWAIT, 0, 0)
 	return int(n), e
 }
 
 // Recv receives into hdrs from fd without blocking and returns how many
 // messages arrived.
 func Recv(fd int, hdrs []Hdr) (int, unix.Errno) {
-	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), unix.MSG_DONTWAIT, 0, 0)
+	n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), unix.MSG_DONTWAIT, 0, 0)
 	return int(n), e
 }
