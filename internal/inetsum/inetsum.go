@@ -7,17 +7,42 @@
 //	field := ^inetsum.Fold(acc)           // the checksum to store
 package inetsum
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Add adds b to acc as big-endian 16-bit words, a last odd byte padded
-// with zero, without folding. Sums of pieces may be added together as long
-// as every piece but the last has an even length.
+// with zero, without folding. Sums of pieces may be added together, with
+// acc or with +, as long as every piece but the last has an even length;
+// Add's result stays below 2^34, so a few of them never overflow.
+//
+// The bulk is summed eight bytes at a time in little-endian order with
+// end-around carry: a ones' complement sum modulo 2^64-1, which folds to
+// the 16-bit sum of the byte-swapped words because 2^16-1 divides 2^64-1,
+// and swapping that sum's two bytes gives the big-endian sum (RFC 1071,
+// section 2).
 func Add(acc uint64, b []byte) uint64 {
+	var s, c uint64
+	for len(b) >= 64 {
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[8:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[16:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[24:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[32:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[40:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[48:]), c)
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b[56:]), c)
+		b = b[64:]
+	}
 	for len(b) >= 8 {
-		v := binary.BigEndian.Uint64(b)
-		acc += v>>48 + v>>32&0xffff + v>>16&0xffff + v&0xffff
+		s, c = bits.Add64(s, binary.LittleEndian.Uint64(b), c)
 		b = b[8:]
 	}
+	s, c = bits.Add64(s, 0, c)
+	s += c // a carry out left s at zero: this cannot carry again
+	f := Fold(s)
+	acc = acc>>32 + acc&0xffffffff + uint64(f>>8|f<<8)
 	for len(b) >= 2 {
 		acc += uint64(binary.BigEndian.Uint16(b))
 		b = b[2:]

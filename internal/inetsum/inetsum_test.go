@@ -49,3 +49,39 @@ func TestAddMatchesWordSum(t *testing.T) {
 		}
 	}
 }
+
+// Pieces summed separately, through acc or with +, agree with the whole,
+// including when acc starts near 2^64.
+func TestAddPieces(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n < 2000; n++ {
+		b := make([]byte, r.IntN(300))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		cut := r.IntN(len(b)+1) &^ 1
+		whole := Fold(Add(0, b))
+		if got := Fold(Add(Add(0, b[:cut]), b[cut:])); got != whole {
+			t.Fatalf("len %d cut %d: through acc %#04x, whole %#04x", len(b), cut, got, whole)
+		}
+		if got := Fold(Add(0, b[:cut]) + Add(0, b[cut:])); got != whole {
+			t.Fatalf("len %d cut %d: with + %#04x, whole %#04x", len(b), cut, got, whole)
+		}
+		// 2^64-1 is a ones' complement zero: adding it changes nothing
+		// once folded (up to the two zeros 0x0000 and 0xffff).
+		got := Fold(Add(^uint64(0), b))
+		if got != whole && !(got == 0xffff && whole == 0) && !(got == 0 && whole == 0xffff) {
+			t.Fatalf("len %d: from 2^64-1 %#04x, whole %#04x", len(b), got, whole)
+		}
+	}
+}
+
+func BenchmarkAdd1408(b *testing.B) {
+	buf := make([]byte, 1408)
+	b.SetBytes(int64(len(buf)))
+	var acc uint64
+	for b.Loop() {
+		acc += Add(0, buf)
+	}
+	_ = acc
+}
