@@ -6,7 +6,8 @@ package tun
 //
 //	Read(bufs)
 //	  -> packets left over from the last Read come first, and alone
-//	  -> otherwise the wireguard tun package's Read (blocking): one TSO
+//	  -> otherwise the device's Read (blocking; read_linux.go, or the
+//	     wireguard tun package's without virtio-net headers): one TSO
 //	     train split into segments, or one single packet
 //	  -> a single packet, the caller's buffers at most 16 KiB, and the
 //	     device still readable (poll, no wait): more reads into the
@@ -24,6 +25,7 @@ package tun
 import (
 	"io"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 	wgtun "golang.zx2c4.com/wireguard/tun"
@@ -41,6 +43,7 @@ type gatherer struct {
 	rc    syscall.RawConn  // the TUN device's descriptor; immutable
 	poll  func(fd uintptr) // sets ready; made once, so that polling allocates nothing
 	fds   [1]unix.PollFd
+	zero  unix.Timespec // ppoll's timeout: none
 	ready bool
 	more  func() bool // readable, or a test's stand-in; immutable
 
@@ -48,6 +51,13 @@ type gatherer struct {
 	sizes []int    // sizes of the packets in spare
 	next  int      // first packet of spare not yet handed out
 	n     int      // packets in spare
+}
+
+// batchReader is what the gatherer reads from: the tun package's
+// Device.Read contract and batch size.
+type batchReader interface {
+	Read(bufs [][]byte, sizes []int, offset int) (int, error)
+	BatchSize() int
 }
 
 // newGatherer returns a gatherer for d, or nil when d has no file or
@@ -64,15 +74,16 @@ func newGatherer(d wgtun.Device) *gatherer {
 	g := &gatherer{rc: rc}
 	g.more = g.readable
 	g.poll = func(fd uintptr) {
+		// ppoll with a zero timeout never waits: raw, like the reads.
 		g.fds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
-		n, err := unix.Poll(g.fds[:], 0)
-		g.ready = err == nil && n == 1 && g.fds[0].Revents&unix.POLLIN != 0
+		n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&g.fds[0])), 1, uintptr(unsafe.Pointer(&g.zero)), 0, 0, 0)
+		g.ready = e == 0 && n == 1 && g.fds[0].Revents&unix.POLLIN != 0
 	}
 	return g
 }
 
 // read is Device.Read with single packets gathered (see above).
-func (g *gatherer) read(d wgtun.Device, bufs [][]byte, sizes []int, offset int) (int, error) {
+func (g *gatherer) read(d batchReader, bufs [][]byte, sizes []int, offset int) (int, error) {
 	if g.next < g.n {
 		if k := g.handOut(bufs, sizes, offset, 0); k > 0 {
 			return k, nil

@@ -64,6 +64,7 @@ type nsDevice struct {
 	wgtun.Device
 
 	gro    *groWriter    // TCP written with trusted checksums, or nil; immutable
+	reader batchReader   // rawReader, or the underlying device; immutable
 	gather *gatherer     // single packets gathered into one Read, or nil; immutable
 	home   nsID          // namespace the underlying device listens in; immutable
 	events chan Event    // merged events; closed once both sources stop
@@ -74,7 +75,10 @@ type nsDevice struct {
 // followNamespaces wraps d and starts the goroutines that merge its events
 // with the MTU changes seen in the interface's current namespace.
 func followNamespaces(d wgtun.Device) *nsDevice {
-	n := &nsDevice{Device: d, gro: newGROWriter(d), gather: newGatherer(d), events: make(chan Event, 8), stop: make(chan struct{})}
+	n := &nsDevice{Device: d, reader: d, gro: newGROWriter(d), gather: newGatherer(d), events: make(chan Event, 8), stop: make(chan struct{})}
+	if r := newRawReader(d); r != nil {
+		n.reader = r
+	}
 	// The underlying device subscribed to link changes from the
 	// namespace of the thread that created it, which is this process's.
 	n.home, _ = statNS("/proc/thread-self/ns/net")
@@ -108,9 +112,9 @@ func statNS(path string) (nsID, error) {
 // gathered while more are waiting (gather_linux.go).
 func (n *nsDevice) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	if n.gather == nil {
-		return n.Device.Read(bufs, sizes, offset)
+		return n.reader.Read(bufs, sizes, offset)
 	}
-	return n.gather.read(n.Device, bufs, sizes, offset)
+	return n.gather.read(n.reader, bufs, sizes, offset)
 }
 
 // Write writes the packets bufs[i][offset:]. With virtio-net headers on,

@@ -5,14 +5,18 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wirelane/wirelane/internal/netns"
+	"golang.org/x/sys/unix"
 )
 
 // pairImpl returns the implementation of the two-daemon tests: Wirelane
@@ -298,4 +302,101 @@ func TestManyAllowedIPs(t *testing.T) {
 	if len(want) != 0 {
 		t.Fatalf("%d allowed IPs missing from wg show", len(want))
 	}
+}
+
+// TestUDPSegmentsIntact sends UDP with segmentation offload (UDP_SEGMENT)
+// into the tunnel, both families: the kernel hands such a send to the TUN
+// device as one train, which the sending daemon cuts into datagrams itself
+// (tun/split.go). Every datagram must arrive whole, with its own length
+// and checksums (the receiving kernel drops a datagram whose checksum is
+// wrong).
+func TestUDPSegmentsIntact(t *testing.T) {
+	p := newSamePair(t)
+	p.a.ping(t, p.b.v4)
+	const seg, perSend, sends = 1200, 10, 8
+	for _, addr := range []string{p.b.v4, p.b.v6} {
+		port := int(5200 + iperfPort.Add(1))
+		dst := netip.AddrPortFrom(netip.MustParseAddr(addr), uint16(port))
+		rx := udpIn(t, p.b.ns, dst)
+		tx := udpIn(t, p.a.ns, netip.AddrPortFrom(netip.IPv6Unspecified(), 0))
+		rc, err := tx.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, seg)
+		}); err != nil || serr != nil {
+			t.Fatalf("UDP_SEGMENT: %v %v", err, serr)
+		}
+		// Datagram k carries k in its first two bytes, then bytes that
+		// depend on k and their position.
+		buf := make([]byte, seg*perSend)
+		for s := range sends {
+			for i := range perSend {
+				d := buf[i*seg : (i+1)*seg]
+				k := s*perSend + i
+				binary.BigEndian.PutUint16(d, uint16(k))
+				for j := 2; j < seg; j++ {
+					d[j] = byte(k*7 + j)
+				}
+			}
+			if _, err := tx.WriteToUDPAddrPort(buf, dst); err != nil {
+				t.Fatalf("send to %s: %v", dst, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		seen := make(map[int]bool)
+		got := make([]byte, 65536)
+		rx.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for len(seen) < sends*perSend {
+			n, _, err := rx.ReadFromUDPAddrPort(got)
+			if err != nil {
+				t.Fatalf("%s: %d of %d datagrams arrived: %v", addr, len(seen), sends*perSend, err)
+			}
+			if n != seg {
+				t.Fatalf("%s: a datagram of %d bytes, want %d", addr, n, seg)
+			}
+			k := int(binary.BigEndian.Uint16(got))
+			for j := 2; j < seg; j++ {
+				if got[j] != byte(k*7+j) {
+					t.Fatalf("%s: datagram %d differs at byte %d", addr, k, j)
+				}
+			}
+			if seen[k] {
+				t.Fatalf("%s: datagram %d twice", addr, k)
+			}
+			seen[k] = true
+		}
+		rx.Close()
+		tx.Close()
+	}
+}
+
+// udpIn opens a UDP socket bound to laddr inside namespace ns. The socket
+// stays in ns; the thread that entered ns ends with its goroutine.
+func udpIn(t *testing.T, ns *netns.NS, laddr netip.AddrPort) *net.UDPConn {
+	t.Helper()
+	var c *net.UDPConn
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread is not reused
+		var f *os.File
+		if f, err = os.Open("/run/netns/" + ns.Name); err != nil {
+			return
+		}
+		defer f.Close()
+		if err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			return
+		}
+		c, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(laddr))
+	}()
+	<-done
+	if err != nil {
+		t.Fatalf("UDP socket in %s: %v", ns.Name, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
