@@ -6,64 +6,28 @@ import (
 	"errors"
 	"os"
 	"sync"
-	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 	wgtun "golang.zx2c4.com/wireguard/tun"
 )
 
 // groWriter writes TCP packets to a TUN device with virtio-net headers
-// itself (trusted_gro.go) and hands every other packet to the wireguard
-// tun package's Write.
-//
-// Each packet is one write(2) made without telling the Go scheduler
-// (unix.RawSyscall): the descriptor is non-blocking and a TUN write never
-// waits, but it can run the receiving TCP stack in place for tens of
-// microseconds, and a write the scheduler knows about that long is taken
-// for a blocked one: its P is handed to another thread, which spins and
-// sleeps again. See internal/mmsg for the same choice on the UDP side.
+// itself (trusted_gro.go), each with one raw write(2) (rawio_linux.go),
+// and hands every other packet to the wireguard tun package's Write.
 type groWriter struct {
-	rc      syscall.RawConn       // the TUN device's descriptor; immutable
-	writeFn func(fd uintptr) bool // w.writeOne, made once so that writes allocate nothing
-
-	mu    sync.Mutex // serializes Writes; guards the fields below
-	g     trustedGRO
-	pkt   []byte        // the packet writeOne writes
-	n     int           // writeOne's result: bytes written
-	errno syscall.Errno // and its error
+	mu sync.Mutex // serializes Writes; guards the fields below
+	g  trustedGRO
+	io *rawIO
 }
 
 // newGROWriter returns a writer for d, or nil when d's file does not carry
 // virtio-net headers (offloads off): then d's own Write is all there is.
 func newGROWriter(d wgtun.Device) *groWriter {
-	f := d.File()
-	if f == nil || !hasVnetHdr(f) {
+	io := newRawIO(d, unix.SYS_WRITE)
+	if io == nil {
 		return nil
 	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	w := &groWriter{rc: rc}
-	w.writeFn = w.writeOne
-	return w
-}
-
-// writeOne writes w.pkt to fd; false asks the poller to wait until fd is
-// writable (RawConn.Write). Called with w.mu held.
-func (w *groWriter) writeOne(fd uintptr) bool {
-	for {
-		n, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&w.pkt[0])), uintptr(len(w.pkt)))
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		}
-		w.n, w.errno = int(n), e
-		return true
-	}
+	return &groWriter{io: io}
 }
 
 // hasVnetHdr reports whether the TUN file f was set up with IFF_VNET_HDR.
@@ -103,20 +67,15 @@ func (w *groWriter) write(fallback wgtun.Device, bufs [][]byte, offset int) (int
 	var errs error
 	total := 0
 	for _, i := range g.ours {
-		w.pkt = bufs[i][offset-VirtioHeaderLen:]
-		err := w.rc.Write(w.writeFn)
-		w.pkt = nil
-		if err == nil && w.errno != 0 {
-			err = os.NewSyscallError("write", w.errno)
-		}
-		if errors.Is(err, syscall.EBADFD) || errors.Is(err, os.ErrClosed) {
+		n, err := w.io.do(bufs[i][offset-VirtioHeaderLen:])
+		if errors.Is(err, os.ErrClosed) {
 			return total, os.ErrClosed
 		}
 		if err != nil {
 			errs = errors.Join(errs, err)
 			continue
 		}
-		total += w.n
+		total += n
 	}
 	if len(g.rest) > 0 {
 		n, err := fallback.Write(g.rest, offset)

@@ -1,0 +1,93 @@
+//go:build linux
+
+package tun
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+	wgtun "golang.zx2c4.com/wireguard/tun"
+)
+
+// rawIO makes one read(2) or write(2) at a time on a TUN device's
+// non-blocking descriptor without telling the Go scheduler
+// (unix.RawSyscall), inside RawConn.Read or Write so that an empty queue
+// still parks the goroutine in the poller.
+//
+// Why raw: a system call the scheduler knows about wakes sysmon, and one
+// that runs longer than a sysmon tick (20 µs; a TUN write runs the
+// receiving TCP stack in place for that long) has its P handed to a fresh
+// thread that spins, finds nothing and sleeps again, on a CPU the kernel
+// needs. internal/mmsg makes the same choice for sendmmsg and recvmmsg;
+// architecture.md ("Threads and system calls") has the measurements.
+//
+// A rawIO is used by one goroutine at a time; its owner serializes calls.
+type rawIO struct {
+	rc   syscall.RawConn                   // the descriptor; immutable
+	nr   uintptr                           // unix.SYS_READ or unix.SYS_WRITE; immutable
+	name string                            // "read" or "write", for errors; immutable
+	fn   func(fd uintptr) bool             // r.once, made once so that calls allocate nothing
+	done func(func(fd uintptr) bool) error // rc.Read or rc.Write; immutable
+
+	buf   []byte // what the call reads into or writes
+	n     int    // its result: bytes moved
+	errno syscall.Errno
+}
+
+// newRawIO returns a rawIO making system call nr on d's descriptor, or
+// nil when d's file does not carry virtio-net headers (offloads off: then
+// the tun package's own Read and Write are all there is).
+func newRawIO(d wgtun.Device, nr uintptr) *rawIO {
+	f := d.File()
+	if f == nil || !hasVnetHdr(f) {
+		return nil
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	r := &rawIO{rc: rc, nr: nr, name: "write", done: rc.Write}
+	if nr == unix.SYS_READ {
+		r.name, r.done = "read", rc.Read
+	}
+	r.fn = r.once
+	return r
+}
+
+// once makes the call on fd; false asks the poller to wait until fd is
+// ready (EAGAIN).
+func (r *rawIO) once(fd uintptr) bool {
+	for {
+		n, _, e := unix.RawSyscall(r.nr, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)))
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		r.n, r.errno = int(n), e
+		return true
+	}
+}
+
+// do reads into or writes buf (not empty) and returns the bytes moved.
+// A device that went away (EBADFD: its interface was deleted) or was
+// closed gives os.ErrClosed.
+func (r *rawIO) do(buf []byte) (int, error) {
+	r.buf, r.errno = buf, 0
+	err := r.done(r.fn)
+	r.buf = nil // keep no caller buffer alive
+	if err == nil && r.errno != 0 {
+		err = os.NewSyscallError(r.name, r.errno)
+	}
+	if errors.Is(err, syscall.EBADFD) || errors.Is(err, os.ErrClosed) {
+		return 0, os.ErrClosed
+	}
+	if err != nil {
+		return 0, err
+	}
+	return r.n, nil
+}
