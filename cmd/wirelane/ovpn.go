@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/wirelane/wirelane/internal/procs"
 	"github.com/wirelane/wirelane/ovpn/ovpncli"
 )
 
@@ -25,6 +26,8 @@ func ovpnUsage(w io.Writer) {
 }
 
 // cmdOvpn dispatches `wirelane ovpn connect|serve` to the OpenVPN front end.
+// Both run their data path in this process, so they choose its threads
+// as the WireGuard daemon does (internal/procs).
 func cmdOvpn(args []string) int {
 	if len(args) == 0 {
 		ovpnUsage(os.Stderr)
@@ -32,8 +35,10 @@ func cmdOvpn(args []string) int {
 	}
 	switch args[0] {
 	case "connect":
+		procs.Apply()
 		return ovpncli.Connect(args[1:])
 	case "serve":
+		procs.Apply()
 		return ovpncli.Serve(args[1:])
 	}
 	for _, a := range args {

@@ -1,5 +1,6 @@
 // Package procs chooses how many threads may run Go code at once
-// (GOMAXPROCS) in a Wirelane data-path daemon.
+// (GOMAXPROCS) in a Wirelane data-path process: the WireGuard daemon and
+// `wirelane ovpn serve|connect`.
 //
 // On a host that gives the daemon two CPUs, the daemon runs Go code on one
 // of them. Each tunnel packet costs the kernel about as much CPU as it costs
@@ -8,9 +9,11 @@
 // the same two CPUs. With a second thread allowed to run Go code, the Go
 // scheduler wakes it whenever one of the daemon's goroutines readies
 // another, and it spins looking for work on the CPU the kernel needs. One
-// thread ends that: through network namespaces it carried 6-9% more TCP at
-// 6% less CPU per byte (docs/benchmarks.md has the A/B). Larger hosts keep
-// the Go default, which has not been measured against anything smaller.
+// thread ends that: through network namespaces the WireGuard daemon
+// carried 9% more TCP at 8% less CPU per byte, and the OpenVPN server and
+// client 11-14% more (docs/benchmarks.md and docs/openvpn.md have the
+// A/Bs). Larger hosts keep the Go default, which has not been measured
+// against anything smaller.
 //
 // An operator's GOMAXPROCS environment variable always wins.
 package procs

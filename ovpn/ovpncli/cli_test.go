@@ -7,6 +7,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"testing"
+
+	"github.com/wirelane/wirelane/internal/procs"
 )
 
 // TestMain lets the end-to-end test run Connect and Serve in another
@@ -17,6 +19,7 @@ func TestMain(m *testing.M) {
 	}
 	helper := map[string]func([]string) int{"connect": Connect, "serve": Serve}[os.Getenv("WIRELANE_OVPNCLI_HELPER")]
 	if helper != nil {
+		procs.Apply() // as `wirelane ovpn connect|serve` does
 		// WIRELANE_OVPNCLI_CPUPROFILE=PREFIX writes PREFIX.connect and
 		// PREFIX.serve CPU profiles (for the throughput comparison).
 		if prefix := os.Getenv("WIRELANE_OVPNCLI_CPUPROFILE"); prefix != "" {
