@@ -336,14 +336,24 @@ const tunOffset = 16
 // tunnel, a device batch per WritePackets call. While block-ipv6 is in
 // force (block holds a blocker), IPv6 packets are answered on the device
 // instead (block6.go), the replies of a batch in one write.
+//
+// The first buffer takes any packet (up to 64 KiB); the others, which the
+// segments of a TSO train and gathered single packets land in, are sized
+// for the device's MTU. That keeps the batch at about 250 KiB instead of
+// 8 MiB, and lets the device gather single packets into one read (its
+// gathering is for buffers of at most 16 KiB). A read that failed for a
+// packet (one that fit no buffer, say after the MTU was raised) drops it,
+// and the buffers grow to the MTU the device has now.
 func pumpFromTUN(d tun.Device, cur *atomic.Pointer[client.Session], block *atomic.Pointer[block6]) {
 	const offset = tunOffset
 	n := min(max(d.BatchSize(), 1), tunBatch)
 	bufs := make([][]byte, n)
 	pkts := make([][]byte, n)
 	sizes := make([]int, n)
-	for i := range bufs {
-		bufs[i] = make([]byte, offset+65535)
+	bufs[0] = make([]byte, offset+65535)
+	size := segmentBufSize(d)
+	for i := 1; i < n; i++ {
+		bufs[i] = make([]byte, size)
 	}
 	var replyBufs, replies [][]byte // allocated when block-ipv6 first answers
 	for {
@@ -376,8 +386,37 @@ func pumpFromTUN(d tun.Device, cur *atomic.Pointer[client.Session], block *atomi
 		if r > 0 {
 			_, _ = d.Write(replies[:r], offset)
 		}
-		if err != nil && !errors.Is(err, tun.ErrTooManySegments) {
+		switch {
+		case err == nil || errors.Is(err, tun.ErrTooManySegments):
+		case tunReadFatal(err):
 			return
+		default:
+			if s := segmentBufSize(d); s > size {
+				size = s
+				for i := 1; i < n; i++ {
+					bufs[i] = make([]byte, size)
+				}
+			}
 		}
 	}
+}
+
+// segmentBufSize is the size of pumpFromTUN's buffers after the first:
+// the device's MTU (at least 1500) after the offset.
+func segmentBufSize(d tun.Device) int {
+	m, err := d.MTU()
+	if err != nil || m < 1500 {
+		m = 1500
+	}
+	return tunOffset + min(m, 65535)
+}
+
+// tunReadFatal reports whether a device read error ends the pump: the
+// device was closed or went away, or the system call failed. Other errors
+// are about one packet, which is dropped.
+func tunReadFatal(err error) bool {
+	var errno syscall.Errno
+	var pe *os.PathError
+	return errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) ||
+		errors.As(err, &errno) || errors.As(err, &pe)
 }
