@@ -26,7 +26,7 @@ func TestQuickRunProducesSaneFigures(t *testing.T) {
 	cfg.Duration = 100 * time.Millisecond
 	cfg.Handshakes = 40
 	cfg.Peers = 200
-	cfg.Sections = []string{SectionInproc, SectionHandshake, SectionMemory, SectionBound}
+	cfg.Sections = []string{SectionInproc, SectionHandshake, SectionMemory, SectionBound, SectionSendPath}
 	var steps []int
 	r, err := Run(cfg, "test", func(step, total int, what string) {
 		if step < 1 || step > total || what == "" {
@@ -83,6 +83,10 @@ func TestQuickRunProducesSaneFigures(t *testing.T) {
 	}
 	positive(SectionBound, CaseSeal, MetricGBps1, EngineXCrypto)
 	positive(SectionBound, CaseOpen, MetricGBpsAll, EngineXCrypto)
+	for _, n := range sendPathThreads {
+		positive(SectionSendPath, sendPathCase(n), MetricCPUNsPerBatch, EngineWirelane)
+		positive(SectionSendPath, sendPathCase(n), MetricCPUNsPerBatch, EngineWirelaneRef)
+	}
 	if _, ok := r.Ratio(SectionInproc, CaseMTU, MetricGbps, EngineWirelane, EngineWireguardGo); !ok {
 		t.Error("no in-process ratio against wireguard-go")
 	}
@@ -594,6 +598,8 @@ func TestReportRatiosAndTargets(t *testing.T) {
 	r.Add(SectionInproc, CaseSmall, MetricMpps, EngineWirelane, HigherIsBetter, 1.2)
 	r.Add(SectionInproc, CaseMTU, MetricAllocs, EngineWirelane, LowerIsBetter, 0)
 	r.Add(SectionMemory, CasePeers, MetricHeapPerPeer, EngineWireguardGo, LowerIsBetter, 0)
+	r.Add(SectionSendPath, sendPathCase(1), MetricCPUNsPerBatch, EngineWirelane, LowerIsBetter, 20)
+	r.Add(SectionSendPath, sendPathCase(8), MetricCPUNsPerBatch, EngineWirelane, LowerIsBetter, 22)
 
 	m := r.Find(SectionInproc, CaseMTU, MetricGbps, EngineWirelane)
 	if m.Median() != 4.5 || m.Min() != 1 || m.Max() != 100 {
@@ -619,6 +625,7 @@ func TestReportRatiosAndTargets(t *testing.T) {
 		"zero steady-state allocs/packet, 1420 B": Met,
 		"zero steady-state allocs/packet, 64 B":   NotMeasured,
 		"netns TCP 1 stream":                      NotMeasured,
+		"noref send path flat, 1 to 8 threads":    Met, // 22/20 = 1.1x <= 1.25x
 	} {
 		if states[name] != want {
 			t.Errorf("target %q: %v, want %v", name, states[name], want)
@@ -626,6 +633,16 @@ func TestReportRatiosAndTargets(t *testing.T) {
 	}
 	if !math.IsNaN(median(nil)) {
 		t.Error("median of nothing is not NaN")
+	}
+
+	// A route that costs a batch 1.5x as much with 8 threads is not flat.
+	r2 := &Report{}
+	r2.Add(SectionSendPath, sendPathCase(1), MetricCPUNsPerBatch, EngineWirelane, LowerIsBetter, 20)
+	r2.Add(SectionSendPath, sendPathCase(8), MetricCPUNsPerBatch, EngineWirelane, LowerIsBetter, 30)
+	for _, tg := range r2.Targets() {
+		if tg.Name == "noref send path flat, 1 to 8 threads" && (tg.State != NotMet || tg.Measured != "1.50x") {
+			t.Errorf("send path 20 -> 30 ns: %v (%s), want not met (1.50x)", tg.Status(), tg.Measured)
+		}
 	}
 }
 

@@ -13,10 +13,11 @@ const (
 	SectionHandshake = "handshake"
 	SectionMemory    = "memory"
 	SectionBound     = "bound"
+	SectionSendPath  = "sendpath"
 )
 
 // AllSections lists every section in run order.
-var AllSections = []string{SectionInproc, SectionNetns, SectionHandshake, SectionMemory, SectionBound}
+var AllSections = []string{SectionInproc, SectionNetns, SectionHandshake, SectionMemory, SectionBound, SectionSendPath}
 
 // Cases and metrics, as they appear in the table.
 const (
@@ -30,16 +31,17 @@ const (
 	CaseSeal      = "seal 1420 B"
 	CaseOpen      = "open 1420 B"
 
-	MetricGbps         = "Gbit/s"
-	MetricMpps         = "Mpkt/s"
-	MetricCPUPerGB     = "CPU s/GB"
-	MetricAllocs       = "allocs/packet"
-	MetricLoss         = "loss %"
-	MetricHandshakes   = "handshakes/s/core"
-	MetricHeapPerPeer  = "heap B/peer"
-	MetricTotalPerPeer = "heap+stack B/peer"
-	MetricGBps1        = "GB/s 1 core"
-	MetricGBpsAll      = "GB/s all cores"
+	MetricGbps          = "Gbit/s"
+	MetricMpps          = "Mpkt/s"
+	MetricCPUPerGB      = "CPU s/GB"
+	MetricAllocs        = "allocs/packet"
+	MetricLoss          = "loss %"
+	MetricHandshakes    = "handshakes/s/core"
+	MetricHeapPerPeer   = "heap B/peer"
+	MetricTotalPerPeer  = "heap+stack B/peer"
+	MetricGBps1         = "GB/s 1 core"
+	MetricGBpsAll       = "GB/s all cores"
+	MetricCPUNsPerBatch = "CPU ns/batch"
 )
 
 // Config selects what Run measures and for how long.

@@ -48,6 +48,9 @@ func plannedSteps(cfg Config) int {
 	if cfg.Has(SectionBound) {
 		n += 4 * 2 * cfg.Repeats // four measurements, two AEADs
 	}
+	if cfg.Has(SectionSendPath) {
+		n += len(sendPathThreads) * 2 * cfg.Repeats // noref and ref
+	}
 	return n
 }
 
@@ -73,6 +76,7 @@ func Run(cfg Config, command string, fn ProgressFunc) (*Report, error) {
 		{SectionHandshake, handshakeSection},
 		{SectionMemory, memorySection},
 		{SectionBound, boundSection},
+		{SectionSendPath, sendPathSection},
 	}
 	for _, s := range sections {
 		if !cfg.Has(s.name) {

@@ -39,6 +39,11 @@ func (t Target) Status() string {
 // remainder being timers and bookkeeping that do not grow with traffic.
 const MaxSteadyAllocsPerPacket = 0.01
 
+// MaxSendPathGrowth is how much the borrowed route's CPU cost per batch
+// may grow from 1 to 8 sending threads and still count as flat: a quarter,
+// for the noise of a shared machine.
+const MaxSendPathGrowth = 1.25
+
 // Targets judges the report against the project's goals.
 func (r *Report) Targets() []Target {
 	var ts []Target
@@ -82,6 +87,20 @@ func (r *Report) Targets() []Target {
 	gainAtLeast("noref over ref, in-process MTU", "inproc", CaseMTU, MetricGbps, 4)
 	gainAtLeast("noref over ref, in-process small", "inproc", CaseSmall, MetricMpps, 4)
 	gainAtLeast("noref over ref, netns TCP 1 stream", "netns", CaseTCP1, MetricGbps, 4)
+	{
+		// Flat: the borrowed route costs a batch no more with 8 threads
+		// sending at once than with 1 (within MaxSendPathGrowth).
+		most := sendPathThreads[len(sendPathThreads)-1]
+		t := Target{Name: "noref send path flat, 1 to " + fmt.Sprint(most) + " threads", Want: fmt.Sprintf("<= %.2fx CPU ns/batch", MaxSendPathGrowth)}
+		one := r.Find(SectionSendPath, sendPathCase(1), MetricCPUNsPerBatch, EngineWirelane)
+		many := r.Find(SectionSendPath, sendPathCase(most), MetricCPUNsPerBatch, EngineWirelane)
+		if one != nil && many != nil && one.Median() > 0 && !math.IsNaN(many.Median()) {
+			v := many.Median() / one.Median()
+			t.Measured = fmt.Sprintf("%.2fx", v)
+			t.State = judge(v <= MaxSendPathGrowth)
+		}
+		ts = append(ts, t)
+	}
 	ratioAtLeast("handshakes/s per core", "handshake", CaseHandshake, MetricHandshakes, EngineWirelane, EngineWireguardGo, 1)
 	ratioAtMost("memory/peer (heap)", "memory", CasePeers, MetricHeapPerPeer, EngineWirelane, EngineWireguardGo, 1)
 	ratioAtMost("memory/peer (heap+stacks)", "memory", CasePeers, MetricTotalPerPeer, EngineWirelane, EngineWireguardGo, 1)
