@@ -68,8 +68,8 @@ func newGatherer(d wgtun.Device) *gatherer {
 		return nil
 	}
 	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil
+	if err != nil || !nonBlocking(rc) {
+		return nil // a blocking descriptor: extra reads could wait
 	}
 	g := &gatherer{rc: rc}
 	g.more = g.readable

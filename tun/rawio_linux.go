@@ -39,14 +39,14 @@ type rawIO struct {
 
 // newRawIO returns a rawIO making system call nr on d's descriptor, or
 // nil when d's file does not carry virtio-net headers (offloads off: then
-// the tun package's own Read and Write are all there is).
+// the tun package's own Read and Write are all there is) or is blocking.
 func newRawIO(d wgtun.Device, nr uintptr) *rawIO {
 	f := d.File()
 	if f == nil || !hasVnetHdr(f) {
 		return nil
 	}
 	rc, err := f.SyscallConn()
-	if err != nil {
+	if err != nil || !nonBlocking(rc) {
 		return nil
 	}
 	r := &rawIO{rc: rc, nr: nr, name: "write", done: rc.Write}
@@ -90,4 +90,20 @@ func (r *rawIO) do(buf []byte) (int, error) {
 		return 0, err
 	}
 	return r.n, nil
+}
+
+// nonBlocking reports whether the descriptor behind rc is non-blocking.
+// A raw call must never wait: on a blocking descriptor (a TUN file handed
+// over with WG_TUN_FD without O_NONBLOCK, which os.NewFile then leaves out
+// of the poller) a raw read would hold its thread, and with one Go thread
+// the whole process, until a packet came.
+func nonBlocking(rc syscall.RawConn) bool {
+	ok := false
+	if err := rc.Control(func(fd uintptr) {
+		flags, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
+		ok = err == nil && flags&unix.O_NONBLOCK != 0
+	}); err != nil {
+		return false
+	}
+	return ok
 }

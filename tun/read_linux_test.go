@@ -5,9 +5,11 @@ package tun
 import (
 	"bytes"
 	"net"
+	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
+	wgtun "golang.zx2c4.com/wireguard/tun"
 )
 
 // On a real TUN device: a UDP send with segmentation offload reaches the
@@ -85,5 +87,52 @@ func TestReadSplitsAUDPTrain(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(10, func() { readTrain() }); allocs != 0 {
 		t.Fatalf("%v allocations per send and Read", allocs)
+	}
+}
+
+// A TUN device whose file is blocking gets none of the raw paths: a raw
+// read on it would hold the thread (with one Go thread, the process) until
+// a packet came. CreateTUNFromFile makes such a file non-blocking first
+// (so the daemon's WG_TUN_FD gets the raw paths); a device made elsewhere
+// keeps the tun package's own Read and Write.
+func TestBlockingFileGetsNoRawPaths(t *testing.T) {
+	needTUN(t)
+	open := func() (*os.File, string) {
+		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0) // blocking
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := uniqueName("wlb")
+		ifr, err := unix.NewIfreq(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
+		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+			unix.Close(fd)
+			t.Fatal(err)
+		}
+		return os.NewFile(uintptr(fd), "/dev/net/tun"), name
+	}
+
+	f, _ := open()
+	d, err := wgtun.CreateTUNFromFile(f, 1400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if r, w, g := newRawReader(d), newGROWriter(d), newGatherer(d); r != nil || w != nil || g != nil {
+		t.Fatalf("blocking file: raw reader %v, raw writer %v, gatherer %v; want none", r != nil, w != nil, g != nil)
+	}
+
+	f2, _ := open()
+	d2, err := CreateTUNFromFile(f2, 1400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d2.Close() })
+	n := d2.(*nsDevice)
+	if _, raw := n.reader.(*rawReader); !raw || n.gro == nil || n.gather == nil {
+		t.Fatalf("CreateTUNFromFile with a blocking file: raw reader %v, raw writer %v, gatherer %v; want all", raw, n.gro != nil, n.gather != nil)
 	}
 }
