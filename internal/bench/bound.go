@@ -28,6 +28,40 @@ const boundSize = 1420
 // second.
 const boundWindow = time.Second
 
+// timedWorkers runs workers goroutines for window and returns the work
+// units they report and the time from start to the last one's end. Each
+// calls work(stop) once; work counts units until stop is set and returns
+// its count, or an error that ends the measurement.
+func timedWorkers(workers int, window time.Duration, work func(stop *atomic.Bool) (uint64, error)) (uint64, time.Duration, error) {
+	var stop atomic.Bool
+	var total atomic.Uint64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := work(&stop)
+			if err != nil {
+				errs <- err
+				return
+			}
+			total.Add(n)
+		}()
+	}
+	time.Sleep(window)
+	stop.Store(true)
+	wg.Wait()
+	elapsed := time.Since(start)
+	select {
+	case err := <-errs:
+		return 0, elapsed, err
+	default:
+	}
+	return total.Load(), elapsed, nil
+}
+
 // aeadRate returns GB/s of plaintext sealed (or opened, when open is true)
 // by workers goroutines during window.
 func aeadRate(newAEAD func([]byte) (cipher.AEAD, error), open bool, workers int, window time.Duration) (float64, error) {
@@ -39,46 +73,30 @@ func aeadRate(newAEAD func([]byte) (cipher.AEAD, error), open bool, workers int,
 	if err != nil {
 		return 0, err
 	}
-	var stop atomic.Bool
-	var total atomic.Uint64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	start := time.Now()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			plain := make([]byte, boundSize)
-			out := make([]byte, 0, boundSize+aead.Overhead())
-			nonce := make([]byte, aead.NonceSize())
-			sealed := aead.Seal(nil, nonce, plain, nil)
-			var n uint64
-			for !stop.Load() {
-				for i := 0; i < 64; i++ {
-					if open {
-						if _, err := aead.Open(out[:0], nonce, sealed, nil); err != nil {
-							errs <- err
-							return
-						}
-					} else {
-						out = aead.Seal(out[:0], nonce, plain, nil)
+	total, elapsed, err := timedWorkers(workers, window, func(stop *atomic.Bool) (uint64, error) {
+		plain := make([]byte, boundSize)
+		out := make([]byte, 0, boundSize+aead.Overhead())
+		nonce := make([]byte, aead.NonceSize())
+		sealed := aead.Seal(nil, nonce, plain, nil)
+		var n uint64
+		for !stop.Load() {
+			for i := 0; i < 64; i++ {
+				if open {
+					if _, err := aead.Open(out[:0], nonce, sealed, nil); err != nil {
+						return 0, fmt.Errorf("open failed: %w", err)
 					}
+				} else {
+					out = aead.Seal(out[:0], nonce, plain, nil)
 				}
-				n += 64
 			}
-			total.Add(n)
-		}()
+			n += 64
+		}
+		return n, nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	time.Sleep(window)
-	stop.Store(true)
-	wg.Wait()
-	elapsed := time.Since(start)
-	select {
-	case err := <-errs:
-		return 0, fmt.Errorf("open failed: %w", err)
-	default:
-	}
-	return float64(total.Load()) * boundSize / elapsed.Seconds() / 1e9, nil
+	return float64(total) * boundSize / elapsed.Seconds() / 1e9, nil
 }
 
 // boundSection measures seal and open on one core and on all cores.

@@ -73,58 +73,42 @@ func sendPathRate(ref bool, threads int, window time.Duration) (float64, error) 
 	cache.Set(ep)
 	refEP.Set(ep)
 
-	var stop atomic.Bool
-	var total atomic.Uint64
-	var wg sync.WaitGroup
-	errs := make(chan error, threads)
-	start := time.Now()
-	for range threads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tx, release := conn.NewSender(sinkBind{})
-			defer release()
-			rd := rcu.NewReader()
-			defer rd.Release()
-			bufs := make([][]byte, sendPathBatch)
-			for i := range bufs {
-				bufs[i] = make([]byte, 1200)
-			}
-			var n uint64
-			for !stop.Load() {
-				for range 256 {
-					var err error
-					if ref {
-						err = refEP.Send(tx, &devMu, bufs)
-					} else {
-						rd.Enter()
-						err = tx.Send(bufs, cache.Borrow())
-						rd.Exit()
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
+	total, elapsed, err := timedWorkers(threads, window, func(stop *atomic.Bool) (uint64, error) {
+		tx, release := conn.NewSender(sinkBind{})
+		defer release()
+		rd := rcu.NewReader()
+		defer rd.Release()
+		bufs := make([][]byte, sendPathBatch)
+		for i := range bufs {
+			bufs[i] = make([]byte, 1200)
+		}
+		var n uint64
+		for !stop.Load() {
+			for range 256 {
+				var err error
+				if ref {
+					err = refEP.Send(tx, &devMu, bufs)
+				} else {
+					rd.Enter()
+					err = tx.Send(bufs, cache.Borrow())
+					rd.Exit()
 				}
-				n += 256
+				if err != nil {
+					return 0, err
+				}
 			}
-			total.Add(n)
-		}()
-	}
-	time.Sleep(window)
-	stop.Store(true)
-	wg.Wait()
-	elapsed := time.Since(start)
-	select {
-	case err := <-errs:
+			n += 256
+		}
+		return n, nil
+	})
+	if err != nil {
 		return 0, err
-	default:
 	}
-	if total.Load() == 0 {
+	if total == 0 {
 		return 0, errors.New("bench: no batch sent")
 	}
 	cpus := float64(min(threads, runtime.NumCPU()))
-	return float64(elapsed.Nanoseconds()) * cpus / float64(total.Load()), nil
+	return float64(elapsed.Nanoseconds()) * cpus / float64(total), nil
 }
 
 // sendPathSection measures noref and ref mode at every thread count.
