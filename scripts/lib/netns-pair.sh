@@ -23,7 +23,14 @@ pair_up() {
 		echo $! >"$work/pid-$i$s"
 	done
 	for s in a b; do
-		for _ in $(seq 100); do wg show "$PAIR_TAG$i$s" >/dev/null 2>&1 && break; sleep 0.05; done
+		# Up to 20 s, for a loaded machine (5 s was once too short); a
+		# daemon that never comes up is reported with its log.
+		for _ in $(seq 400); do wg show "$PAIR_TAG$i$s" >/dev/null 2>&1 && break; sleep 0.05; done
+		wg show "$PAIR_TAG$i$s" >/dev/null 2>&1 || {
+			echo "daemon for $PAIR_TAG$i$s ($bin) did not come up; its log:" >&2
+			cat "$work/daemon-$i$s.log" >&2
+			return 1
+		}
 		wg genkey >"$work/key-$i$s"
 	done
 	pa=$((PAIR_PORT + i * 2)); pb=$((pa + 1))
