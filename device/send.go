@@ -28,17 +28,16 @@ package device
 import (
 	"encoding/binary"
 	"errors"
-	"io"
 	"os"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	wgtun "golang.zx2c4.com/wireguard/tun"
 
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device/noise"
+	"github.com/wirelane/wirelane/tun"
 )
 
 const tunOffset = noise.MessageTransportHeaderSize
@@ -181,13 +180,10 @@ func (d *Device) takeScratch(pkts []*packet, pkt []byte) bool {
 }
 
 // tunReadFatal reports whether a TUN read error means the device is gone
-// or broken (a closed file, a failing system call) rather than one packet
-// the device could not deliver.
+// or broken (tun.ReadFatal, or the engine's own closed errors) rather than
+// one packet the device could not deliver.
 func tunReadFatal(err error) bool {
-	var pe *os.PathError
-	var errno syscall.Errno
-	return isClosedErr(err) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) ||
-		errors.As(err, &pe) || errors.As(err, &errno)
+	return isClosedErr(err) || tun.ReadFatal(err)
 }
 
 func containsPeer(ps []*peer, p *peer) bool {

@@ -5,7 +5,10 @@
 package tun
 
 import (
+	"errors"
+	"io"
 	"os"
+	"syscall"
 
 	wgtun "golang.zx2c4.com/wireguard/tun"
 )
@@ -44,4 +47,15 @@ type Device interface {
 	Close() error
 	// BatchSize is the largest number of packets one Read or Write moves.
 	BatchSize() int
+}
+
+// ReadFatal reports whether an error from Device.Read means the device is
+// gone or broken (closed, at its end, or a failing system call) rather
+// than one packet it could not deliver, which the caller drops before
+// reading on.
+func ReadFatal(err error) bool {
+	var pe *os.PathError
+	var errno syscall.Errno
+	return errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) ||
+		errors.As(err, &pe) || errors.As(err, &errno)
 }

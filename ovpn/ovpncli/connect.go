@@ -388,7 +388,7 @@ func pumpFromTUN(d tun.Device, cur *atomic.Pointer[client.Session], block *atomi
 		}
 		switch {
 		case err == nil || errors.Is(err, tun.ErrTooManySegments):
-		case tunReadFatal(err):
+		case tun.ReadFatal(err):
 			return
 		default:
 			if s := segmentBufSize(d); s > size {
@@ -409,14 +409,4 @@ func segmentBufSize(d tun.Device) int {
 		m = 1500
 	}
 	return tunOffset + min(m, 65535)
-}
-
-// tunReadFatal reports whether a device read error ends the pump: the
-// device was closed or went away, or the system call failed. Other errors
-// are about one packet, which is dropped.
-func tunReadFatal(err error) bool {
-	var errno syscall.Errno
-	var pe *os.PathError
-	return errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) ||
-		errors.As(err, &errno) || errors.As(err, &pe)
 }

@@ -70,6 +70,8 @@ func TestPumpFromTUNBuffers(t *testing.T) {
 	}
 }
 
+// The pump ends on what tun.ReadFatal calls fatal, and reads on after
+// errors about one packet.
 func TestTUNReadFatal(t *testing.T) {
 	for _, c := range []struct {
 		err   error
@@ -82,8 +84,8 @@ func TestTUNReadFatal(t *testing.T) {
 		{errors.New("tun: unsupported GSO type 3"), false},
 		{fmt.Errorf("tun: packet of 70000 bytes does not fit"), false},
 	} {
-		if got := tunReadFatal(c.err); got != c.fatal {
-			t.Errorf("tunReadFatal(%v) = %v, want %v", c.err, got, c.fatal)
+		if got := tun.ReadFatal(c.err); got != c.fatal {
+			t.Errorf("tun.ReadFatal(%v) = %v, want %v", c.err, got, c.fatal)
 		}
 	}
 }
