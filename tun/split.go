@@ -131,13 +131,7 @@ func split(in []byte, bufs [][]byte, sizes []int, offset int) (int, error) {
 	}
 
 	// The pseudo-header's addresses and protocol, summed once.
-	var ps uint64
-	if v6 {
-		ps = inetsum.Add(0, pkt[8:40])
-	} else {
-		ps = inetsum.Add(0, pkt[12:20])
-	}
-	ps += uint64(l4)
+	ps := addrSum(pkt, v6) + uint64(l4)
 	var id uint16
 	var seq uint32
 	if !v6 {
@@ -158,7 +152,7 @@ func split(in []byte, bufs [][]byte, sizes []int, offset int) (int, error) {
 			binary.BigEndian.PutUint16(out[2:4], uint16(len(out)))
 			binary.BigEndian.PutUint16(out[4:6], id+uint16(i))
 			out[10], out[11] = 0, 0
-			binary.BigEndian.PutUint16(out[10:12], ^inetsum.Fold(inetsum.Add(0, out[:iphLen])))
+			binary.BigEndian.PutUint16(out[10:12], inetsum.Checksum(out[:iphLen]))
 		}
 		th := out[iphLen:]
 		if l4 == 6 {

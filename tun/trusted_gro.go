@@ -258,16 +258,10 @@ func finish(b []byte, offset int, s *tcpSeg) {
 		} else {
 			binary.BigEndian.PutUint16(pkt[2:4], uint16(len(pkt)))
 			pkt[10], pkt[11] = 0, 0
-			binary.BigEndian.PutUint16(pkt[10:12], ^inetsum.Fold(inetsum.Add(0, pkt[:s.iphLen])))
+			binary.BigEndian.PutUint16(pkt[10:12], inetsum.Checksum(pkt[:s.iphLen]))
 		}
 	}
-	var ps uint64
-	if s.v6 {
-		ps = inetsum.Add(0, pkt[8:40])
-	} else {
-		ps = inetsum.Add(0, pkt[12:20])
-	}
-	ps += 6 + uint64(len(pkt)-s.iphLen)
+	ps := addrSum(pkt, s.v6) + 6 + uint64(len(pkt)-s.iphLen)
 	binary.BigEndian.PutUint16(pkt[s.iphLen+tcpCsumOffset:], inetsum.Fold(ps))
 
 	h := b[offset-VirtioHeaderLen : offset]
@@ -283,4 +277,13 @@ func finish(b []byte, offset int, s *tcpSeg) {
 			h[1] = virtioGSOTCPv6
 		}
 	}
+}
+
+// addrSum is the part of a transport pseudo-header sum that comes from
+// the IP header: the source and destination addresses of pkt.
+func addrSum(pkt []byte, v6 bool) uint64 {
+	if v6 {
+		return inetsum.Add(0, pkt[8:40])
+	}
+	return inetsum.Add(0, pkt[12:20])
 }
