@@ -50,9 +50,7 @@ func TestE2EOpenVPNClientsIPv6(t *testing.T) {
 		ns   *netns.NS
 		info ClientInfo
 	}{{c1NS, i1}, {c2NS, i2}} {
-		if a := netns.Run(t, c.ns, "ip", "-6", "addr", "show", "dev", "tun0"); !strings.Contains(a, c.info.Address6.String()+"/64") {
-			t.Fatalf("%s: tun0 lacks %s/64:\n%s", c.info.CommonName, c.info.Address6, a)
-		}
+		tun0Has6(t, c.ns, c.info)
 		if r := netns.Run(t, c.ns, "ip", "-6", "route", "show", "dev", "tun0"); !strings.Contains(r, "fd99::/64") {
 			t.Fatalf("%s: pushed route-ipv6 missing:\n%s", c.info.CommonName, r)
 		}
@@ -103,9 +101,7 @@ func TestE2EOpenVPNClientsIPv6Only(t *testing.T) {
 		ns   *netns.NS
 		info ClientInfo
 	}{{c1NS, i1}, {c2NS, i2}} {
-		if a := netns.Run(t, c.ns, "ip", "-6", "addr", "show", "dev", "tun0"); !strings.Contains(a, c.info.Address6.String()+"/64") {
-			t.Fatalf("%s: tun0 lacks %s/64:\n%s", c.info.CommonName, c.info.Address6, a)
-		}
+		tun0Has6(t, c.ns, c.info)
 		if a := netns.Run(t, c.ns, "ip", "-4", "addr", "show", "dev", "tun0"); strings.Contains(a, "inet ") {
 			t.Fatalf("%s: tun0 has an IPv4 address:\n%s", c.info.CommonName, a)
 		}
@@ -115,5 +111,14 @@ func TestE2EOpenVPNClientsIPv6Only(t *testing.T) {
 	s.Close()
 	if err := <-attached; err != nil {
 		t.Fatalf("AttachTUN: %v", err)
+	}
+}
+
+// tun0Has6 fails unless the openvpn client in ns has the IPv6 address the
+// server lists for it on tun0.
+func tun0Has6(t *testing.T, ns *netns.NS, info ClientInfo) {
+	t.Helper()
+	if a := netns.Run(t, ns, "ip", "-6", "addr", "show", "dev", "tun0"); !strings.Contains(a, info.Address6.String()+"/64") {
+		t.Fatalf("%s: tun0 lacks %s/64:\n%s", info.CommonName, info.Address6, a)
 	}
 }
