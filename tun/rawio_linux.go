@@ -3,7 +3,6 @@
 package tun
 
 import (
-	"errors"
 	"os"
 	"syscall"
 	"unsafe"
@@ -75,19 +74,22 @@ func (r *rawIO) once(fd uintptr) bool {
 
 // do reads into or writes buf (not empty) and returns the bytes moved.
 // A device that went away (EBADFD: its interface was deleted) or was
-// closed gives os.ErrClosed.
+// closed gives os.ErrClosed, as the tun package's Read and Write do.
 func (r *rawIO) do(buf []byte) (int, error) {
 	r.buf, r.errno = buf, 0
 	err := r.done(r.fn)
 	r.buf = nil // keep no caller buffer alive
-	if err == nil && r.errno != 0 {
-		err = os.NewSyscallError(r.name, r.errno)
-	}
-	if errors.Is(err, syscall.EBADFD) || errors.Is(err, os.ErrClosed) {
+	if err != nil {
+		// The poller's own errors all mean the file is closed or
+		// closing (it returns them unwrapped, as "use of closed file",
+		// where os.File's Read and Write say os.ErrClosed).
 		return 0, os.ErrClosed
 	}
-	if err != nil {
-		return 0, err
+	if r.errno == syscall.EBADFD {
+		return 0, os.ErrClosed
+	}
+	if r.errno != 0 {
+		return 0, os.NewSyscallError(r.name, r.errno)
 	}
 	return r.n, nil
 }
