@@ -4,6 +4,7 @@ package tun
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -367,5 +368,28 @@ func TestNamespaceDeletionEndsTheDevice(t *testing.T) {
 		t.Logf("Read after the namespace was deleted: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("Read did not fail within 10s of the interface's namespace being deleted: something keeps the namespace alive")
+	}
+}
+
+// A deleted interface ends the device even when no Read is waiting to
+// see it: the follower closes it, and the next Read says so.
+func TestDeletedInterfaceClosesTheDevice(t *testing.T) {
+	needTUN(t)
+	name := uniqueName("wld")
+	d, err := CreateTUN(name, 1420)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	runIP(t, "link", "del", name)
+	n := d.(*nsDevice)
+	select {
+	case <-n.stop:
+	case <-time.After(10 * followInterval):
+		t.Fatalf("device still open %v after its interface was deleted", 10*followInterval)
+	}
+	bufs := [][]byte{make([]byte, 16+1<<16)}
+	if _, err := d.Read(bufs, make([]int, 1), 16); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("Read after the deletion: %v, want os.ErrClosed", err)
 	}
 }

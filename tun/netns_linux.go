@@ -233,25 +233,37 @@ func (n *nsDevice) MTU() (int, error) {
 
 // follow polls the interface's namespace and MTU while it is away from
 // home, and reports a move or an MTU change there as EventMTUUpdate. It
-// returns when the interface is gone, the kernel cannot tell its
-// namespace, or the device is closed.
+// returns when the kernel cannot tell the interface's namespace or the
+// device is closed, and closes the device when the interface is gone.
 func (n *nsDevice) follow() {
 	t := time.NewTicker(followInterval)
 	defer t.Stop()
 	last, lastMTU := n.home, 0
+	known := false // TUNGETDEVNETNS has answered at least once
 	for {
 		ns, mtu, err := n.where()
 		switch {
 		case err == nil:
+			known = true
 			if ns != last || (ns != n.home && mtu != lastMTU) {
 				last, lastMTU = ns, mtu
 				if !n.emit(EventMTUUpdate) {
 					return
 				}
 			}
-		case errors.Is(err, syscall.ENOTTY) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EBADFD) || errors.Is(err, os.ErrClosed):
-			// No TUNGETDEVNETNS, or the interface was deleted (the
-			// owner learns that from Read): nothing left to follow.
+		case errors.Is(err, syscall.EBADFD):
+			// The interface was deleted. The owner's Read learns that
+			// too, but only if it is woken; a device must not outlive
+			// its interface because a wake-up went missing, so it ends
+			// here as well (Read then returns os.ErrClosed).
+			n.Close()
+			return
+		case errors.Is(err, syscall.EINVAL) && known:
+			// The interface's namespace is being dismantled; the
+			// interface goes with it shortly: keep looking.
+		case errors.Is(err, syscall.ENOTTY) || errors.Is(err, syscall.EINVAL) || errors.Is(err, os.ErrClosed):
+			// No TUNGETDEVNETNS, or the device was closed: nothing left
+			// to follow.
 			return
 		default:
 			// The interface moved between the look-ups, or its name
