@@ -23,6 +23,7 @@ var AllSections = []string{SectionInproc, SectionNetns, SectionHandshake, Sectio
 const (
 	CaseMTU       = "1420 B"
 	CaseSmall     = "64 B"
+	CaseSmallOne  = "64 B, 1 in flight"
 	CaseTCP1      = "TCP x1"
 	CaseTCP4      = "TCP x4"
 	CaseUDP       = "UDP 1392 B"
@@ -112,10 +113,11 @@ func QuickConfig() Config {
 // GeneratorMode describes the in-process generator this configuration
 // runs, for the report.
 func (c Config) GeneratorMode() string {
+	one := fmt.Sprintf("; %q: closed loop, one packet in flight", CaseSmallOne)
 	if c.OpenLoop {
-		return "open loop (unlimited: the sender reads as fast as it can, excess is dropped by the loopback socket)"
+		return "open loop (unlimited: the sender reads as fast as it can, excess is dropped by the loopback socket)" + one
 	}
-	return fmt.Sprintf("closed loop (at most %d packets in flight; written off as lost after %v without a delivery)", c.Window, c.LossTimeout)
+	return fmt.Sprintf("closed loop (at most %d packets in flight; written off as lost after %v without a delivery)", c.Window, c.LossTimeout) + one
 }
 
 // Has reports whether the section is selected.

@@ -11,7 +11,8 @@ package bench
 // than Config.Window are in flight, that is read from A and not yet written
 // to B: a sender cannot outrun its receiver and flood the loopback socket,
 // so both engines are measured at the rate the whole tunnel sustains.
-// Open loop (Config.OpenLoop), A's Read never waits.
+// Open loop (Config.OpenLoop), A's Read never waits. The case with one
+// packet in flight is always a closed loop of one: request/response.
 //
 // One run: fresh key pairs and devices, peers configured through UAPI, the
 // generator started, the first delivered packet awaited (handshake done),
@@ -34,13 +35,33 @@ var (
 // inprocMTU is the TUN MTU in every in-process run.
 const inprocMTU = 1420
 
-// inprocCase is one packet size.
+// inprocCase is one packet size and generator.
 type inprocCase struct {
 	name string
 	size int
+	// oneInFlight runs the closed loop with a single packet in flight,
+	// whatever Config says: request/response traffic, where every batch
+	// through the tunnel holds one packet and so every per-batch cost
+	// (the route among them) is a per-packet cost.
+	oneInFlight bool
 }
 
-var inprocCases = []inprocCase{{CaseMTU, 1420}, {CaseSmall, 64}}
+var inprocCases = []inprocCase{
+	{name: CaseMTU, size: 1420},
+	{name: CaseSmall, size: 64},
+	{name: CaseSmallOne, size: 64, oneInFlight: true},
+}
+
+// config is cfg as this case runs it.
+func (c inprocCase) config(cfg Config) Config {
+	if c.oneInFlight {
+		cfg.OpenLoop, cfg.Window = false, 1
+		if cfg.LossTimeout <= 0 {
+			cfg.LossTimeout = DefaultLossTimeout
+		}
+	}
+	return cfg
+}
 
 // inprocResult is what one run measured.
 type inprocResult struct {
@@ -184,7 +205,7 @@ func inprocSection(r *Report, cfg Config, p *progress) error {
 			for i := range engines {
 				eng := engines[(i+rep)%len(engines)]
 				p.step(fmt.Sprintf("inproc %s %s, repeat %d/%d", c.name, eng.name, rep+1, cfg.Repeats))
-				res, err := runInproc(eng, c.size, cfg)
+				res, err := runInproc(eng, c.size, c.config(cfg))
 				if err != nil {
 					return fmt.Errorf("inproc %s: %w", c.name, err)
 				}
