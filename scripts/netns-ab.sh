@@ -8,6 +8,11 @@
 # ratios to the first binary. Any daemon with wireguard-go's command line
 # works (wirelaned, wireguard-go, wirelaned with --ref-mode).
 #
+# With PING=N in the environment each run is instead a flood ping of N
+# echo requests (ping -f: one in flight, request/response traffic) and
+# prints round trips per second and CPU microseconds per round trip; the
+# end prints their medians and ratios. SECONDS is then unused.
+#
 # Usage (root; needs ip, wg, iperf3, python3):
 #   scripts/netns-ab.sh ROUNDS SECONDS NAME=BINARY[:FLAGS] NAME=BINARY[:FLAGS] ...
 # Example:
@@ -15,7 +20,7 @@
 #   go build -o /tmp/wireguard-go golang.zx2c4.com/wireguard
 #   scripts/netns-ab.sh 6 8 wireguard-go=/tmp/wireguard-go wirelane=/tmp/wirelaned
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,22p' "$0" >&2; exit 2; }
 ROUNDS=$1
 SECS=$2
 shift 2
@@ -49,6 +54,39 @@ sleep 0.5
 cpu() { # utime+stime ticks of both daemons of pair $1
 	awk '{s += $14 + $15} END {print s}' "/proc/$(cat "$work/pid-$1a")/stat" "/proc/$(cat "$work/pid-$1b")/stat"
 }
+if [ -n "${PING:-}" ]; then
+	for r in $(seq "$ROUNDS"); do
+		for i in $(seq "$n"); do
+			c0=$(cpu "$i")
+			out=$(ip netns exec "$PAIR_TAG$i-a" ping -f -q -c "$PING" "$PAIR_NET.$i.2")
+			c1=$(cpu "$i")
+			ms=$(sed -n 's/.* received, .*time \([0-9]*\)ms.*/\1/p' <<<"$out")
+			rcvd=$(sed -n 's/.*, \([0-9]*\) received,.*/\1/p' <<<"$out")
+			python3 - "$r" "${names[$((i - 1))]}" "$rcvd" "$ms" "$((c1 - c0))" "$(getconf CLK_TCK)" <<'PY' | tee -a "$work/results"
+import sys
+r, name, rcvd, ms, ticks, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+print(f"round {r} {name} {rcvd / (ms / 1000):.0f} round-trips/s {ticks / hz / rcvd * 1e6:.1f} CPU-us/round-trip")
+PY
+		done
+	done
+	python3 - "$work/results" "${names[@]}" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+names = sys.argv[2:]
+g = {n: [float(x[3]) for x in rows if x[2] == n] for n in names}
+c = {n: [float(x[5]) for x in rows if x[2] == n] for n in names}
+base = names[0]
+print()
+print(f"| binary | round trips/s median (min-max) | x {base} | daemon CPU µs per round trip, median | x {base} |")
+print("| --- | --- | --- | --- | --- |")
+for n in names:
+    print(f"| {n} | {statistics.median(g[n]):.0f} ({min(g[n]):.0f}-{max(g[n]):.0f}) | "
+          f"{statistics.median(g[n]) / statistics.median(g[base]):.3f}x | {statistics.median(c[n]):.1f} | "
+          f"{statistics.median(c[n]) / statistics.median(c[base]):.3f}x |")
+PY
+	exit 0
+fi
+
 for r in $(seq "$ROUNDS"); do
 	for i in $(seq "$n"); do
 		c0=$(cpu "$i")
