@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where the CPU goes in a namespace tunnel: iperf3 TCP (one stream) through
+# Where the CPU goes in a namespace tunnel: iperf3 TCP (one stream, or STREAMS) through
 # Wirelane and through wireguard-go, alternated, while `perf record -a`
 # samples every CPU. Each sample is put in one bucket (the daemons' crypto,
 # the daemons' other user code, the daemons' kernel time, iperf3, idle or
@@ -11,6 +11,7 @@
 # Usage (root; needs ip, wg, iperf3, perf, python3):
 #   scripts/netns-breakdown.sh [ROUNDS] [SECONDS]      (default 3 rounds of 8 s)
 #   KEEP=/tmp/bd scripts/netns-breakdown.sh ...        (also keep the samples)
+#   STREAMS=4 scripts/netns-breakdown.sh ...           (4 parallel TCP streams)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-3}"
@@ -50,7 +51,7 @@ for r in $(seq "$ROUNDS"); do
 		echo "round $r/$ROUNDS: $name" >&2
 		(sleep 1; perf record -a -F "$HZ" -o "$work/$name-$r.data" -- sleep $((SECS - 2)) >/dev/null 2>&1) &
 		perfpid=$!
-		ip netns exec "$PAIR_TAG$i-a" iperf3 -c "$PAIR_NET.$i.2" -t "$SECS" -J >"$work/$name-$r.json"
+		ip netns exec "$PAIR_TAG$i-a" iperf3 -c "$PAIR_NET.$i.2" -t "$SECS" -P "${STREAMS:-1}" -J >"$work/$name-$r.json"
 		wait "$perfpid"
 		perf script -i "$work/$name-$r.data" -F comm,ip,sym,dso 2>/dev/null >"$work/$name-$r.txt"
 	done
