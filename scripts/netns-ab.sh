@@ -8,6 +8,7 @@
 # ratios to the first binary. Any daemon with wireguard-go's command line
 # works (wirelaned, wireguard-go, wirelaned with --ref-mode).
 #
+# STREAMS=N in the environment runs N parallel TCP streams (iperf3 -P N).
 # With PING=N in the environment each run is instead a flood ping of N
 # echo requests (ping -f: one in flight, request/response traffic) and
 # prints round trips per second and CPU microseconds per round trip; the
@@ -20,7 +21,7 @@
 #   go build -o /tmp/wireguard-go golang.zx2c4.com/wireguard
 #   scripts/netns-ab.sh 6 8 wireguard-go=/tmp/wireguard-go wirelane=/tmp/wirelaned
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,22p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,23p' "$0" >&2; exit 2; }
 ROUNDS=$1
 SECS=$2
 shift 2
@@ -90,7 +91,7 @@ fi
 for r in $(seq "$ROUNDS"); do
 	for i in $(seq "$n"); do
 		c0=$(cpu "$i")
-		ip netns exec "$PAIR_TAG$i-a" iperf3 -c "$PAIR_NET.$i.2" -t "$SECS" -J >"$work/run.json"
+		ip netns exec "$PAIR_TAG$i-a" iperf3 -c "$PAIR_NET.$i.2" -t "$SECS" -P "${STREAMS:-1}" -J >"$work/run.json"
 		c1=$(cpu "$i")
 		python3 - "$r" "${names[$((i - 1))]}" "$SECS" "$((c1 - c0))" "$(getconf CLK_TCK)" "$work/run.json" <<'PY' | tee -a "$work/results"
 import json, sys

@@ -58,7 +58,7 @@ for r in $(seq "$ROUNDS"); do
 done
 
 python3 - "$work" "$ROUNDS" "$SECS" "$HZ" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 work, rounds, secs, hz = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 buckets = ["daemon crypto", "daemon other user", "daemon kernel", "iperf3", "idle, softirq", "other"]
 res = {}
@@ -94,7 +94,8 @@ for name in ["wireguard-go", "wirelaned"]:
             rows[b].append(n[b] / hz / gb)
         rows["Gbit/s"].append(gbps)
     res[name] = rows
-print(f"netns TCP, 1 stream, MTU 1420, {rounds} rounds of {secs:.0f} s, perf at {hz:.0f} Hz on every CPU; medians")
+streams = os.environ.get("STREAMS", "1")
+print(f"netns TCP, {streams} stream(s), MTU 1420, {rounds} rounds of {secs:.0f} s, perf at {hz:.0f} Hz on every CPU; medians")
 print()
 print("| bucket (CPU s per GB) | wireguard-go | Wirelane |")
 print("| --- | ---: | ---: |")
