@@ -13,7 +13,8 @@ import (
 
 // groWriter writes TCP packets to a TUN device with virtio-net headers
 // itself (trusted_gro.go), each with one raw write(2) (rawio_linux.go),
-// and hands every other packet to the wireguard tun package's Write.
+// and hands every other packet to the wireguard tun package's Write (which
+// merges UDP), except a lone one, which it also writes raw.
 type groWriter struct {
 	mu sync.Mutex // serializes Writes; guards the fields below
 	g  trustedGRO
@@ -54,7 +55,8 @@ func hasVnetHdr(f *os.File) bool {
 }
 
 // write writes bufs (packets at offset, offset >= VirtioHeaderLen): TCP
-// merged and marked by this package, the rest through fallback. It
+// merged and marked by this package, the rest through fallback, or here
+// when the rest is a single packet. It
 // returns the bytes written, virtio-net headers included.
 func (w *groWriter) write(fallback wgtun.Device, bufs [][]byte, offset int) (int, error) {
 	if offset < VirtioHeaderLen {
@@ -77,7 +79,28 @@ func (w *groWriter) write(fallback wgtun.Device, bufs [][]byte, offset int) (int
 		}
 		total += n
 	}
-	if len(g.rest) > 0 {
+	switch len(g.rest) {
+	case 0:
+	case 1:
+		// Nothing for the fallback to merge it with: written here, raw,
+		// with the zero virtio-net header the fallback would give it.
+		// The fallback's write(2) goes through the runtime's system call
+		// bookkeeping, which wakes the runtime's monitor thread (sysmon)
+		// from its idle sleep: with request/response traffic, one packet
+		// per batch, that was a wake-up and two task switches per packet.
+		b := g.rest[0][offset-VirtioHeaderLen:]
+		g.rest[0] = nil // drop the reference to the caller's buffer
+		clear(b[:VirtioHeaderLen])
+		n, err := w.io.do(b)
+		if errors.Is(err, os.ErrClosed) {
+			return total, os.ErrClosed
+		}
+		if err != nil {
+			errs = errors.Join(errs, err)
+		} else {
+			total += n
+		}
+	default:
 		n, err := fallback.Write(g.rest, offset)
 		total += n
 		if err != nil {
