@@ -130,9 +130,13 @@ func TestNetnsVethQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range netnsTests {
-		m := r.Find(SectionNetns, c.name, MetricGbps, EngineVeth)
-		if m == nil || !(m.Median() > 0) {
-			t.Errorf("veth %s: %v", c.name, m)
+		metric := MetricGbps
+		if c.ping {
+			metric = MetricRoundTrips
+		}
+		m := r.Find(SectionNetns, c.name, metric, EngineVeth)
+		if m == nil || !(m.Median() > 0) || math.IsInf(m.Median(), 0) {
+			t.Errorf("veth %s %s: %v", c.name, metric, m)
 		}
 	}
 	out, _ := exec.Command("ip", "netns", "list").Output()
@@ -231,6 +235,59 @@ func FuzzParseIperf(f *testing.F) {
 		res, err := parseIperf(out, udp)
 		if err == nil && (!(res.bitsPerSecond >= 0) || !(res.lostPercent >= 0 && res.lostPercent <= 100)) {
 			t.Fatalf("accepted implausible %+v", res)
+		}
+	})
+}
+
+const pingOut = "PING 10.88.1.2 (10.88.1.2) 56(84) bytes of data.\n \n" +
+	"--- 10.88.1.2 ping statistics ---\n" +
+	"20000 packets transmitted, 19999 received, 0.005% packet loss, time 3634ms\n" +
+	"rtt min/avg/max/mdev = 0.035/0.146/12.805/0.110 ms, pipe 2, ipg/ewma 0.181/0.172 ms\n"
+
+func TestParsePing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		out     string
+		want    pingResult
+		wantErr string
+	}{
+		{"iputils summary", pingOut, pingResult{received: 19999, millis: 3634}, ""},
+		{"errors and duplicates", "5 packets transmitted, 4 received, +1 duplicates, +1 errors, 20% packet loss, time 12ms\n", pingResult{4, 12}, ""},
+		{"no summary", "ping: connect: Network is unreachable\n", pingResult{}, `first line: "ping: connect: Network is unreachable"`},
+		{"nothing answered", "10 packets transmitted, 0 received, 100% packet loss, time 900ms\n", pingResult{}, "no reply"},
+		{"more answers than requests", "1 packets transmitted, 2 received, 0% packet loss, time 9ms\n", pingResult{}, "more replies"},
+		{"no time", "1 packets transmitted, 1 received, 0% packet loss, time 0ms\n", pingResult{}, "no time"},
+		{"too large", "1 packets transmitted, 99999999999999999999 received, 0% packet loss, time 9ms\n", pingResult{}, "out of range"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parsePing([]byte(tc.out))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+	if got := (pingResult{received: 5000, millis: 2000}).roundTripsPerSecond(); got != 2500 {
+		t.Errorf("5000 round trips in 2 s: %v per second, want 2500", got)
+	}
+}
+
+func FuzzParsePing(f *testing.F) {
+	f.Add([]byte(pingOut))
+	f.Add([]byte("3 packets transmitted, 3 received, +2 errors, 0% packet loss, time 1ms"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		res, err := parsePing(out)
+		if err != nil {
+			return
+		}
+		if rt := res.roundTripsPerSecond(); !(rt > 0) || math.IsInf(rt, 0) {
+			t.Fatalf("accepted %+v: %v round trips per second", res, rt)
 		}
 	})
 }

@@ -27,6 +27,7 @@ const (
 	CaseTCP1      = "TCP x1"
 	CaseTCP4      = "TCP x4"
 	CaseUDP       = "UDP 1392 B"
+	CasePing      = "flood ping"
 	CaseHandshake = "full handshake"
 	CasePeers     = "peers via UAPI"
 	CaseSeal      = "seal 1420 B"
@@ -43,6 +44,7 @@ const (
 	MetricGBps1         = "GB/s 1 core"
 	MetricGBpsAll       = "GB/s all cores"
 	MetricCPUNsPerBatch = "CPU ns/batch"
+	MetricRoundTrips    = "round trips/s"
 )
 
 // Config selects what Run measures and for how long.

@@ -37,17 +37,19 @@ const netnsMTU = 1420
 // netnsSetupSteps counts the progress steps before the measurements.
 const netnsSetupSteps = 2
 
-// netnsTest is one iperf3 client invocation.
+// netnsTest is one iperf3 client invocation, or a flood ping.
 type netnsTest struct {
 	name string
 	args []string
 	udp  bool
+	ping bool // ping -f instead of iperf3: request/response, one in flight
 }
 
 var netnsTests = []netnsTest{
-	{CaseTCP1, []string{"-P", "1"}, false},
-	{CaseTCP4, []string{"-P", "4"}, false},
-	{CaseUDP, []string{"-u", "-b", "0", "-l", "1392"}, true},
+	{CaseTCP1, []string{"-P", "1"}, false, false},
+	{CaseTCP4, []string{"-P", "4"}, false, false},
+	{CaseUDP, []string{"-u", "-b", "0", "-l", "1392"}, true, false},
+	{CasePing, nil, false, true},
 }
 
 // netnsEngines lists veth first, then the tunnel engines of cfg.
@@ -308,6 +310,19 @@ func (p *netnsPair) iperf(t netnsTest, d time.Duration) (iperfResult, error) {
 	return iperfResult{}, fmt.Errorf("%s %s: %w", p.engine, t.name, last)
 }
 
+// floodPing sends echo requests from nsA to nsB for d (whole seconds, at
+// least one), each as soon as the previous answer arrived (ping -f), and
+// returns the round trips per second.
+func (p *netnsPair) floodPing(d time.Duration) (float64, error) {
+	secs := max(1, int(d.Round(time.Second)/time.Second))
+	out, err := run(p.nsA, "ping", "-f", "-q", "-w", strconv.Itoa(secs), p.addrB)
+	res, perr := parsePing([]byte(out))
+	if perr != nil {
+		return 0, fmt.Errorf("%s %s: %w", p.engine, CasePing, errors.Join(err, perr))
+	}
+	return res.roundTripsPerSecond(), nil
+}
+
 // buildDaemons builds wireguard-go and wirelaned into dir, unless cfg names
 // binaries.
 func buildDaemons(cfg Config, dir string) (netnsBins, error) {
@@ -345,7 +360,7 @@ func buildDaemons(cfg Config, dir string) (netnsBins, error) {
 func netnsTag() string { return fmt.Sprintf("%04d", os.Getpid()%10000) }
 
 // netnsSection sets up every engine's namespaces, then alternates iperf3
-// runs between them.
+// runs and flood pings between them.
 func netnsSection(r *Report, cfg Config, p *progress) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w: needs root to create namespaces, TUN devices and veth pairs", ErrSkipped)
@@ -396,6 +411,14 @@ func netnsSection(r *Report, cfg Config, p *progress) error {
 			for i := range pairs {
 				pr := pairs[(i+rep)%len(pairs)]
 				p.step(fmt.Sprintf("netns %s %s, repeat %d/%d", t.name, pr.engine, rep+1, cfg.Repeats))
+				if t.ping {
+					rt, err := pr.floodPing(cfg.Duration)
+					if err != nil {
+						return err
+					}
+					r.Add(SectionNetns, t.name, MetricRoundTrips, pr.engine, HigherIsBetter, rt)
+					continue
+				}
 				res, err := pr.iperf(t, cfg.Duration)
 				if err != nil {
 					return err
