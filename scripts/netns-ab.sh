@@ -55,6 +55,27 @@ sleep 0.5
 cpu() { # utime+stime ticks of both daemons of pair $1
 	awk '{s += $14 + $15} END {print s}' "/proc/$(cat "$work/pid-$1a")/stat" "/proc/$(cat "$work/pid-$1b")/stat"
 }
+# summary VALUE-HEADER CPU-HEADER DIGITS: medians and ratios of the result
+# lines ("round R NAME VALUE UNIT CPU UNIT"), one table row per binary.
+summary() {
+	python3 - "$work/results" "$1" "$2" "$3" "${names[@]}" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+vh, ch, d = sys.argv[2], sys.argv[3], int(sys.argv[4])
+names = sys.argv[5:]
+g = {n: [float(x[3]) for x in rows if x[2] == n] for n in names}
+c = {n: [float(x[5]) for x in rows if x[2] == n] for n in names}
+base = names[0]
+print()
+print(f"| binary | {vh} median (min-max) | x {base} | {ch} median | x {base} |")
+print("| --- | --- | --- | --- | --- |")
+for n in names:
+    print(f"| {n} | {statistics.median(g[n]):.{d}f} ({min(g[n]):.{d}f}-{max(g[n]):.{d}f}) | "
+          f"{statistics.median(g[n]) / statistics.median(g[base]):.3f}x | {statistics.median(c[n]):.2f} | "
+          f"{statistics.median(c[n]) / statistics.median(c[base]):.3f}x |")
+PY
+}
+
 if [ -n "${PING:-}" ]; then
 	for r in $(seq "$ROUNDS"); do
 		for i in $(seq "$n"); do
@@ -70,21 +91,7 @@ print(f"round {r} {name} {rcvd / (ms / 1000):.0f} round-trips/s {ticks / hz / rc
 PY
 		done
 	done
-	python3 - "$work/results" "${names[@]}" <<'PY'
-import statistics, sys
-rows = [l.split() for l in open(sys.argv[1])]
-names = sys.argv[2:]
-g = {n: [float(x[3]) for x in rows if x[2] == n] for n in names}
-c = {n: [float(x[5]) for x in rows if x[2] == n] for n in names}
-base = names[0]
-print()
-print(f"| binary | round trips/s median (min-max) | x {base} | daemon CPU µs per round trip, median | x {base} |")
-print("| --- | --- | --- | --- | --- |")
-for n in names:
-    print(f"| {n} | {statistics.median(g[n]):.0f} ({min(g[n]):.0f}-{max(g[n]):.0f}) | "
-          f"{statistics.median(g[n]) / statistics.median(g[base]):.3f}x | {statistics.median(c[n]):.1f} | "
-          f"{statistics.median(c[n]) / statistics.median(c[base]):.3f}x |")
-PY
+	summary "round trips/s" "daemon CPU µs per round trip," 0
 	exit 0
 fi
 
@@ -102,18 +109,4 @@ PY
 	done
 done
 
-python3 - "$work/results" "${names[@]}" <<'PY'
-import statistics, sys
-rows = [l.split() for l in open(sys.argv[1])]
-names = sys.argv[2:]
-g = {n: [float(x[3]) for x in rows if x[2] == n] for n in names}
-c = {n: [float(x[5]) for x in rows if x[2] == n] for n in names}
-base = names[0]
-print()
-print(f"| binary | Gbit/s median (min-max) | x {base} | daemon CPU s/GB median | x {base} |")
-print("| --- | --- | --- | --- | --- |")
-for n in names:
-    print(f"| {n} | {statistics.median(g[n]):.2f} ({min(g[n]):.2f}-{max(g[n]):.2f}) | "
-          f"{statistics.median(g[n]) / statistics.median(g[base]):.2f}x | {statistics.median(c[n]):.2f} | "
-          f"{statistics.median(c[n]) / statistics.median(c[base]):.2f}x |")
-PY
+summary Gbit/s "daemon CPU s/GB" 2

@@ -115,13 +115,7 @@ func TestGathererOversizedLeftover(t *testing.T) {
 // On a real TUN device: datagrams written one by one come out of one
 // Read, in order.
 func TestReadGathersSinglePackets(t *testing.T) {
-	needTUN(t)
-	name := uniqueName("wlg")
-	d, err := CreateTUN(name, 1400)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, name := newTestTUN(t, "wlg", 1400)
 	local, peer := bringUp(t, name)
 	c, err := net.DialUDP("udp4", &net.UDPAddr{IP: local.AsSlice()}, &net.UDPAddr{IP: peer.AsSlice(), Port: 9})
 	if err != nil {

@@ -28,6 +28,21 @@ func needTUN(t *testing.T) {
 	}
 }
 
+// newTestTUN creates a TUN interface named after prefix with the given
+// MTU, closed when the test ends; it skips the test without root or
+// /dev/net/tun.
+func newTestTUN(t *testing.T, prefix string, mtu int) (Device, string) {
+	t.Helper()
+	needTUN(t)
+	name := uniqueName(prefix)
+	d, err := CreateTUN(name, mtu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, name
+}
+
 func uniqueName(prefix string) string {
 	return fmt.Sprintf("%s%d%04x", prefix, os.Getpid()%1000, rand.Uint32()&0xffff)
 }
@@ -147,13 +162,7 @@ func readUntil(t *testing.T, d Device, match func([]byte) bool) []byte {
 }
 
 func TestCreateTUNMovesPackets(t *testing.T) {
-	needTUN(t)
-	name := uniqueName("wlt")
-	d, err := CreateTUN(name, 1380)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, name := newTestTUN(t, "wlt", 1380)
 	if got, err := d.Name(); err != nil || got != name {
 		t.Fatalf("Name() = %q, %v; want %q", got, err, name)
 	}
@@ -234,13 +243,7 @@ func TestCreateTUNFromBlockingFile(t *testing.T) {
 }
 
 func TestReadFailsWhenInterfaceDeleted(t *testing.T) {
-	needTUN(t)
-	name := uniqueName("wld")
-	d, err := CreateTUN(name, 1420)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, name := newTestTUN(t, "wld", 1420)
 	errc := readUntilError(d)
 	link, err := netlink.LinkByName(name)
 	if err != nil {
@@ -261,13 +264,7 @@ func TestReadFailsWhenInterfaceDeleted(t *testing.T) {
 // the kernel test topology and wg-quick users do, and changes its MTU
 // there: the device must report the change and the new value.
 func TestMTUFollowsInterfaceIntoAnotherNamespace(t *testing.T) {
-	needTUN(t)
-	name := uniqueName("wlm")
-	d, err := CreateTUN(name, 1420)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, name := newTestTUN(t, "wlm", 1420)
 	ns := newNamespace(t, "wlmns")
 	// A different interface with the same name stays behind, so that a
 	// look-up by name in the old namespace would answer wrongly.
@@ -341,13 +338,7 @@ func waitEvent(t *testing.T, d Device, want Event) {
 // the kernel must then destroy the interface, and Read must fail, which is
 // what ends a daemon.
 func TestNamespaceDeletionEndsTheDevice(t *testing.T) {
-	needTUN(t)
-	name := uniqueName("wln")
-	d, err := CreateTUN(name, 1420)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, name := newTestTUN(t, "wln", 1420)
 	ns := newNamespace(t, "wlnns")
 	// Let the follower notice the move and look at the namespace a few
 	// times, then ask for the MTU there, so that a descriptor kept by
@@ -374,13 +365,7 @@ func TestNamespaceDeletionEndsTheDevice(t *testing.T) {
 // A deleted interface ends the device even when no Read is waiting to
 // see it: the follower closes it, and the next Read says so.
 func TestDeletedInterfaceClosesTheDevice(t *testing.T) {
-	needTUN(t)
-	name := uniqueName("wld")
-	d, err := CreateTUN(name, 1420)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, name := newTestTUN(t, "wld", 1420)
 	runIP(t, "link", "del", name)
 	n := d.(*nsDevice)
 	select {

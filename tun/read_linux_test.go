@@ -16,13 +16,7 @@ import (
 // device as one train, and one Read hands it out as valid datagrams, in
 // order, without allocating.
 func TestReadSplitsAUDPTrain(t *testing.T) {
-	needTUN(t)
-	name := uniqueName("wlr")
-	d, err := CreateTUN(name, 1400)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, name := newTestTUN(t, "wlr", 1400)
 	if d.(*nsDevice).reader.(*rawReader) == nil {
 		t.Fatal("no raw reader on a device with offloads")
 	}

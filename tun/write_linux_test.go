@@ -26,13 +26,7 @@ func (c *countingTUN) Write(bufs [][]byte, offset int) (int, error) {
 // the fallback, which merges UDP. Either way the kernel takes them: the
 // echo requests are answered.
 func TestLonePacketWrittenRaw(t *testing.T) {
-	needTUN(t)
-	name := uniqueName("wlw")
-	d, err := CreateTUN(name, 1420)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, name := newTestTUN(t, "wlw", 1420)
 	nd, ok := d.(*nsDevice)
 	if !ok || nd.gro == nil {
 		t.Fatalf("CreateTUN gave %T without the TCP writer; offloads are expected on Linux", d)

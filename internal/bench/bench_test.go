@@ -194,6 +194,21 @@ const iperfTCP = `{"start":{},"end":{"sum_sent":{"bits_per_second":2.5e9},"sum_r
 const iperfUDP = "warning: UDP block size 1392 exceeds TCP MSS 1368\n" +
 	`{"end":{"sum":{"bits_per_second":1.3e9,"lost_percent":60},"sum_received":{"bits_per_second":5.4e8,"lost_percent":60.5}}}`
 
+// checkParsed fails t unless a parser gave want, or failed with an error
+// containing wantErr when that is not empty.
+func checkParsed[T comparable](t *testing.T, got T, err error, want T, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil || got != want {
+		t.Fatalf("got %+v, %v; want %+v", got, err, want)
+	}
+}
+
 func TestParseIperf(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -213,15 +228,7 @@ func TestParseIperf(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseIperf([]byte(tc.out), tc.udp)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
-			}
+			checkParsed(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 }
@@ -261,15 +268,7 @@ func TestParsePing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parsePing([]byte(tc.out))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
-			}
+			checkParsed(t, got, err, tc.want, tc.wantErr)
 		})
 	}
 	if got := (pingResult{received: 5000, millis: 2000}).roundTripsPerSecond(); got != 2500 {
