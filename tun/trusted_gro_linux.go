@@ -56,8 +56,8 @@ func hasVnetHdr(f *os.File) bool {
 
 // write writes bufs (packets at offset, offset >= VirtioHeaderLen): TCP
 // merged and marked by this package, the rest through fallback, or here
-// when the rest is a single packet. It
-// returns the bytes written, virtio-net headers included.
+// when the rest is a single packet. It returns the bytes written,
+// virtio-net headers included.
 func (w *groWriter) write(fallback wgtun.Device, bufs [][]byte, offset int) (int, error) {
 	if offset < VirtioHeaderLen {
 		return 0, errors.New("tun: write offset smaller than the virtio-net header")
@@ -68,16 +68,24 @@ func (w *groWriter) write(fallback wgtun.Device, bufs [][]byte, offset int) (int
 	g.plan(bufs, offset)
 	var errs error
 	total := 0
+	// raw writes one packet, header included; false once the device is
+	// closed.
+	raw := func(b []byte) bool {
+		n, err := w.io.do(b)
+		switch {
+		case errors.Is(err, os.ErrClosed):
+			return false
+		case err != nil:
+			errs = errors.Join(errs, err)
+		default:
+			total += n
+		}
+		return true
+	}
 	for _, i := range g.ours {
-		n, err := w.io.do(bufs[i][offset-VirtioHeaderLen:])
-		if errors.Is(err, os.ErrClosed) {
+		if !raw(bufs[i][offset-VirtioHeaderLen:]) {
 			return total, os.ErrClosed
 		}
-		if err != nil {
-			errs = errors.Join(errs, err)
-			continue
-		}
-		total += n
 	}
 	switch len(g.rest) {
 	case 0:
@@ -91,14 +99,8 @@ func (w *groWriter) write(fallback wgtun.Device, bufs [][]byte, offset int) (int
 		b := g.rest[0][offset-VirtioHeaderLen:]
 		g.rest[0] = nil // drop the reference to the caller's buffer
 		clear(b[:VirtioHeaderLen])
-		n, err := w.io.do(b)
-		if errors.Is(err, os.ErrClosed) {
+		if !raw(b) {
 			return total, os.ErrClosed
-		}
-		if err != nil {
-			errs = errors.Join(errs, err)
-		} else {
-			total += n
 		}
 	default:
 		n, err := fallback.Write(g.rest, offset)
