@@ -31,7 +31,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wirelane/wirelane/internal/mmsg"
+	"github.com/wirelane/wirelane/internal/sys/mmsg"
 )
 
 // recvState is one socket's receive scratch space.

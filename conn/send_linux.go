@@ -28,7 +28,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wirelane/wirelane/internal/mmsg"
+	"github.com/wirelane/wirelane/internal/sys/mmsg"
 )
 
 // The UDP payload of one segmented message. The protocol would allow up

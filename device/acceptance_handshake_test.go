@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/conn/conntest"
-	"github.com/wirelane/wirelane/internal/uapi"
+	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 func TestAcceptanceReplayedHandshakeMessagesIgnored(t *testing.T) {

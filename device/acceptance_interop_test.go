@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/wirelane/wirelane/conn/conntest"
-	"github.com/wirelane/wirelane/internal/uapi"
+	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/internal/uapi"
+	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 func TestAcceptanceCryptoRoutingOtherPeersSource(t *testing.T) {

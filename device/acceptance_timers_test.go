@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/conn/conntest"
-	"github.com/wirelane/wirelane/internal/uapi"
+	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/device/noise"
-	"github.com/wirelane/wirelane/internal/uapi"
+	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 // ipPacket builds a UDP packet from src to dst carrying payload, IPv4 or

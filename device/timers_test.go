@@ -8,7 +8,7 @@ import (
 
 	"github.com/wirelane/wirelane/conn/conntest"
 	"github.com/wirelane/wirelane/device/noise"
-	"github.com/wirelane/wirelane/internal/uapi"
+	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 // traffic counts datagrams by sender and kind, and can drop some.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device/noise"
-	"github.com/wirelane/wirelane/internal/uapi"
+	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 var _ uapi.Handler = (*Device)(nil)

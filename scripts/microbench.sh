@@ -19,9 +19,9 @@ run ./conn/ '^BenchmarkSend$' -cpu 1,2,4,8
 run ./device/noise/ '^Benchmark(Reference)?(Create|Consume)(Initiation|Response)$'
 run ./device/allowedips/ '^Benchmark(Reference)?LookupBytes[46]$'
 run ./device/replay/ '^BenchmarkValidateInOrder$'
-run ./internal/uapi/ '^Benchmark(WriterGet|ServeGet|ParseSet)131071AllowedIPs$'
+run ./internal/control/uapi/ '^Benchmark(WriterGet|ServeGet|ParseSet)131071AllowedIPs$'
 run ./device/ 'Pipeline'
-run ./internal/chachapoly/ '^BenchmarkAEAD$'
+run ./internal/crypto/chachapoly/ '^BenchmarkAEAD$'
 
 echo "| benchmark | median ns/op | median MB/s | B/op | allocs/op | runs |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"

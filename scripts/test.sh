@@ -31,13 +31,13 @@ echo "== go vet"
 go vet ./...
 # The pure-Go build of the AEAD (other CPUs and -tags purego) must stay
 # buildable and correct even on a machine whose CPU runs the AVX-512 kernels.
-go vet -tags purego ./internal/chachapoly
-go test -count=1 -tags purego ./internal/chachapoly
+go vet -tags purego ./internal/crypto/chachapoly
+go test -count=1 -tags purego ./internal/crypto/chachapoly
 
 # Every unit test runs under the race detector. The end-to-end tests drive
 # separately built daemons (the detector would see nothing there) and the
 # benchmark smoke test measures speed, so those two run without it.
-plain='/internal/e2e$|/internal/bench$|/cmd/wirelane-bench$'
+plain='/internal/testkit/e2e$|/internal/tools/bench$|/cmd/wirelane-bench$'
 echo "== go test -race (unit tests)"
 go test -race -count=1 -timeout 20m $(go list ./... | grep -Ev "$plain")
 

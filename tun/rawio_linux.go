@@ -20,7 +20,7 @@ import (
 // that runs longer than a sysmon tick (20 µs; a TUN write runs the
 // receiving TCP stack in place for that long) has its P handed to a fresh
 // thread that spins, finds nothing and sleeps again, on a CPU the kernel
-// needs. internal/mmsg makes the same choice for sendmmsg and recvmmsg;
+// needs. internal/sys/mmsg makes the same choice for sendmmsg and recvmmsg;
 // architecture.md ("Threads and system calls") has the measurements.
 //
 // A rawIO is used by one goroutine at a time; its owner serializes calls.

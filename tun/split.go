@@ -23,7 +23,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/wirelane/wirelane/internal/inetsum"
+	"github.com/wirelane/wirelane/internal/sys/inetsum"
 	wgtun "golang.zx2c4.com/wireguard/tun"
 )
 

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/wirelane/wirelane/internal/inetsum"
+	"github.com/wirelane/wirelane/internal/sys/inetsum"
 	wgtun "golang.zx2c4.com/wireguard/tun"
 )
 

@@ -32,7 +32,7 @@ package tun
 import (
 	"encoding/binary"
 
-	"github.com/wirelane/wirelane/internal/inetsum"
+	"github.com/wirelane/wirelane/internal/sys/inetsum"
 )
 
 // virtio-net header fields (include/uapi/linux/virtio_net.h), in the

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/wirelane/wirelane/internal/inetsum"
+	"github.com/wirelane/wirelane/internal/sys/inetsum"
 )
 
 const testOffset = 16 // room for the virtio-net header, as the engine leaves

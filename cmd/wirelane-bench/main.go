@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wirelane/wirelane/internal/bench"
+	"github.com/wirelane/wirelane/internal/tools/bench"
 )
 
 func main() {

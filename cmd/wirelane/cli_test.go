@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirelane/wirelane/internal/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 )
 
 // The test binary doubles as the wirelane command when this variable is

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/wirelane/wirelane/internal/daemon"
+import "github.com/wirelane/wirelane/internal/control/daemon"
 
 // cmdDaemon runs the userspace daemon. The daemon re-executes this binary
 // with the same arguments to detach, which lands here again.

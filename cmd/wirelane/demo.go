@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wirelane/wirelane/internal/demo"
+	"github.com/wirelane/wirelane/internal/tools/demo"
 )
 
 const demoHelp = `Builds a WireGuard tunnel between two fresh network namespaces with freshly

@@ -9,8 +9,8 @@ import (
 
 	vnetns "github.com/vishvananda/netns"
 
-	"github.com/wirelane/wirelane/internal/netcfg"
-	tnetns "github.com/wirelane/wirelane/internal/netns"
+	"github.com/wirelane/wirelane/internal/sys/netcfg"
+	tnetns "github.com/wirelane/wirelane/internal/testkit/netns"
 )
 
 // firewallTables reads back, through nftables' netlink API, the families

@@ -1,7 +1,7 @@
 package main
 
 // `wirelane gateway`: a site-to-site gateway described in TOML
-// (internal/gateway). The file is turned into the same wg-quick model that
+// (internal/tunnel/gateway). The file is turned into the same wg-quick model that
 // `up` and `down` use, and then handed to them, so a gateway comes up and
 // goes down exactly like a wg-quick tunnel, with the same roll-back:
 //
@@ -18,8 +18,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/wirelane/wirelane/internal/gateway"
-	"github.com/wirelane/wirelane/internal/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/gateway"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 )
 
 const gatewayHelp = `Subcommands:

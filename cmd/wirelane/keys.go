@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/wirelane/wirelane/internal/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 )
 
 const genkeyHelp = `Prints a new random Curve25519 private key in base64, as 'wg genkey' does.

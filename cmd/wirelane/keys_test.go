@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirelane/wirelane/internal/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 )
 
 // FuzzPubkey checks the stdin parser of `pubkey`: it never panics, and it

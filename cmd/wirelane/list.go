@@ -21,7 +21,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	"github.com/wirelane/wirelane/internal/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 	"github.com/wirelane/wirelane/ovpn/ovpncli"
 )
 

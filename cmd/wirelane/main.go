@@ -27,7 +27,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/wirelane/wirelane/internal/chachapoly"
+	"github.com/wirelane/wirelane/internal/crypto/chachapoly"
 )
 
 const prog = "wirelane"

@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/wirelane/wirelane/internal/procs"
+	"github.com/wirelane/wirelane/internal/sys/procs"
 	"github.com/wirelane/wirelane/ovpn/ovpncli"
 )
 
@@ -27,7 +27,7 @@ func ovpnUsage(w io.Writer) {
 
 // cmdOvpn dispatches `wirelane ovpn connect|serve` to the OpenVPN front end.
 // Both run their data path in this process, so they choose its threads
-// as the WireGuard daemon does (internal/procs).
+// as the WireGuard daemon does (internal/sys/procs).
 func cmdOvpn(args []string) int {
 	if len(args) == 0 {
 		ovpnUsage(os.Stderr)

@@ -41,8 +41,8 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	"github.com/wirelane/wirelane/internal/netcfg"
-	"github.com/wirelane/wirelane/internal/wgquick"
+	"github.com/wirelane/wirelane/internal/sys/netcfg"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 )
 
 const quickFileHelp = `CONFIG_FILE is a wg-quick file; an argument that is a valid interface name

@@ -25,8 +25,8 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	tnetns "github.com/wirelane/wirelane/internal/netns"
-	"github.com/wirelane/wirelane/internal/wgquick"
+	tnetns "github.com/wirelane/wirelane/internal/testkit/netns"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 )
 
 var (

@@ -18,7 +18,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
-	"github.com/wirelane/wirelane/internal/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 	"github.com/wirelane/wirelane/ovpn/ovpncli"
 )
 
@@ -154,7 +154,7 @@ func showOvpn(t ovpncli.TunnelStatus, asJSON bool) int {
 }
 
 // showDocument is the `show --json` document: the WireGuard part defined by
-// internal/wgquick plus the OpenVPN tunnels.
+// internal/tunnel/wgquick plus the OpenVPN tunnels.
 type showDocument struct {
 	wgquick.ShowJSON
 	OpenVPN []ovpncli.TunnelStatus `json:"openvpn"`

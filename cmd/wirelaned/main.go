@@ -12,7 +12,7 @@ package main
 import (
 	"os"
 
-	"github.com/wirelane/wirelane/internal/daemon"
+	"github.com/wirelane/wirelane/internal/control/daemon"
 )
 
 func main() {

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wirelane/wirelane/internal/chachapoly"
+	"github.com/wirelane/wirelane/internal/crypto/chachapoly"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )

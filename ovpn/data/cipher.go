@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/wirelane/wirelane/internal/chachapoly"
+	"github.com/wirelane/wirelane/internal/crypto/chachapoly"
 )
 
 // Cipher is a data-channel AEAD cipher.

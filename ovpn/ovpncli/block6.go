@@ -23,7 +23,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 
-	"github.com/wirelane/wirelane/internal/inetsum"
+	"github.com/wirelane/wirelane/internal/sys/inetsum"
 	"github.com/wirelane/wirelane/ovpn/control"
 )
 

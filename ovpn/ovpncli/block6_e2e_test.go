@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/internal/netns"
+	"github.com/wirelane/wirelane/internal/testkit/netns"
 )
 
 func TestE2EConnectBlockIPv6(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirelane/wirelane/internal/procs"
+	"github.com/wirelane/wirelane/internal/sys/procs"
 )
 
 // TestMain lets the end-to-end test run Connect and Serve in another

@@ -24,7 +24,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/wirelane/wirelane/internal/netcfg"
+	"github.com/wirelane/wirelane/internal/sys/netcfg"
 	"github.com/wirelane/wirelane/ovpn/control"
 )
 
@@ -185,7 +185,7 @@ func (d *dnsApplier) remove() {
 	d.progress("DNS settings of %s removed", d.ifname)
 }
 
-// resolvconfRes is the resolver of a real tunnel: internal/netcfg's
+// resolvconfRes is the resolver of a real tunnel: internal/sys/netcfg's
 // resolvconf support, its calls logged through logf (-v).
 type resolvconfRes struct {
 	logf func(string, ...any)

@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/internal/netns"
+	"github.com/wirelane/wirelane/internal/testkit/netns"
 )
 
 func TestE2EConnectAppliesPushedDNS(t *testing.T) {

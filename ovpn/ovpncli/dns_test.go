@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirelane/wirelane/internal/netcfg"
+	"github.com/wirelane/wirelane/internal/sys/netcfg"
 	"github.com/wirelane/wirelane/ovpn/control"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/internal/netns"
+	"github.com/wirelane/wirelane/internal/testkit/netns"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/internal/netns"
+	"github.com/wirelane/wirelane/internal/testkit/netns"
 )
 
 func TestE2EConnectIPv6FromOpenVPNServer(t *testing.T) {

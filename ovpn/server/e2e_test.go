@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/internal/netns"
+	"github.com/wirelane/wirelane/internal/testkit/netns"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/internal/testnet"

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirelane/wirelane/internal/netns"
+	"github.com/wirelane/wirelane/internal/testkit/netns"
 )
 
 func TestE2EOpenVPNClientsIPv6(t *testing.T) {

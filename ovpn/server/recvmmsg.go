@@ -22,7 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wirelane/wirelane/internal/mmsg"
+	"github.com/wirelane/wirelane/internal/sys/mmsg"
 )
 
 // groCtrlSpace holds one UDP_GRO control message (an int).

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wirelane/wirelane/internal/inetsum"
+	"github.com/wirelane/wirelane/internal/sys/inetsum"
 )
 
 // InNamespace runs fn on an OS thread switched into the network namespace
