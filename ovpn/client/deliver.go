@@ -11,8 +11,6 @@ package client
 // copy; a slow writer holds the receive goroutine back and the socket
 // buffer absorbs the burst instead of a queue dropping it.
 
-import "sync/atomic"
-
 // PacketWriter takes batches of IP packets, bufs[i][offset:] each, and may
 // use the bytes before offset as scratch space. tun.Device has this Write.
 type PacketWriter interface {
@@ -27,7 +25,6 @@ const deliverBatch = 128
 type sink struct {
 	w      PacketWriter
 	offset int
-	errors atomic.Uint64 // failed Write calls
 }
 
 // DeliverTo makes the receive goroutines write the IP packets they
@@ -36,19 +33,10 @@ type sink struct {
 // ReadPacket(s). Each buffer has 65535 bytes after offset, so a device
 // may coalesce later packets into an earlier one. Packets queued before
 // the call stay for ReadPacket(s). Write is called from the receive
-// goroutines (one per socket), possibly concurrently; errors are counted
-// (DeliverErrors), not fatal.
+// goroutines (one per socket), possibly concurrently; a failed Write
+// loses its batch, as a full device queue would, and is not fatal.
 func (s *Session) DeliverTo(w PacketWriter, offset int) {
 	s.sink.Store(&sink{w: w, offset: max(offset, 0)})
-}
-
-// DeliverErrors returns how many Write calls to the DeliverTo writer
-// failed.
-func (s *Session) DeliverErrors() uint64 {
-	if k := s.sink.Load(); k != nil {
-		return k.errors.Load()
-	}
-	return 0
 }
 
 // rxBatch is one receive goroutine's state. Only that goroutine uses it.
@@ -93,9 +81,7 @@ func (rb *rxBatch) flush() {
 	if rb.n == 0 {
 		return
 	}
-	if _, err := rb.k.w.Write(rb.out[:rb.n], rb.k.offset); err != nil {
-		rb.k.errors.Add(1)
-	}
+	_, _ = rb.k.w.Write(rb.out[:rb.n], rb.k.offset)
 	clear(rb.out[:rb.n])
 	rb.n = 0
 }

@@ -170,9 +170,6 @@ func (l *Layer) ack(id uint32) {
 	l.pending = append(l.pending, id)
 }
 
-// PendingAcks reports whether acknowledgements wait to be sent.
-func (l *Layer) PendingAcks() bool { return len(l.pending) > 0 }
-
 // takeAcks fills acks with up to max ids: pending ones first, then recent
 // ones as padding. Pending acks taken move to the recent list.
 func (l *Layer) takeAcks(acks *[wire.MaxAcks]uint32, max int) int {

@@ -8,14 +8,6 @@ import (
 // Data packet headers. DATA_V2: op|kid (1) | peer-id (3); DATA_V1: op|kid (1).
 // Everything after the header belongs to the data channel (package data).
 
-// DataHeaderLen returns the header length for a data opcode.
-func DataHeaderLen(op Opcode) int {
-	if op == DataV2 {
-		return 4
-	}
-	return 1
-}
-
 // PutDataV2Header writes a DATA_V2 header into b[:4].
 func PutDataV2Header(b []byte, keyID uint8, peerID uint32) {
 	binary.BigEndian.PutUint32(b, uint32(HeaderByte(DataV2, keyID))<<24|peerID&0xFFFFFF)
