@@ -1,11 +1,8 @@
 package client
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -36,7 +33,7 @@ type transport interface {
 }
 
 // sendHeadroom is the space every send buffer keeps before the packet.
-const sendHeadroom = 2
+const sendHeadroom = wire.TCPPrefixLen
 
 // udpBatch is how many datagrams one receive call may return: with
 // UDP_GRO a train of up to 64 segments is cut into separate buffers.
@@ -145,41 +142,16 @@ func (t *udpTransport) name() string {
 	return "UDPv6"
 }
 
-// tcpTransport frames packets with a 16-bit length.
+// tcpTransport frames packets with wire's TCP framer.
 type tcpTransport struct {
-	c   net.Conn
-	v6  bool
-	wmu sync.Mutex // serialises framed writes
+	c  net.Conn
+	w  *wire.TCPWriter // over c
+	v6 bool
 }
 
-func (t *tcpTransport) send(buf []byte, off, n int) error {
-	if off < sendHeadroom {
-		return fmt.Errorf("client: send buffer lacks headroom")
-	}
-	if n > wire.MaxTCPPacket {
-		return wire.ErrBadLength
-	}
-	binary.BigEndian.PutUint16(buf[off-2:], uint16(n))
-	t.wmu.Lock()
-	_, err := t.c.Write(buf[off-2 : off+n])
-	t.wmu.Unlock()
-	return err
-}
+func (t *tcpTransport) send(buf []byte, off, n int) error { return t.w.Write(buf, off, n) }
 
-func (t *tcpTransport) sendBatch(pkts [][]byte) error {
-	for _, p := range pkts {
-		n := len(p) - sendHeadroom
-		if n > wire.MaxTCPPacket {
-			return wire.ErrBadLength
-		}
-		binary.BigEndian.PutUint16(p, uint16(n))
-	}
-	bufs := net.Buffers(pkts) // one writev for the whole batch
-	t.wmu.Lock()
-	_, err := bufs.WriteTo(t.c)
-	t.wmu.Unlock()
-	return err
-}
+func (t *tcpTransport) sendBatch(pkts [][]byte) error { return t.w.WriteBatch(pkts) }
 
 func (t *tcpTransport) remote() netip.AddrPort {
 	if a, ok := t.c.RemoteAddr().(*net.TCPAddr); ok {
@@ -195,28 +167,18 @@ func (t *tcpTransport) serve(wg *sync.WaitGroup, newRx func() *rxBatch, fail fun
 		defer wg.Done()
 		rx := newRx()
 		// Frames are read from a buffer, so one read system call takes
-		// many; the batch is flushed when the buffer runs dry.
-		r := bufio.NewReaderSize(t.c, 256<<10)
-		buf := make([]byte, maxPkt+data.Tailroom)
-		var hdr [2]byte
+		// many; the batch is flushed before a read may wait.
+		r := wire.NewTCPReader(t.c, 256<<10, maxPkt, data.Tailroom)
 		for {
-			if r.Buffered() < 2 {
+			if !r.Ready() {
 				rx.flush()
 			}
-			if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			pkt, err := r.Next()
+			if err != nil {
 				fail(fmt.Errorf("client: transport: %w", err))
 				return
 			}
-			n := int(binary.BigEndian.Uint16(hdr[:]))
-			if n == 0 {
-				fail(fmt.Errorf("client: transport: %w", wire.ErrBadLength))
-				return
-			}
-			if _, err := io.ReadFull(r, buf[:n]); err != nil {
-				fail(fmt.Errorf("client: transport: %w", err))
-				return
-			}
-			rx.handle(buf[:n])
+			rx.handle(pkt)
 		}
 	}()
 }
@@ -263,5 +225,5 @@ func openTransport(ctx context.Context, o *Options, family int, host string, por
 	if err != nil {
 		return nil, err
 	}
-	return &tcpTransport{c: c, v6: server.Addr().Is6()}, nil
+	return &tcpTransport{c: c, w: wire.NewTCPWriter(c), v6: server.Addr().Is6()}, nil
 }

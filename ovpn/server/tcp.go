@@ -1,17 +1,15 @@
 package server
 
 // The TCP transport: one connection, one reader goroutine and one client.
-// Packets carry a 16-bit length prefix; there is no stateless cookie (the
+// Packets are framed by wire.TCPReader and wire.TCPWriter; there is no stateless cookie (the
 // TCP handshake already proved the address).
 
 import (
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/wirelane/wirelane/ovpn/control"
@@ -46,9 +44,9 @@ func (s *Server) serveTCP(c net.Conn) {
 	defer s.wg.Done()
 	from := c.RemoteAddr().(*net.TCPAddr).AddrPort()
 	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-	buf := make([]byte, maxPkt+data.Tailroom)
+	r := wire.NewTCPReader(c, 64<<10, maxPkt, data.Tailroom)
 	c.SetReadDeadline(time.Now().Add(s.handWindow))
-	raw, err := wire.ReadTCPFrame(c, buf[:maxPkt])
+	raw, err := r.Next()
 	if err != nil {
 		c.Close()
 		return
@@ -73,7 +71,7 @@ func (s *Server) serveTCP(c net.Conn) {
 		c.Close()
 		return
 	}
-	peer, err := s.newPeer(from, local, p.Session, w, &tcpTransport{c: c}, false)
+	peer, err := s.newPeer(from, local, p.Session, w, &tcpTransport{c: c, w: wire.NewTCPWriter(c)}, false)
 	if err != nil {
 		s.logf("openvpn server: %s: %v", from, err)
 		c.Close()
@@ -81,7 +79,7 @@ func (s *Server) serveTCP(c net.Conn) {
 	}
 	c.SetReadDeadline(time.Time{})
 	for {
-		raw, err := wire.ReadTCPFrame(c, buf[:maxPkt])
+		raw, err := r.Next()
 		if err != nil {
 			peer.close(fmt.Sprintf("connection closed: %v", err))
 			return
@@ -103,21 +101,13 @@ func (s *Server) serveTCP(c net.Conn) {
 	}
 }
 
+// tcpTransport sends through wire's TCP framer.
 type tcpTransport struct {
-	c  net.Conn
-	mu sync.Mutex // serialises framed writes
+	c net.Conn
+	w *wire.TCPWriter // over c
 }
 
-func (t *tcpTransport) send(buf []byte, off, n int) error {
-	if off < sendHeadroom || n > wire.MaxTCPPacket {
-		return wire.ErrBadLength
-	}
-	binary.BigEndian.PutUint16(buf[off-2:], uint16(n))
-	t.mu.Lock()
-	_, err := t.c.Write(buf[off-2 : off+n])
-	t.mu.Unlock()
-	return err
-}
+func (t *tcpTransport) send(buf []byte, off, n int) error { return t.w.Write(buf, off, n) }
 
 func (t *tcpTransport) close() { t.c.Close() }
 

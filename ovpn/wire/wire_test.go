@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"encoding/hex"
-	"errors"
 	"testing"
 )
 
@@ -80,31 +79,6 @@ func TestDataHeader(t *testing.T) {
 	}
 }
 
-func TestTCPFraming(t *testing.T) {
-	var stream []byte
-	stream, _ = AppendTCPFrame(stream, []byte("abc"))
-	stream, _ = AppendTCPFrame(stream, []byte("de"))
-	buf := make([]byte, MaxTCPPacket)
-	r := bytes.NewReader(stream)
-	for _, want := range []string{"abc", "de"} {
-		got, err := ReadTCPFrame(r, buf)
-		if err != nil || string(got) != want {
-			t.Fatalf("got %q %v want %q", got, err, want)
-		}
-	}
-	var got []string
-	n, err := SplitTCPFrames(append(stream, 0, 5, 'x'), func(p []byte) error { got = append(got, string(p)); return nil })
-	if err != nil || n != len(stream) || len(got) != 2 {
-		t.Fatalf("split: n=%d err=%v got=%q", n, err, got)
-	}
-	if _, err := ReadTCPFrame(bytes.NewReader([]byte{0, 0}), buf); !errors.Is(err, ErrBadLength) {
-		t.Fatalf("zero frame: %v", err)
-	}
-	if _, err := AppendTCPFrame(nil, make([]byte, MaxTCPPacket+1)); err == nil {
-		t.Fatal("oversized frame accepted")
-	}
-}
-
 func FuzzDecodeControl(f *testing.F) {
 	f.Add([]byte{0x38, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0})
 	f.Add([]byte{0x28, 1, 2, 3, 4, 5, 6, 7, 8, 1, 0, 0, 0, 1, 1, 2, 3, 4, 5, 6, 7, 8})
@@ -121,22 +95,5 @@ func FuzzDecodeControl(f *testing.F) {
 		if !bytes.Equal(out, b) {
 			t.Fatalf("re-encode differs:\n in %x\nout %x", b, out)
 		}
-	})
-}
-
-func FuzzTCPFrames(f *testing.F) {
-	f.Add([]byte{0, 3, 'a', 'b', 'c', 0, 1})
-	f.Add([]byte{0, 0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		n, _ := SplitTCPFrames(b, func(p []byte) error {
-			if len(p) == 0 {
-				t.Fatal("empty frame")
-			}
-			return nil
-		})
-		if n < 0 || n > len(b) {
-			t.Fatalf("consumed %d of %d", n, len(b))
-		}
-		_, _, _, _, _ = DecodeDataHeader(b)
 	})
 }
