@@ -334,7 +334,7 @@ func TestE2ERenegotiation(t *testing.T) {
 			t.Fatalf("client renegotiation %d: %v", i, err)
 		}
 		id := s.KeyID()
-		if id == before || id == 0 || id != nextKeyID(before) {
+		if id == before || id == 0 || id != control.NextKeyID(before) {
 			t.Fatalf("key id went from %d to %d", before, id)
 		}
 		ids = append(ids, id)

@@ -3,10 +3,11 @@ package client
 // Key exchange of one key state (TLS, key_method_2, push for the first
 // key, data keys) and the control messages after it:
 //
-//	runKeyState -> keyExchange: wait for the server's reset -> TLS handshake
-//	            -> send key_method_2 -> read the server's -> pull (key 0 only)
-//	            -> installKey: prepare receive, flush acks, switch send
-//	            -> messageLoop until the key state is retired
+//	runKeyState -> control.Exchange.Run: wait for the server's reset -> TLS
+//	            -> side.Hello: our key_method_2 -> the server's
+//	            -> side.Agree: pull (key 0 only) -> keys installed
+//	            -> control.Exchange.Serve: side.Message until the key state
+//	               is retired
 
 import (
 	"context"
@@ -15,11 +16,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
-	"github.com/wirelane/wirelane/ovpn/keys"
 	"github.com/wirelane/wirelane/ovpn/wire"
 )
 
@@ -54,12 +53,12 @@ func (s *Session) peerInfo() string {
 	}, "\n") + "\n"
 }
 
-// runKeyState runs the TLS handshake and key exchange on ks, then serves
-// its control messages until the key state ends. initial marks key id 0,
-// which also pulls the configuration; ready (if any) gets the outcome of
-// the exchange.
+// runKeyState runs the key exchange on ks (control.Exchange), then
+// serves its control messages until the key state ends. initial marks key
+// id 0, which also pulls the configuration; ready (if any) gets the
+// outcome of the exchange.
 func (s *Session) runKeyState(ctx context.Context, ks *control.KeyState, initial bool, ready chan<- error) {
-	kc, mr, err := s.keyExchange(ctx, ks, initial)
+	a, mr, err := s.kx.Run(ctx, ks, initial)
 	if ready != nil {
 		ready <- err
 	}
@@ -70,32 +69,16 @@ func (s *Session) runKeyState(ctx context.Context, ks *control.KeyState, initial
 		}
 		return
 	}
-	s.messageLoop(kc, mr)
+	s.logf("openvpn: key %d active (%v)", ks.ID, a.Agreement.Cipher)
+	s.kx.Serve(a, mr)
 }
 
-func (s *Session) keyExchange(ctx context.Context, ks *control.KeyState, initial bool) (*keyCtx, *control.MessageReader, error) {
-	c := tls.Client(ks.Conn(), s.tlsCfg)
-	ctx, cancel := context.WithTimeout(ctx, s.opts.HandshakeTimeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() { ks.Conn().Close() })
-	defer stop()
-	select {
-	case <-s.ctrl.PeerKnown():
-	case <-ctx.Done():
-		return nil, nil, s.timeoutError(ctx.Err())
-	case <-s.closed:
-		return nil, nil, s.err
-	}
-	if err := c.HandshakeContext(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("%w: TLS handshake did not finish: %v", ErrTimeout, ctx.Err())
-		}
-		return nil, nil, fmt.Errorf("TLS handshake: %w", err)
-	}
-	local, err := control.NewKeyMethod2(true)
-	if err != nil {
-		return nil, nil, err
-	}
+// side is the client's part of control.Exchange.
+type side struct{ s *Session }
+
+// Hello fills the client's key_method_2: options, peer-info, credentials.
+func (x side) Hello(local *control.KeyMethod2, _ *control.Agreement) {
+	s := x.s
 	s.mu.Lock()
 	ciph := s.cipher
 	s.mu.Unlock()
@@ -110,35 +93,53 @@ func (s *Session) keyExchange(ctx context.Context, ks *control.KeyState, initial
 			local.Username, local.Password = s.opts.Username, s.opts.Password
 		}
 	}
-	if _, err := c.Write(local.Marshal(true)); err != nil {
-		return nil, nil, fmt.Errorf("sending key_method_2: %w", err)
-	}
-	local.Password = ""
-	peer, err := control.ReadKeyMethod2(c, false)
-	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, io.EOF) {
-			// With TLS 1.3 the server checks the client certificate after
-			// the client's handshake is done, and then drops the session.
-			return nil, nil, fmt.Errorf("server sent no key_method_2 after the TLS handshake; it probably rejected the client certificate (expired, or not from its CA): %v", err)
-		}
-		return nil, nil, err
-	}
-	kc := &keyCtx{ks: ks, conn: c, local: local, created: time.Now()}
-	mr := control.NewMessageReader(c)
+}
+
+// Agree pulls the configuration on the first key; later keys keep the
+// pushed cipher and key derivation.
+func (x side) Agree(tc *tls.Conn, mr *control.MessageReader, _ *control.KeyMethod2, initial bool) (control.Agreement, error) {
+	s := x.s
 	if initial {
-		if err := s.pull(kc, mr); err != nil {
-			return nil, nil, err
+		if err := s.pull(tc, mr); err != nil {
+			return control.Agreement{}, err
 		}
 	}
-	if err := s.installKey(kc, peer); err != nil {
-		return nil, nil, err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return control.Agreement{Cipher: s.cipher, EKM: s.useEKM}, nil
+}
+
+// Data returns the session's data channel.
+func (x side) Data() *data.Channel { return x.s.data.Load() }
+
+// Explain names timeouts and the server's silent refusals.
+func (x side) Explain(stage control.Stage, timedOut bool, err error) error {
+	s := x.s
+	switch stage {
+	case control.StagePeer:
+		select {
+		case <-s.closed:
+			return s.err
+		default:
+		}
+		return s.timeoutError(err)
+	case control.StageTLS:
+		if timedOut {
+			return fmt.Errorf("%w: TLS handshake did not finish: %v", ErrTimeout, err)
+		}
+		return fmt.Errorf("TLS handshake: %w", err)
 	}
-	return kc, mr, nil
+	if timedOut || errors.Is(err, io.EOF) {
+		// With TLS 1.3 the server checks the client certificate after
+		// the client's handshake is done, and then drops the session.
+		return fmt.Errorf("server sent no key_method_2 after the TLS handshake; it probably rejected the client certificate (expired, or not from its CA): %v", err)
+	}
+	return err
 }
 
 // pull sends PUSH_REQUEST and processes the (possibly split) reply.
-func (s *Session) pull(kc *keyCtx, mr *control.MessageReader) error {
-	if err := control.WriteMessage(kc.conn, "PUSH_REQUEST"); err != nil {
+func (s *Session) pull(tc *tls.Conn, mr *control.MessageReader) error {
+	if err := control.WriteMessage(tc, "PUSH_REQUEST"); err != nil {
 		return err
 	}
 	var acc control.PushAccumulator
@@ -202,106 +203,37 @@ func (s *Session) applyPush(r *control.PushReply) error {
 	}
 	s.mu.Lock()
 	s.push, s.cipher, s.useEKM = r, c, r.TLSEKM
-	if s.cfg.RenegSec > 0 {
-		s.renegAt = time.Now().Add(time.Duration(s.cfg.RenegSec) * time.Second)
-	}
 	s.mu.Unlock()
 	s.data.Store(data.NewChannel(peerID))
 	s.logf("openvpn: pushed %s, cipher %v, ekm %v", r.Local, c, r.TLSEKM)
 	return nil
 }
 
-func (s *Session) installKey(kc *keyCtx, peer *control.KeyMethod2) error {
-	s.mu.Lock()
-	ciph, ekm := s.cipher, s.useEKM
-	s.mu.Unlock()
-	var m keys.Material
-	if ekm {
-		cs := kc.conn.ConnectionState()
-		var err error
-		if m, err = keys.FromEKM(cs.ExportKeyingMaterial); err != nil {
-			return fmt.Errorf("tls-ekm: %w", err)
-		}
-	} else {
-		remote, _ := s.ctrl.RemoteSession()
-		src := keys.Sources{PreMaster: kc.local.PreMaster, ClientRandom1: kc.local.Random1, ClientRandom2: kc.local.Random2,
-			ServerRandom1: peer.Random1, ServerRandom2: peer.Random2, ClientSession: s.ctrl.LocalSession(), ServerSession: remote}
-		m = keys.FromPRF(&src)
-		clear(src.PreMaster[:])
+// Message handles a control message on an established key state.
+func (x side) Message(_ *control.Active, m string) bool {
+	s := x.s
+	switch control.MessageKind(m) {
+	case "AUTH_FAILED":
+		s.fail(fmt.Errorf("%w: %s", ErrAuthFailed, m))
+	case "RESTART":
+		s.fail(fmt.Errorf("%w: %s", ErrRestart, m))
+	case "HALT":
+		s.fail(fmt.Errorf("%w: %s", ErrHalt, m))
+	case "EXIT":
+		s.fail(ErrServerExit)
+	case "PUSH_REPLY":
+		// An update or a duplicate of the initial reply; routes and
+		// addresses do not change mid-session here.
+	default:
+		s.logf("openvpn: server: %s", m)
 	}
-	kc.local.Wipe()
-	send, recv := m.Split(ciph.KeyLen(), true)
-	m.Wipe()
-	k, err := data.NewKey(kc.ks.ID, ciph, send.Key, send.ImplicitIV, recv.Key, recv.ImplicitIV)
-	clear(send.Key)
-	clear(recv.Key)
-	if err != nil {
-		return err
-	}
-	// Receive with the new key first, then make sure the server has our ack
-	// of its key_method_2 (that activates the key on its side), then send
-	// with it.
-	ch := s.data.Load()
-	ch.Prepare(k)
-	s.ctrl.Flush()
-	ch.Install(k)
-	s.mu.Lock()
-	old := s.lame
-	s.lame, s.primary = s.primary, kc
-	s.nextKeyID = nextKeyID(kc.ks.ID)
-	if s.cfg.RenegSec > 0 {
-		s.renegAt = time.Now().Add(time.Duration(s.cfg.RenegSec) * time.Second)
-	}
-	s.mu.Unlock()
-	if old != nil {
-		s.ctrl.Remove(old.ks)
-	}
-	s.logf("openvpn: key %d active (%v)", kc.ks.ID, ciph)
-	return nil
-}
-
-// nextKeyID follows OpenVPN: 0 only for the first key, then 1..7 cycling.
-func nextKeyID(id uint8) uint8 {
-	id = (id + 1) & wire.KeyIDMask
-	if id == 0 {
-		id = 1
-	}
-	return id
-}
-
-func (s *Session) messageLoop(kc *keyCtx, mr *control.MessageReader) {
-	for {
-		m, err := mr.Read()
-		if err != nil {
-			return // key state removed or session closed
-		}
-		switch control.MessageKind(m) {
-		case "AUTH_FAILED":
-			s.fail(fmt.Errorf("%w: %s", ErrAuthFailed, m))
-		case "RESTART":
-			s.fail(fmt.Errorf("%w: %s", ErrRestart, m))
-		case "HALT":
-			s.fail(fmt.Errorf("%w: %s", ErrHalt, m))
-		case "EXIT":
-			s.fail(ErrServerExit)
-		case "PUSH_REPLY":
-			// An update or a duplicate of the initial reply; routes and
-			// addresses do not change mid-session here.
-		default:
-			s.logf("openvpn: server: %s", m)
-		}
-	}
+	return true
 }
 
 // Renegotiate starts a client-initiated renegotiation (SOFT_RESET_V1 with
 // the next key id) and returns once the new key is active.
 func (s *Session) Renegotiate(ctx context.Context) error {
-	s.mu.Lock()
-	id := s.nextKeyID
-	s.nextKeyID = nextKeyID(id)
-	s.renegAt = time.Time{}
-	s.mu.Unlock()
-	ks, err := s.ctrl.Start(id)
+	ks, err := s.ctrl.Start(s.keys.TakeNextID())
 	if err != nil {
 		return err
 	}

@@ -85,19 +85,17 @@ type Session struct {
 	logf   func(string, ...any)
 	tr     transport
 	ctrl   *control.Channel
+	kx     control.Exchange // the key-exchange loop, with side{s}
 	tlsCfg *tls.Config
 	remote string
+	keys   control.Keys // primary and lame-duck key states, next key id
 
 	data atomic.Pointer[data.Channel] // stored once, when the first push is processed
 
-	mu        sync.Mutex // guards the fields below
-	push      *control.PushReply
-	cipher    data.Cipher
-	useEKM    bool
-	primary   *keyCtx // newest authenticated key state
-	lame      *keyCtx // previous one, until the transition window ends
-	nextKeyID uint8
-	renegAt   time.Time
+	mu     sync.Mutex // guards the fields below
+	push   *control.PushReply
+	cipher data.Cipher
+	useEKM bool
 
 	lastRecv atomic.Int64  // unix nanoseconds of the last authenticated packet
 	lastSend atomic.Int64  // unix nanoseconds of the last data packet sent
@@ -114,14 +112,6 @@ type Session struct {
 	closeMu sync.Once            // makes fail run once
 	err     error                // written once by fail before closed is closed; read after
 	wg      sync.WaitGroup       // receive and timer goroutines
-}
-
-// keyCtx is one authenticated key state on the client side.
-type keyCtx struct {
-	ks      *control.KeyState
-	conn    *tls.Conn
-	local   *control.KeyMethod2
-	created time.Time
 }
 
 const (
@@ -185,7 +175,7 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 		return nil, err
 	}
 	s := &Session{cfg: cfg, opts: opts, logf: opts.Logf, tr: tr, tlsCfg: tlsCfg, remote: r.Address(),
-		rx: pktqueue.New(rxQueue, rxBufLen), closed: make(chan struct{}), nextKeyID: 1}
+		rx: pktqueue.New(rxQueue, rxBufLen), closed: make(chan struct{})}
 	s.txPool.New = func() any { b := make([]byte, sendHeadroom+data.Headroom+maxPkt+data.Tailroom); return &b }
 	s.batches.New = func() any { return new(txBatch) }
 	var w wrap.Wrapper
@@ -209,6 +199,8 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 		tr.close()
 		return nil, err
 	}
+	s.kx = control.Exchange{Channel: s.ctrl, TLS: tlsCfg, Client: true, Timeout: opts.HandshakeTimeout,
+		RenegSec: cfg.RenegSec, Done: s.closed, Keys: &s.keys, Side: side{s}}
 	now := time.Now().UnixNano()
 	s.lastRecv.Store(now)
 	s.lastSend.Store(now)
@@ -495,12 +487,12 @@ func (s *Session) Close() error {
 	default:
 	}
 	s.mu.Lock()
-	kc, push := s.primary, s.push
+	push := s.push
 	s.mu.Unlock()
-	if kc != nil && push != nil && push.CCExit {
-		if err := control.WriteMessage(kc.conn, "EXIT"); err == nil {
+	if kc := s.keys.Primary(); kc != nil && push != nil && push.CCExit {
+		if err := control.WriteMessage(kc.Conn, "EXIT"); err == nil {
 			deadline := time.Now().Add(2 * time.Second)
-			for !kc.ks.Idle() && time.Now().Before(deadline) {
+			for !kc.KS.Idle() && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}

@@ -14,18 +14,6 @@ import (
 	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 )
 
-func TestNextKeyIDSkipsZero(t *testing.T) {
-	var got []uint8
-	id := uint8(0)
-	for i := 0; i < 9; i++ {
-		id = nextKeyID(id)
-		got = append(got, id)
-	}
-	if fmt.Sprint(got) != "[1 2 3 4 5 6 7 1 2]" {
-		t.Fatalf("key id sequence %v", got)
-	}
-}
-
 func testConfig(t *testing.T, extra string) *config.Config {
 	p := testpki.New(t, "CA")
 	cert, key := p.Valid(t, "client", x509.ExtKeyUsageClientAuth)

@@ -37,9 +37,8 @@ func (s *Session) tick(now time.Time) {
 			restart = s.push.PingRestart
 		}
 	}
-	reneg := !s.renegAt.IsZero() && now.After(s.renegAt)
-	lame := s.lame
 	s.mu.Unlock()
+	reneg := s.keys.RenegDue(now)
 	if ping > 0 && now.Sub(time.Unix(0, s.lastSend.Load())) >= time.Duration(ping)*time.Second {
 		if err := s.sendData(data.PingPayload); err != nil {
 			s.logf("openvpn: keepalive: %v", err)
@@ -55,14 +54,7 @@ func (s *Session) tick(now time.Time) {
 			reneg = true
 		}
 	}
-	if lame != nil && now.Sub(lame.created) > s.opts.TransitionWindow+time.Duration(s.cfg.RenegSec)*time.Second {
-		s.mu.Lock()
-		if s.lame == lame {
-			s.lame = nil
-		}
-		s.mu.Unlock()
-		s.ctrl.Remove(lame.ks)
-	}
+	s.keys.ExpireLame(s.ctrl, now, s.opts.TransitionWindow)
 	if reneg {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)

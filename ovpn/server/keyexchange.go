@@ -1,0 +1,125 @@
+package server
+
+// The key states of a client, each in a goroutine the server's Close
+// waits for: control.Exchange with the server's side (options string,
+// negotiation on the first key, AUTH_FAILED for a refused client), then
+// the key state's control messages (PUSH_REQUEST, EXIT).
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/wirelane/wirelane/ovpn/control"
+	"github.com/wirelane/wirelane/ovpn/data"
+)
+
+// goKeyState runs ks in a goroutine the server's Close waits for.
+func (p *peer) goKeyState(ks *control.KeyState, initial bool) {
+	p.s.wg.Add(1)
+	go func() {
+		defer p.s.wg.Done()
+		p.runKeyState(ks, initial)
+	}()
+}
+
+// runKeyState runs TLS and the key exchange on ks, then its messages.
+func (p *peer) runKeyState(ks *control.KeyState, initial bool) {
+	if ks == nil {
+		return
+	}
+	p.mu.Lock()
+	p.busy++
+	p.mu.Unlock()
+	a, mr, err := p.kx.Run(context.Background(), ks, initial)
+	p.mu.Lock()
+	p.busy--
+	p.mu.Unlock()
+	if err != nil {
+		if initial {
+			// Send what is queued (a TLS alert, AUTH_FAILED) so the client
+			// learns why, then keep it from coming back with the same
+			// session.
+			p.ctrl.Flush()
+			p.s.bury(p)
+			p.close(err.Error())
+		} else if errors.Is(err, control.ErrVerify) {
+			// The certificate no longer passes (revoked in the CRL,
+			// expired): the session ends now rather than living on
+			// with its old keys.
+			p.ctrl.Flush()
+			p.close("renegotiation of key " + strconv.Itoa(int(ks.ID)) + " failed: " + err.Error())
+		} else {
+			p.s.logf("openvpn server: %s: renegotiation of key %d failed: %v", p.label(), ks.ID, err)
+			p.ctrl.Remove(ks)
+		}
+		return
+	}
+	how := "PRF"
+	if a.Agreement.EKM {
+		how = "tls-ekm"
+	}
+	p.s.logf("openvpn server: %s: key %d active (%v, %s)", p.label(), ks.ID, a.Agreement.Cipher, how)
+	p.kx.Serve(a, mr)
+}
+
+// side is the server's part of control.Exchange for one client.
+type side struct{ p *peer }
+
+// Hello fills the server's key_method_2 options string.
+func (x side) Hello(local *control.KeyMethod2, a *control.Agreement) {
+	p := x.p
+	local.Options = fmt.Sprintf("V4,dev-type tun,link-mtu %d,tun-mtu %d,proto %s,cipher %s,auth [null-digest],keysize %d,key-method 2,tls-server",
+		p.s.cfg.MTU+49, p.s.cfg.MTU, p.tx.name(), a.Cipher, a.Cipher.KeyLen()*8)
+}
+
+// Agree negotiates from the client's peer-info on the first key (setup);
+// later keys keep that agreement.
+func (x side) Agree(tc *tls.Conn, _ *control.MessageReader, peerKM *control.KeyMethod2, initial bool) (control.Agreement, error) {
+	p := x.p
+	if initial {
+		cn := ""
+		if cs := tc.ConnectionState(); len(cs.PeerCertificates) > 0 {
+			cn = cs.PeerCertificates[0].Subject.CommonName
+		}
+		if err := p.setup(cn, parsePeerInfo(peerKM.PeerInfo)); err != nil {
+			return control.Agreement{}, err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return control.Agreement{Cipher: p.cipher, EKM: p.ekm, Refuse: p.authFail}, nil
+}
+
+// Data returns the client's data channel (nil for a refused client).
+func (x side) Data() *data.Channel { return x.p.data.Load() }
+
+// Explain labels TLS failures.
+func (x side) Explain(stage control.Stage, _ bool, err error) error {
+	if stage == control.StageTLS {
+		return fmt.Errorf("TLS handshake: %w", err)
+	}
+	return err
+}
+
+// Message handles a control message on an established key state.
+func (x side) Message(a *control.Active, m string) bool {
+	p := x.p
+	switch control.MessageKind(m) {
+	case "PUSH_REQUEST":
+		if err := p.push(a); err != nil {
+			p.s.logf("openvpn server: %s: push: %v", p.label(), err)
+		}
+	case "EXIT":
+		// Acknowledge before forgetting the client, so it need not
+		// retransmit.
+		p.ctrl.Flush()
+		p.close("the client sent an exit notification")
+		return false
+	default:
+		p.s.logf("openvpn server: %s: control message %q ignored", p.label(), control.MessageKind(m))
+	}
+	return true
+}

@@ -1,0 +1,101 @@
+package server
+
+// What the first key exchange settles for a client: the data cipher
+// (the server's first choice the client offers), the features of
+// IV_PROTO (DATA_V2 with a peer-id, tls-ekm, cc-exit), the common-name
+// policy (duplicate-cn) and its tunnel addresses from the pools.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/wire"
+)
+
+// negotiateCipher picks the first server cipher the client offers.
+func negotiateCipher(server []data.Cipher, pi peerInfo) (data.Cipher, bool) {
+	offered := pi.ciphers
+	if len(offered) == 0 && pi.ncp >= 2 {
+		offered = []string{"AES-256-GCM", "AES-128-GCM"}
+	}
+	for _, c := range server {
+		for _, o := range offered {
+			if strings.EqualFold(o, c.String()) {
+				return c, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// setup runs once per client after its first key_method_2: cipher and
+// feature negotiation, the common-name policy and the tunnel address.
+func (p *peer) setup(cn string, pi peerInfo) error {
+	s := p.s
+	ciph, ok := negotiateCipher(s.cfg.DataCiphers, pi)
+	if !ok {
+		// The key exchange still completes (the client expects our
+		// key_method_2); the refusal follows it.
+		p.mu.Lock()
+		p.cn, p.cipher = cn, s.cfg.DataCiphers[0]
+		p.authFail = fmt.Sprintf("no shared data cipher (client offers %q, server has %v)", strings.Join(pi.ciphers, ":"), s.cfg.DataCiphers)
+		p.mu.Unlock()
+		return nil
+	}
+	if !s.cfg.DuplicateCN && cn != "" {
+		s.mu.RLock()
+		var dups []*peer
+		for _, q := range s.byID {
+			if q != p && q.commonName() == cn {
+				dups = append(dups, q)
+			}
+		}
+		s.mu.RUnlock()
+		for _, q := range dups {
+			q.close("replaced by a new session with the same common name")
+		}
+	}
+	addr, err := s.pool.get()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.pool.put(addr)
+		return ErrClosed
+	}
+	select {
+	case <-p.closed:
+		s.mu.Unlock()
+		s.pool.put(addr)
+		return ErrClosed
+	default:
+	}
+	if s.pool6 != nil {
+		a6 := s.pool6.addrFor(addr)
+		p.vaddr6.Store(&a6)
+		s.byVaddr[a6] = p
+	}
+	p.slot = addr
+	if s.cfg.Network.IsValid() {
+		// An IPv6-only server's slot is no address of the client's.
+		p.vaddr.Store(&addr)
+		s.byVaddr[addr] = p
+	}
+	s.mu.Unlock()
+	p.mu.Lock()
+	p.cn = cn
+	p.cipher = ciph
+	p.dataV2 = pi.proto&ivProtoDataV2 != 0
+	p.ekm = pi.proto&ivProtoTLSExport != 0
+	p.ccExit = pi.proto&ivProtoCCExit != 0
+	peerID := wire.UndefinedPeerID
+	if p.dataV2 {
+		peerID = p.id
+	}
+	p.mu.Unlock()
+	p.data.Store(data.NewChannel(peerID))
+	return nil
+}

@@ -1,0 +1,137 @@
+package server
+
+// The PUSH_REPLY a client gets for its PUSH_REQUEST (the configured push
+// options, then what the server itself decides: route-gateway, topology,
+// ping, addresses, peer-id, cipher, protocol-flags), split with
+// push-continuation when long, and the RESTART a cc-exit client gets
+// when the server shuts down.
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wirelane/wirelane/ovpn/control"
+)
+
+// pushOptions builds the options of the client's PUSH_REPLY.
+func (p *peer) pushOptions() []string {
+	s := p.s
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	opts := append([]string(nil), s.cfg.Push...)
+	if s.cfg.Network.IsValid() {
+		opts = append(opts, "route-gateway "+s.pool.server.String())
+	}
+	opts = append(opts, "topology subnet")
+	if s.cfg.Ping > 0 {
+		opts = append(opts, fmt.Sprintf("ping %d", s.cfg.Ping))
+	}
+	if s.cfg.PingRestart > 0 {
+		opts = append(opts, fmt.Sprintf("ping-restart %d", s.cfg.PingRestart))
+	}
+	if a6 := p.vaddr6Load(); a6.IsValid() {
+		opts = append(opts, fmt.Sprintf("ifconfig-ipv6 %s/%d %s", a6, s.pool6.network.Bits(), s.pool6.server))
+	}
+	if a := p.vaddrLoad(); a.IsValid() {
+		opts = append(opts, fmt.Sprintf("ifconfig %s %s", a, maskString(s.pool.network.Bits())))
+	}
+	if p.dataV2 {
+		opts = append(opts, fmt.Sprintf("peer-id %d", p.id))
+	}
+	opts = append(opts, "cipher "+p.cipher.String())
+	var flags []string
+	if p.ccExit {
+		flags = append(flags, "cc-exit")
+	}
+	if p.ekm {
+		flags = append(flags, "tls-ekm")
+	}
+	if len(flags) > 0 {
+		opts = append(opts, "protocol-flags "+strings.Join(flags, " "))
+	}
+	return opts
+}
+
+// maxPushMessage keeps each PUSH_REPLY part well inside one control
+// message, as OpenVPN splits long replies.
+const maxPushMessage = 1024
+
+// pushMessages joins options into PUSH_REPLY messages, split with
+// push-continuation when they do not fit one.
+func pushMessages(opts []string) []string {
+	var parts [][]string
+	cur, size := []string(nil), len("PUSH_REPLY")
+	const contLen = len(",push-continuation 2")
+	for _, o := range opts {
+		if len(cur) > 0 && size+1+len(o)+contLen > maxPushMessage {
+			parts = append(parts, cur)
+			cur, size = nil, len("PUSH_REPLY")
+		}
+		cur = append(cur, o)
+		size += 1 + len(o)
+	}
+	parts = append(parts, cur)
+	msgs := make([]string, len(parts))
+	for i, part := range parts {
+		m := "PUSH_REPLY," + strings.Join(part, ",")
+		if len(parts) > 1 {
+			if i < len(parts)-1 {
+				m += ",push-continuation 2"
+			} else {
+				m += ",push-continuation 1"
+			}
+		}
+		msgs[i] = m
+	}
+	return msgs
+}
+
+// push answers a PUSH_REQUEST on the key state a.
+func (p *peer) push(a *control.Active) error {
+	// Connected from before the reply goes out: the client may send data
+	// (and a caller may list clients) as soon as it has read the reply.
+	p.mu.Lock()
+	first := p.since.IsZero()
+	if first {
+		p.since = time.Now()
+	}
+	p.mu.Unlock()
+	for _, m := range pushMessages(p.pushOptions()) {
+		if err := control.WriteMessage(a.Conn, m); err != nil {
+			if first {
+				p.mu.Lock()
+				p.since = time.Time{} // not connected after all; the next PUSH_REQUEST tries again
+				p.mu.Unlock()
+			}
+			return err
+		}
+	}
+	if first {
+		info := p.info()
+		p.s.logf("openvpn server: %s: connected as %s (peer-id %d, %v)", p.label(), info.addresses(), info.PeerID, info.Cipher)
+		if p.s.opts.Events != nil {
+			p.s.opts.Events(Event{Kind: ClientConnected, Client: info})
+		}
+	}
+	return nil
+}
+
+// notifyRestart tells a cc-exit client that the server goes away, waiting
+// up to d for the acknowledgement.
+func (p *peer) notifyRestart(d time.Duration) {
+	p.mu.Lock()
+	cc := p.ccExit
+	p.mu.Unlock()
+	kc := p.keys.Primary()
+	if kc == nil || !cc {
+		return
+	}
+	if err := control.WriteMessage(kc.Conn, "RESTART"); err != nil {
+		return
+	}
+	deadline := time.Now().Add(d)
+	for !kc.KS.Idle() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
