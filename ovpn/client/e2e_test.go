@@ -21,6 +21,7 @@ import (
 
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
+	"github.com/wirelane/wirelane/ovpn/internal/testlog"
 	"github.com/wirelane/wirelane/ovpn/internal/testnet"
 	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 	"github.com/wirelane/wirelane/ovpn/wrap"
@@ -159,7 +160,7 @@ func (e *testEnv) startServer(t *testing.T, tcp bool, extra ...string) *server {
 // options places the client's socket in the server's namespace.
 func (s *server) options(t *testing.T) Options {
 	return Options{
-		Logf:             t.Logf,
+		Logger:           testlog.Logger(t),
 		HandshakeTimeout: 8 * time.Second,
 		WrapSocket:       func(fn func()) error { return testnet.InNamespace(s.ns, fn) },
 	}

@@ -64,13 +64,21 @@ func (s *Session) runKeyState(ctx context.Context, ks *control.KeyState, initial
 	}
 	if err != nil {
 		if !initial {
-			s.logf("openvpn: renegotiation of key %d failed: %v", ks.ID, err)
+			s.log.Warn("renegotiation failed", "key", ks.ID, "err", err)
 			s.ctrl.Remove(ks)
 		}
 		return
 	}
-	s.logf("openvpn: key %d active (%v)", ks.ID, a.Agreement.Cipher)
+	s.log.Info("key active", "key", ks.ID, "cipher", a.Agreement.Cipher.String(), "keys", keysName(a.Agreement.EKM))
 	s.kx.Serve(a, mr)
+}
+
+// keysName names how data keys were derived, for logs.
+func keysName(ekm bool) string {
+	if ekm {
+		return "tls-ekm"
+	}
+	return "PRF"
 }
 
 // side is the client's part of control.Exchange.
@@ -168,13 +176,13 @@ func (s *Session) pull(tc *tls.Conn, mr *control.MessageReader) error {
 			}
 			return ErrAuthFailed
 		case "AUTH_PENDING", "INFO", "INFO_PRE":
-			s.logf("openvpn: server: %s", m)
+			s.log.Info("server message", "text", m)
 		case "RESTART":
 			return fmt.Errorf("%w: %s", ErrRestart, m)
 		case "HALT":
 			return fmt.Errorf("%w: %s", ErrHalt, m)
 		default:
-			s.logf("openvpn: ignoring control message %q before PUSH_REPLY", control.MessageKind(m))
+			s.log.Debug("control message before PUSH_REPLY ignored", "kind", control.MessageKind(m))
 		}
 	}
 }
@@ -205,7 +213,7 @@ func (s *Session) applyPush(r *control.PushReply) error {
 	s.push, s.cipher, s.useEKM = r, c, r.TLSEKM
 	s.mu.Unlock()
 	s.data.Store(data.NewChannel(peerID))
-	s.logf("openvpn: pushed %s, cipher %v, ekm %v", r.Local, c, r.TLSEKM)
+	s.log.Info("pushed", "local", r.Local, "cipher", c.String(), "ekm", r.TLSEKM)
 	return nil
 }
 
@@ -225,7 +233,7 @@ func (x side) Message(_ *control.Active, m string) bool {
 		// An update or a duplicate of the initial reply; routes and
 		// addresses do not change mid-session here.
 	default:
-		s.logf("openvpn: server: %s", m)
+		s.log.Info("server message", "text", m)
 	}
 	return true
 }

@@ -26,6 +26,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -43,8 +44,9 @@ import (
 
 // Options tune Dial beyond the configuration file.
 type Options struct {
-	// Logf receives diagnostics; secrets are never passed to it.
-	Logf func(format string, args ...any)
+	// Logger receives diagnostics (nil: none); secrets are never passed
+	// to it.
+	Logger *slog.Logger
 	// HandshakeTimeout bounds each remote's connection attempt (default 60 s,
 	// OpenVPN's hand-window).
 	HandshakeTimeout time.Duration
@@ -82,7 +84,7 @@ type Session struct {
 	// Immutable after dialRemote.
 	cfg    *config.Config
 	opts   Options
-	logf   func(string, ...any)
+	log    *slog.Logger // Options.Logger with the remote
 	tr     transport
 	ctrl   *control.Channel
 	kx     control.Exchange // the key-exchange loop, with side{s}
@@ -129,8 +131,8 @@ func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, erro
 	if opts.TransitionWindow == 0 {
 		opts.TransitionWindow = 60 * time.Second
 	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.AuthUserPass && cfg.Username == "" && opts.Username == "" {
 		return nil, errors.New("client: auth-user-pass needs a username (none in the configuration or options)")
@@ -151,7 +153,7 @@ func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, erro
 		if err == nil {
 			return s, nil
 		}
-		opts.Logf("openvpn: %s %s: %v", r.Proto, r.Address(), err)
+		opts.Logger.Warn("remote failed", "proto", string(r.Proto), "remote", r.Address(), "err", err)
 		errs = append(errs, fmt.Errorf("%s %s: %w", r.Proto, r.Address(), err))
 		if ctx.Err() != nil {
 			break
@@ -174,7 +176,7 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, opts: opts, logf: opts.Logf, tr: tr, tlsCfg: tlsCfg, remote: r.Address(),
+	s := &Session{cfg: cfg, opts: opts, log: opts.Logger.With("remote", r.Address()), tr: tr, tlsCfg: tlsCfg, remote: r.Address(),
 		rx: pktqueue.New(rxQueue, rxBufLen), closed: make(chan struct{})}
 	s.txPool.New = func() any { b := make([]byte, sendHeadroom+data.Headroom+maxPkt+data.Tailroom); return &b }
 	s.batches.New = func() any { return new(txBatch) }
@@ -193,7 +195,7 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 		}
 		w = wrap.NewTLSAuth(cfg.TLSAuth, cfg.KeyDirection, digest)
 	}
-	s.ctrl, err = control.NewChannel(control.ChannelConfig{Client: true, Wrapper: w, Send: s.sendControl, Logf: s.logf,
+	s.ctrl, err = control.NewChannel(control.ChannelConfig{Client: true, Wrapper: w, Send: s.sendControl, Logger: s.log,
 		OnSoftReset: func(ks *control.KeyState) { go s.runKeyState(context.Background(), ks, false, nil) }})
 	if err != nil {
 		tr.close()
@@ -301,7 +303,7 @@ func (s *Session) handlePacket(pkt []byte, rb *rxBatch) {
 	if !op.IsData() {
 		if err := s.ctrl.HandlePacket(pkt); err != nil {
 			s.wrapErr.Store(err.Error())
-			s.logf("openvpn: dropped control packet: %v", err)
+			s.log.Debug("dropped control packet", "err", err)
 			return
 		}
 		s.lastRecv.Store(time.Now().UnixNano())
@@ -313,7 +315,7 @@ func (s *Session) handlePacket(pkt []byte, rb *rxBatch) {
 	}
 	payload, kind, err := ch.Decrypt(pkt)
 	if err != nil {
-		s.logf("openvpn: dropped data packet: %v", err)
+		s.log.Debug("dropped data packet", "err", err)
 		return
 	}
 	s.lastRecv.Store(time.Now().UnixNano())

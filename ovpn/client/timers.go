@@ -41,7 +41,7 @@ func (s *Session) tick(now time.Time) {
 	reneg := s.keys.RenegDue(now)
 	if ping > 0 && now.Sub(time.Unix(0, s.lastSend.Load())) >= time.Duration(ping)*time.Second {
 		if err := s.sendData(data.PingPayload); err != nil {
-			s.logf("openvpn: keepalive: %v", err)
+			s.log.Warn("keepalive", "err", err)
 		}
 	}
 	if restart > 0 && now.Sub(time.Unix(0, s.lastRecv.Load())) >= time.Duration(restart)*time.Second {
@@ -60,7 +60,7 @@ func (s *Session) tick(now time.Time) {
 			ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
 			defer cancel()
 			if err := s.Renegotiate(ctx); err != nil {
-				s.logf("openvpn: renegotiation: %v", err)
+				s.log.Warn("renegotiation", "err", err)
 			}
 		}()
 	}

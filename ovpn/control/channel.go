@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -35,7 +36,7 @@ type Channel struct {
 	client    bool
 	wrap      wrap.Wrapper
 	send      func(pkt []byte) error // transmits one wrapped control packet
-	logf      func(string, ...any)
+	log       *slog.Logger
 	local     wire.SessionID
 	onNew     func(*KeyState) // called without mu for a key state the peer started
 	peerKnown chan struct{}   // closed (under mu) when haveRemote becomes true
@@ -56,7 +57,7 @@ type ChannelConfig struct {
 	Client  bool
 	Wrapper wrap.Wrapper           // nil = no wrapping
 	Send    func(pkt []byte) error // required
-	Logf    func(string, ...any)   // optional
+	Logger  *slog.Logger           // failures to send control packets; optional
 	// OnSoftReset is called for a key state the peer started: with
 	// SOFT_RESET_V1, or on a server with the client's hard reset for key 0.
 	// It is called from HandlePacket without locks held and must not block:
@@ -65,13 +66,13 @@ type ChannelConfig struct {
 }
 
 func newChannel(c ChannelConfig) *Channel {
-	ch := &Channel{client: c.Client, wrap: c.Wrapper, send: c.Send, logf: c.Logf, onNew: c.OnSoftReset,
+	ch := &Channel{client: c.Client, wrap: c.Wrapper, send: c.Send, log: c.Logger, onNew: c.OnSoftReset,
 		kick: make(chan struct{}, 1), peerKnown: make(chan struct{}), done: make(chan struct{}), flushDone: make(chan struct{}), now: time.Now}
 	if ch.wrap == nil {
 		ch.wrap = wrap.None{}
 	}
-	if ch.logf == nil {
-		ch.logf = func(string, ...any) {}
+	if ch.log == nil {
+		ch.log = slog.New(slog.DiscardHandler)
 	}
 	return ch
 }
@@ -232,12 +233,12 @@ func (ch *Channel) Flush() time.Time {
 			}
 			plain, err := wire.AppendControl(nil, &p)
 			if err != nil {
-				ch.logf("control: encode: %v", err)
+				ch.log.Warn("control: encode", "err", err)
 				continue
 			}
 			w, err := ch.wrap.Wrap(nil, plain)
 			if err != nil {
-				ch.logf("control: wrap: %v", err)
+				ch.log.Warn("control: wrap", "err", err)
 				continue
 			}
 			pkts = append(pkts, w)
@@ -246,7 +247,7 @@ func (ch *Channel) Flush() time.Time {
 	ch.mu.Unlock()
 	for _, p := range pkts {
 		if err := ch.send(p); err != nil {
-			ch.logf("control: send: %v", err)
+			ch.log.Warn("control: send", "err", err)
 		}
 	}
 	return next

@@ -135,7 +135,7 @@ func Connect(args []string) int {
 	for _, w := range cfg.Warnings {
 		logf("%s: %s", file, w)
 	}
-	opts := client.Options{Logf: logf}
+	opts := client.Options{Logger: protocolLogger(*verbose)}
 	if cfg.AuthUserPass && cfg.Username == "" {
 		if *authFile == "" {
 			fmt.Fprintf(stderr, "wirelane ovpn connect: %s uses auth-user-pass without credentials; pass --auth-file FILE (username line, password line)\n", file)

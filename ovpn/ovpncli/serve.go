@@ -3,6 +3,7 @@ package ovpncli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os/signal"
 	"path/filepath"
@@ -63,7 +64,7 @@ func Serve(args []string) int {
 	}
 	defer d.Close()
 	name, _ := d.Name()
-	s, err := server.New(cfg, server.Options{Logf: logf, Events: func(e server.Event) {
+	s, err := server.New(cfg, server.Options{Logger: protocolLogger(*verbose), Events: func(e server.Event) {
 		c := e.Client
 		switch e.Kind {
 		case server.ClientConnected:
@@ -145,4 +146,13 @@ func bothString[T interface {
 		return v6.String()
 	}
 	return v4.String() + " and " + v6.String()
+}
+
+// protocolLogger is where the OpenVPN client and server log: stderr with
+// -v, nowhere otherwise.
+func protocolLogger(verbose bool) *slog.Logger {
+	if !verbose {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(stderr, nil))
 }

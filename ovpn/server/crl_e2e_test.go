@@ -19,6 +19,7 @@ import (
 	"github.com/wirelane/wirelane/internal/testkit/netns"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/control"
+	"github.com/wirelane/wirelane/ovpn/internal/testlog"
 	"github.com/wirelane/wirelane/ovpn/internal/testnet"
 	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 )
@@ -103,8 +104,8 @@ func TestCRLWirelaneClients(t *testing.T) {
 	writeFile(t, crlPath, f.pki.CurrentCRL(t, testpki.Serial(t, lostCert)))
 	cfg := f.serverConfig(UDP)
 	cfg.CRLVerify = crlPath
-	logs := &logBuffer{t: t}
-	s := startServer(t, cfg, Options{Logf: logs.logf})
+	log, logs := testlog.New(t)
+	s := startServer(t, cfg, Options{Logger: log})
 	needCRLWiring(t, s, lostCert)
 	go echoResponder(s)
 
@@ -123,14 +124,14 @@ func TestCRLWirelaneClients(t *testing.T) {
 	if _, err := client.Dial(ctx, lost, client.Options{HandshakeTimeout: 3 * time.Second}); err == nil {
 		t.Fatal("a revoked client certificate was accepted")
 	}
-	eventually(t, 3*time.Second, "server logs the revocation", func() bool { return logs.has("lost-laptop", "is revoked") })
+	eventually(t, 3*time.Second, "server logs the revocation", func() bool { return logs.Has("lost-laptop", "is revoked") })
 
 	// Revoke the desk too, without restarting: its next session is refused.
 	writeFile(t, crlPath, f.pki.CurrentCRL(t, testpki.Serial(t, lostCert), testpki.Serial(t, good.Cert)))
 	if _, err := client.Dial(ctx, good, client.Options{HandshakeTimeout: 3 * time.Second}); err == nil {
 		t.Fatal("a certificate revoked at runtime was accepted")
 	}
-	eventually(t, 3*time.Second, "server logs the runtime revocation", func() bool { return logs.has("CN=desk", "is revoked") })
+	eventually(t, 3*time.Second, "server logs the runtime revocation", func() bool { return logs.Has("CN=desk", "is revoked") })
 	// Client mode: the server's certificate revoked in the client's CRL.
 	writeFile(t, cliCRL, f.pki.CurrentCRL(t, testpki.Serial(t, f.srvCert)))
 	wary := f.clientConfig(t, s, "wary", "")
@@ -147,7 +148,7 @@ func TestCRLWirelaneClients(t *testing.T) {
 		t.Fatal("accepted with a CRL signed by another key")
 	}
 	eventually(t, 3*time.Second, "server logs the CRL signature failure", func() bool {
-		return logs.has("does not verify against that CA's certificate")
+		return logs.Has("does not verify against that CA's certificate")
 	})
 }
 
@@ -183,8 +184,8 @@ func TestE2ECRLOpenVPNClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := netns.New(t, "ovcrl")
-	logs := &logBuffer{t: t}
-	s := startServer(t, cfg, Options{Logf: logs.logf, ListenUDP: func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
+	log, logs := testlog.New(t)
+	s := startServer(t, cfg, Options{Logger: log, ListenUDP: func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
 		if e := testnet.InNamespace(ns.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
 			return nil, e
 		}
@@ -206,7 +207,7 @@ func TestE2ECRLOpenVPNClients(t *testing.T) {
 
 	lost := startOpenVPNWithCert(t, dir, ns, "lost", lostCert, lostKey)
 	netns.Eventually(t, 20*time.Second, "revoked client refused", func() error {
-		if !logs.has("lost-laptop", "is revoked") {
+		if !logs.Has("lost-laptop", "is revoked") {
 			return fmt.Errorf("no refusal in the server log")
 		}
 		return nil
@@ -224,7 +225,7 @@ func TestE2ECRLOpenVPNClients(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "crl.pem"), f.pki.CurrentCRL(t, testpki.Serial(t, lostCert), testpki.Serial(t, goodCert)))
 	again := startOpenVPNWithCert(t, dir, ns, "desk2", goodCert, goodKey)
 	netns.Eventually(t, 20*time.Second, "revoked desk refused", func() error {
-		if !logs.has("CN=desk", "is revoked") {
+		if !logs.Has("CN=desk", "is revoked") {
 			return fmt.Errorf("no refusal in the server log")
 		}
 		return nil
@@ -243,23 +244,23 @@ func TestCRLRevocationEndsConnectedSession(t *testing.T) {
 	cfg := f.serverConfig(UDP)
 	cfg.CRLVerify = crlPath
 	cfg.RenegSec = 2 // the server renegotiates every 2 s
-	logs := &logBuffer{t: t}
-	s := startServer(t, cfg, Options{Logf: logs.logf})
+	log, logs := testlog.New(t)
+	s := startServer(t, cfg, Options{Logger: log})
 	go echoResponder(s)
 
 	desk := f.clientConfig(t, s, "desk", "")
 	c := dialClient(t, desk, client.Options{})
 	ping(t, c, s.TunnelAddress().Addr(), 1)
 	eventually(t, 10*time.Second, "a renegotiation while the certificate is good", func() bool {
-		return logs.has("desk", "renegotiating")
+		return logs.Has("desk", "renegotiating")
 	})
-	if logs.has("desk", "session ended") {
+	if logs.Has("desk", "session ended") {
 		t.Fatal("the session ended before the revocation")
 	}
 
 	writeFile(t, crlPath, f.pki.CurrentCRL(t, testpki.Serial(t, desk.Cert)))
 	eventually(t, 15*time.Second, "the server ends the revoked client's session", func() bool {
-		return logs.has("desk", "session ended", "is revoked")
+		return logs.Has("desk", "session ended", "is revoked")
 	})
 	if n := len(s.Clients()); n != 0 {
 		t.Errorf("%d clients still listed after the revocation", n)

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/wirelane/wirelane/internal/testkit/netns"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/internal/testlog"
 	"github.com/wirelane/wirelane/ovpn/internal/testnet"
 	"github.com/wirelane/wirelane/tun"
 )
@@ -182,8 +182,8 @@ func TestE2EOpenVPNClients(t *testing.T) {
 	cfg.Listen = netip.MustParseAddrPort("0.0.0.0:1194")
 	cfg.ClientToClient = true
 	cfg.RenegSec = 2 // server-initiated renegotiations while the test runs
-	logs := &logBuffer{t: t}
-	s := startServer(t, cfg, Options{Logf: logs.logf, ListenUDP: udpIn(srvNS)})
+	log, logs := testlog.New(t)
+	s := startServer(t, cfg, Options{Logger: log, ListenUDP: udpIn(srvNS)})
 	attached := make(chan error, 1)
 	go func() { attached <- s.AttachTUN(dev) }()
 
@@ -255,7 +255,7 @@ func TestE2EOpenVPNClients(t *testing.T) {
 	// them continues under the new keys without loss.
 	netns.Eventually(t, 10*time.Second, "server-initiated renegotiations", func() error {
 		for _, cn := range []string{"client1", "client2"} {
-			if !logs.has(cn+"/", "key 2 active") {
+			if !logs.Has("client="+cn+"/", "msg=\"key active\"", "key=2") {
 				return fmt.Errorf("%s: no second renegotiated key yet", cn)
 			}
 		}
@@ -291,37 +291,6 @@ func TestE2EOpenVPNClients(t *testing.T) {
 	})
 }
 
-// logBuffer collects the server's log lines for assertions.
-type logBuffer struct {
-	t     *testing.T
-	mu    sync.Mutex // guards lines
-	lines []string
-}
-
-func (l *logBuffer) logf(format string, args ...any) {
-	line := fmt.Sprintf(format, args...)
-	l.mu.Lock()
-	l.lines = append(l.lines, line)
-	l.mu.Unlock()
-	l.t.Log(line)
-}
-
-// has reports whether one log line contains every one of subs.
-func (l *logBuffer) has(subs ...string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range l.lines {
-		all := true
-		for _, sub := range subs {
-			all = all && strings.Contains(line, sub)
-		}
-		if all {
-			return true
-		}
-	}
-	return false
-}
-
 // An openvpn client over TCP with tls-crypt and CHACHA20-POLY1305 that
 // renegotiates its keys every few seconds while pinging.
 func TestE2EOpenVPNTCPTLSCryptRenegotiation(t *testing.T) {
@@ -350,8 +319,8 @@ func TestE2EOpenVPNTCPTLSCryptRenegotiation(t *testing.T) {
 	cfg.Listen = netip.MustParseAddrPort("0.0.0.0:1194")
 	cfg.TLSCrypt = f.static
 	cfg.DataCiphers = []data.Cipher{data.ChaCha20Poly1305, data.AES256GCM}
-	logs := &logBuffer{t: t}
-	s := startServer(t, cfg, Options{Logf: logs.logf, ListenTCP: func(network, addr string) (l net.Listener, err error) {
+	log, logs := testlog.New(t)
+	s := startServer(t, cfg, Options{Logger: log, ListenTCP: func(network, addr string) (l net.Listener, err error) {
 		if e := testnet.InNamespace(srvNS.Name, func() { l, err = net.Listen(network, addr) }); e != nil {
 			return nil, e
 		}
@@ -365,7 +334,7 @@ func TestE2EOpenVPNTCPTLSCryptRenegotiation(t *testing.T) {
 	}
 	netns.Run(t, cNS, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.8.0.1")
 	netns.Eventually(t, 10*time.Second, "client-initiated renegotiation", func() error {
-		if logs.has("key 2 active") {
+		if logs.Has("msg=\"key active\"", "key=2") {
 			return nil
 		}
 		return fmt.Errorf("no second renegotiation yet")

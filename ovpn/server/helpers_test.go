@@ -12,6 +12,7 @@ import (
 
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
+	"github.com/wirelane/wirelane/ovpn/internal/testlog"
 	"github.com/wirelane/wirelane/ovpn/internal/testnet"
 	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 	"github.com/wirelane/wirelane/ovpn/wrap"
@@ -44,8 +45,8 @@ func (f *fixture) serverConfig(proto Proto) *Config {
 
 func startServer(t testing.TB, cfg *Config, opts Options) *Server {
 	t.Helper()
-	if opts.Logf == nil {
-		opts.Logf = t.Logf
+	if opts.Logger == nil {
+		opts.Logger = testlog.Logger(t)
 	}
 	s, err := New(cfg, opts)
 	if err != nil {
@@ -74,8 +75,8 @@ func (f *fixture) clientConfig(t testing.TB, s *Server, cn, extra string) *confi
 
 func dialClient(t testing.TB, cfg *config.Config, opts client.Options) *client.Session {
 	t.Helper()
-	if opts.Logf == nil {
-		opts.Logf = t.Logf
+	if opts.Logger == nil {
+		opts.Logger = testlog.Logger(t)
 	}
 	if opts.HandshakeTimeout == 0 {
 		opts.HandshakeTimeout = 10 * time.Second

@@ -52,7 +52,7 @@ func (p *peer) runKeyState(ks *control.KeyState, initial bool) {
 			p.ctrl.Flush()
 			p.close("renegotiation of key " + strconv.Itoa(int(ks.ID)) + " failed: " + err.Error())
 		} else {
-			p.s.logf("openvpn server: %s: renegotiation of key %d failed: %v", p.label(), ks.ID, err)
+			p.s.log.Warn("renegotiation failed", "client", p.label(), "key", ks.ID, "err", err)
 			p.ctrl.Remove(ks)
 		}
 		return
@@ -61,7 +61,7 @@ func (p *peer) runKeyState(ks *control.KeyState, initial bool) {
 	if a.Agreement.EKM {
 		how = "tls-ekm"
 	}
-	p.s.logf("openvpn server: %s: key %d active (%v, %s)", p.label(), ks.ID, a.Agreement.Cipher, how)
+	p.s.log.Info("key active", "client", p.label(), "key", ks.ID, "cipher", a.Agreement.Cipher.String(), "keys", how)
 	p.kx.Serve(a, mr)
 }
 
@@ -110,7 +110,7 @@ func (x side) Message(a *control.Active, m string) bool {
 	switch control.MessageKind(m) {
 	case "PUSH_REQUEST":
 		if err := p.push(a); err != nil {
-			p.s.logf("openvpn server: %s: push: %v", p.label(), err)
+			p.s.log.Warn("push", "client", p.label(), "err", err)
 		}
 	case "EXIT":
 		// Acknowledge before forgetting the client, so it need not
@@ -119,7 +119,7 @@ func (x side) Message(a *control.Active, m string) bool {
 		p.close("the client sent an exit notification")
 		return false
 	default:
-		p.s.logf("openvpn server: %s: control message %q ignored", p.label(), control.MessageKind(m))
+		p.s.log.Debug("control message ignored", "client", p.label(), "kind", control.MessageKind(m))
 	}
 	return true
 }

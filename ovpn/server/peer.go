@@ -100,7 +100,7 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 	now := time.Now().UnixNano()
 	p.lastRecv.Store(now)
 	p.lastSend.Store(now)
-	s.logf("openvpn server: %s: new session (peer-id %d)", from, p.id)
+	s.log.Info("new session", "remote", from, "peer-id", p.id)
 	s.wg.Add(1)
 	go p.run()
 	p.goKeyState(ks0, true)
@@ -211,7 +211,7 @@ func (p *peer) close(reason string) {
 		p.tx.close() // first: unblocks a flusher stuck in a TCP write
 		p.ctrl.Close()
 		info := p.info()
-		s.logf("openvpn server: %s: session ended: %s", p.label(), reason)
+		s.log.Info("session ended", "client", p.label(), "reason", reason)
 		if s.opts.Events != nil && !info.Since.IsZero() {
 			s.opts.Events(Event{Kind: ClientDisconnected, Client: info, Reason: reason})
 		}

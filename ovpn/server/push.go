@@ -109,7 +109,7 @@ func (p *peer) push(a *control.Active) error {
 	}
 	if first {
 		info := p.info()
-		p.s.logf("openvpn server: %s: connected as %s (peer-id %d, %v)", p.label(), info.addresses(), info.PeerID, info.Cipher)
+		p.s.log.Info("connected", "client", p.label(), "address", info.addresses(), "peer-id", info.PeerID, "cipher", info.Cipher.String())
 		if p.s.opts.Events != nil {
 			p.s.opts.Events(Event{Kind: ClientConnected, Client: info})
 		}

@@ -318,7 +318,7 @@ func (s *Server) writeBatch(msgs []ipv4.Message) error {
 			}
 			if size := int64(len(m.Buffers[0])); size < s.gsoLimit.Load() {
 				s.gsoLimit.Store(size)
-				s.logf("openvpn server: UDP segmentation refused for %d-byte datagrams (%v); sending them singly", size, err)
+				s.log.Warn("UDP segmentation refused; sending datagrams singly", "size", size, "err", err)
 			}
 			single := make([]ipv4.Message, len(m.Buffers))
 			for i := range single {

@@ -32,6 +32,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -49,8 +50,9 @@ import (
 
 // Options tune a Server beyond its Config.
 type Options struct {
-	// Logf receives diagnostics; keys and passwords never reach it.
-	Logf func(format string, args ...any)
+	// Logger receives diagnostics (nil: none); keys and passwords never
+	// reach it.
+	Logger *slog.Logger
 	// Events, when set, is called from server goroutines (possibly
 	// concurrently) when a client has connected or has left; it must not
 	// block.
@@ -105,7 +107,7 @@ var (
 type Server struct {
 	cfg        Config // defaults applied; immutable
 	opts       Options
-	logf       func(string, ...any)
+	log        *slog.Logger // Options.Logger
 	tlsCfg     *tls.Config
 	pool       *pool
 	pool6      *pool6 // nil without server-ipv6
@@ -178,8 +180,8 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	if c.TLSAuth != nil && c.TLSCrypt != nil {
 		return nil, errors.New("server: tls-auth and tls-crypt are mutually exclusive")
 	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.TransitionWindow == 0 {
 		opts.TransitionWindow = 60 * time.Second
@@ -209,7 +211,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, opts: opts, logf: opts.Logf, tlsCfg: tlsCfg, pool: p, pool6: p6,
+	s := &Server{cfg: c, opts: opts, log: opts.Logger, tlsCfg: tlsCfg, pool: p, pool6: p6,
 		handWindow: time.Duration(c.HandWindow) * time.Second,
 		byAddr:     map[netip.AddrPort]*peer{}, byID: map[uint32]*peer{}, byVaddr: map[netip.Addr]*peer{},
 		rx: pktqueue.New(rxQueue, rxBufLen), done: make(chan struct{})}
@@ -257,7 +259,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		s.wg.Add(1)
 		go s.readUDP()
 	}
-	s.logf("openvpn server: listening on %s %s, pool %s, ciphers %v", c.Proto, s.addr, poolsString(c), c.DataCiphers)
+	s.log.Info("listening", "proto", string(c.Proto), "addr", s.addr, "pool", poolsString(c), "ciphers", fmt.Sprint(c.DataCiphers))
 	return s, nil
 }
 

@@ -31,7 +31,7 @@ func (s *Server) acceptTCP() {
 				time.Sleep(10 * time.Millisecond)
 				continue
 			}
-			s.logf("openvpn server: accept: %v", err)
+			s.log.Error("accept", "err", err)
 			return
 		}
 		s.wg.Add(1)
@@ -73,7 +73,7 @@ func (s *Server) serveTCP(c net.Conn) {
 	}
 	peer, err := s.newPeer(from, local, p.Session, w, &tcpTransport{c: c, w: wire.NewTCPWriter(c)}, false)
 	if err != nil {
-		s.logf("openvpn server: %s: %v", from, err)
+		s.log.Warn("session refused", "remote", from, "err", err)
 		c.Close()
 		return
 	}

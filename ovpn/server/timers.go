@@ -60,7 +60,7 @@ func (p *peer) tick(now time.Time) {
 		id := p.keys.TakeNextID()
 		ks, err := p.ctrl.Start(id)
 		if err == nil {
-			p.s.logf("openvpn server: %s: renegotiating (key %d)", p.label(), id)
+			p.s.log.Info("renegotiating", "client", p.label(), "key", id)
 			p.goKeyState(ks, false)
 		}
 	}

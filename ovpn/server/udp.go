@@ -85,7 +85,7 @@ func (s *Server) readUDP() {
 	gro := enableGRO(s.udp)
 	r, err := newBatchReader(s.udp, bufs)
 	if err != nil {
-		s.logf("openvpn server: UDP socket: %v", err)
+		s.log.Error("UDP socket", "err", err)
 		return
 	}
 	var scratch []byte
@@ -107,7 +107,7 @@ func (s *Server) readUDP() {
 			if errors.As(err, &errno) && transientRecvError(errno) {
 				continue
 			}
-			s.logf("openvpn server: UDP read: %v", err)
+			s.log.Error("UDP read", "err", err)
 			return
 		}
 		for i := 0; i < n; i++ {
@@ -223,7 +223,7 @@ func (s *Server) float(p *peer, to netip.AddrPort) {
 	s.byAddr[to] = p
 	p.addr.Store(&to)
 	p.uaddr.Store(net.UDPAddrFromAddrPort(to))
-	s.logf("openvpn server: %s: floated from %s", p.label(), old)
+	s.log.Info("floated", "client", p.label(), "from", old)
 }
 
 // udpUnknown handles a control packet from an address without a client:
@@ -278,7 +278,7 @@ func (s *Server) udpUnknown(from netip.AddrPort, raw []byte) {
 		}
 		peer, err := s.newPeer(from, p.Remote, p.Session, pw, nil, true)
 		if err != nil {
-			s.logf("openvpn server: %s: %v", from, err)
+			s.log.Warn("session refused", "remote", from, "err", err)
 			return
 		}
 		if err := peer.ctrl.HandlePacket(raw); err != nil {
