@@ -1,12 +1,16 @@
-// Package config reads OpenVPN client configuration files (.ovpn): the
+// Package config reads OpenVPN configuration files: one model (Common,
+// what client and server files share, with each side's additions: Config
+// here for clients, server.Config in ovpn/server) and one parser (Run)
+// that each side extends with its directives (Extension). It reads the
 // directives Wirelane implements, inline <ca>/<cert>/<key>/<tls-auth>/
 // <tls-crypt>/<auth-user-pass> blocks and referenced files. Directives it
 // does not implement are reported by name and line: as errors when ignoring
-// them would change security (a check not made, a key not used), as
-// warnings otherwise.
+// them would change security (a check not made, a key not used) and when
+// they belong to the other side, as warnings otherwise.
 //
-//	text -> tokenize line (quotes, comments) -> directive table -> Config
-//	                    \-> inline blocks collected until </name>
+//	text -> Parser: lines, tokens, inline blocks -> shared directives -> Common
+//	                                             -> the other side's -> FILE:LINE error
+//	                                             -> Extension (clientExt: Config)
 package config
 
 import (
@@ -57,35 +61,78 @@ func (d Diagnostic) String() string {
 	return fmt.Sprintf("line %d: %s: %s", d.Line, d.Directive, d.Message)
 }
 
-// Config is a parsed client configuration.
+// Role is the side a configuration file configures.
+type Role int
+
+// Roles.
+const (
+	ClientRole Role = iota + 1
+	ServerRole
+)
+
+// String returns "client" or "server".
+func (r Role) String() string {
+	if r == ServerRole {
+		return "server"
+	}
+	return "client"
+}
+
+// Common holds what client and server configurations share. The shared
+// directives fill it the same way on both sides; the side's Extension
+// sets the fields whose directives differ (dev, remote-cert-tls, the
+// timers).
+type Common struct {
+	// Dev is the dev directive (the TUN interface).
+	Dev string
+
+	// CA, Cert and Key are PEM.
+	CA, Cert, Key []byte
+	// TLSAuth and TLSCrypt are the control-channel static keys (at most
+	// one).
+	TLSAuth, TLSCrypt *wrap.StaticKey
+	// KeyDirection is set by key-direction or tls-auth's second argument;
+	// Bidirectional when neither is given.
+	KeyDirection wrap.Direction
+	// Auth is the tls-auth digest ("" = SHA1).
+	Auth string
+	// TLSVersionMin is "1.2", "1.3" or "" (1.2).
+	TLSVersionMin string
+	// RemoteCertTLS is "server" (in a client file), "client" (in a server
+	// file) or "": the extended key usage the peer's certificate must have.
+	RemoteCertTLS string
+	// CRLVerify is the crl-verify file (PEM or DER CRLs) the peer's
+	// certificate is checked against at every TLS handshake; it is read
+	// again when it changes ("" = no revocation check). Relative names are
+	// resolved against the configuration's directory.
+	CRLVerify string
+
+	// DataCiphers is the data-ciphers preference order.
+	DataCiphers []data.Cipher
+	// Ping and PingRestart are seconds (ping, ping-restart, keepalive).
+	Ping, PingRestart int
+	// RenegSec is the data-key lifetime before this side renegotiates (0
+	// = never).
+	RenegSec int
+
+	// Warnings lists ignored directives.
+	Warnings []Diagnostic
+}
+
+// Config is a parsed client configuration: Common and the client's
+// additions.
 type Config struct {
+	Common
+
 	Remotes      []Remote // in order; tried one after another
 	RemoteRandom bool
-	Dev          string
 	Nobind       bool
-
-	CA, Cert, Key []byte // PEM
-	TLSAuth       *wrap.StaticKey
-	KeyDirection  wrap.Direction // for tls-auth; Bidirectional when unset
-	TLSCrypt      *wrap.StaticKey
-	Auth          string // digest for tls-auth (default SHA1)
 
 	AuthUserPass       bool
 	Username, Password string // from an inline block or file, when given
 
-	DataCiphers   []data.Cipher // in preference order
-	RemoteCertTLS string        // "server", "client" or ""
-	VerifyX509    string        // verify-x509-name value
-	VerifyX509Typ string        // subject (default), name, name-prefix
-	// CRLVerify is the crl-verify file checked against the server's
-	// certificate ("" = none); relative names are resolved against the
-	// configuration's directory.
-	CRLVerify string
-
-	RenegSec      int // 0 disables client-initiated renegotiation
-	Ping          int // seconds; 0 = as pushed
-	PingRestart   int // seconds; 0 = as pushed
-	TLSVersionMin string
+	VerifyX509    string // verify-x509-name value
+	VerifyX509Typ string // subject (default), name, name-prefix
 
 	// DHCPOptions are the file's own `dhcp-option DNS|DNS6|DOMAIN|
 	// DOMAIN-SEARCH VALUE` lines, validated, in the pushed form ("dhcp-option
@@ -95,8 +142,6 @@ type Config struct {
 	// BlockIPv6 is `block-ipv6`: IPv6 packets into the tunnel are answered
 	// with ICMPv6 "no route" instead of being sent (the caller does it).
 	BlockIPv6 bool
-
-	Warnings []Diagnostic
 }
 
 // Error is a configuration error with its location.
@@ -122,6 +167,10 @@ func (e *Error) Unwrap() error { return e.Err }
 // and would change security if ignored.
 var ErrUnsupported = errors.New("not supported")
 
+// ErrWrongRole marks a directive of the other side: a client directive in
+// a server file or a server directive in a client file.
+var ErrWrongRole = errors.New("wrong side")
+
 // ParseFile reads and parses path; relative file names in it are resolved
 // against its directory.
 func ParseFile(path string) (*Config, error) {
@@ -132,18 +181,19 @@ func ParseFile(path string) (*Config, error) {
 	return Parse(b, path, filepath.Dir(path))
 }
 
-// Parse parses configuration text. name labels errors; dir resolves
-// relative file references ("" forbids file references).
+// Parse parses client configuration text. name labels errors; dir
+// resolves relative file references ("" forbids file references).
 func Parse(text []byte, name, dir string) (*Config, error) {
-	p := &parser{Reader: NewReader(name, dir), cfg: &Config{RenegSec: 3600}}
-	if err := p.Run(text, p.directive, p.inline); err != nil {
+	e := &clientExt{cfg: &Config{Common: Common{RenegSec: 3600}}}
+	if err := Run(text, name, dir, &e.cfg.Common, e); err != nil {
 		return nil, err
 	}
-	return p.finish()
+	return e.cfg, nil
 }
 
-type parser struct {
-	*Reader
+// clientExt is the client's Extension: the directives of directives.go
+// into a Config.
+type clientExt struct {
 	cfg *Config
 
 	proto  Proto
@@ -153,13 +203,15 @@ type parser struct {
 	cipher string
 }
 
-func (p *parser) inline(tag, body string) error {
-	if ok, err := p.SharedInline(tag, body); ok {
-		return err
-	}
+// Role reports ClientRole.
+func (e *clientExt) Role() Role { return ClientRole }
+
+// Inline handles <auth-user-pass> and refuses the blocks a client does
+// not implement.
+func (e *clientExt) Inline(p *Parser, tag, body string) error {
 	switch tag {
 	case "auth-user-pass":
-		return p.userPass(body, "<auth-user-pass>")
+		return e.userPass(p, body, "<auth-user-pass>")
 	case "tls-crypt-v2", "secret", "pkcs12", "extra-certs", "connection", "http-proxy-user-pass":
 		return p.Errorf("<"+tag+">", "inline %w", ErrUnsupported)
 	case "dh":
@@ -170,13 +222,13 @@ func (p *parser) inline(tag, body string) error {
 	return nil
 }
 
-func (p *parser) userPass(body, where string) error {
+func (e *clientExt) userPass(p *Parser, body, where string) error {
 	lines := strings.Split(strings.ReplaceAll(body, "\r", ""), "\n")
 	if len(lines) < 2 || lines[0] == "" {
 		return p.Errorf(where, "want a username line and a password line")
 	}
-	p.cfg.AuthUserPass = true
-	p.cfg.Username, p.cfg.Password = lines[0], lines[1]
+	e.cfg.AuthUserPass = true
+	e.cfg.Username, e.cfg.Password = lines[0], lines[1]
 	return nil
 }
 

@@ -164,6 +164,42 @@ func TestErrorsNameDirectiveAndLine(t *testing.T) {
 	}
 }
 
+func TestServerDirectivesInAClientFileAreErrors(t *testing.T) {
+	base := "client\nremote h\n<ca>\n" + pem + "</ca>\nauth-user-pass\n" // 8 lines
+	for _, line := range []string{
+		"server 10.8.0.0 255.255.255.0", "server-ipv6 fd42::/64", "mode server", "tls-server",
+		`push "route 10.1.0.0 255.255.0.0"`, "client-to-client", "duplicate-cn", "max-clients 5",
+		"ifconfig-pool-persist ipp.txt", "client-config-dir ccd", "--push x",
+	} {
+		name := strings.Fields(strings.TrimPrefix(line, "--"))[0]
+		_, err := Parse([]byte(base+"verb 3\n"+line+"\nnobind\n"), "c.ovpn", "")
+		var ce *Error
+		if !errors.As(err, &ce) || !errors.Is(err, ErrWrongRole) {
+			t.Errorf("%s: got %v, want a wrong-side *Error", line, err)
+			continue
+		}
+		want := "c.ovpn:10: " + name + ": a server directive in a client configuration"
+		if ce.Line != 10 || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: got %q, want %q", line, err, want)
+		}
+	}
+}
+
+func TestSharedDirectivesFillCommon(t *testing.T) {
+	text := "client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n" + pem + "</cert>\n<key>\nK\n</key>\n" +
+		"<tls-crypt>\n" + staticKeyText() + "</tls-crypt>\ntls-version-min 1.3\ndata-ciphers CHACHA20-POLY1305\nauth SHA512\n"
+	c, err := Parse([]byte(text), "c.ovpn", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := c.Common
+	if string(cm.CA) != pem || string(cm.Cert) != pem || string(cm.Key) != "K\n" || cm.TLSCrypt == nil || cm.TLSCrypt[7] != 7 ||
+		cm.TLSVersionMin != "1.3" || cm.Auth != "SHA512" || cm.KeyDirection != wrap.Bidirectional ||
+		!slices.Equal(cm.DataCiphers, []data.Cipher{data.ChaCha20Poly1305}) || cm.RenegSec != 3600 {
+		t.Fatalf("common part: %+v", cm)
+	}
+}
+
 func TestTokenize(t *testing.T) {
 	got, err := tokenize(`verify-x509-name "CN=a \"b\"" 'name' # comment`)
 	if err != nil || len(got) != 3 || got[1] != `CN=a "b"` || got[2] != "name" {
@@ -176,10 +212,15 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("client\n<tls-crypt>\n" + staticKeyText() + "</tls-crypt>\nkeepalive 1 2\n"))
 	f.Add([]byte("remote 'a b' \"c\nproto tcp6\n"))
 	f.Add([]byte("client\nremote h\ncrl-verify crl.pem\ncrl-verify /x dir\n<crl-verify>\n</crl-verify>\n"))
+	f.Add([]byte("client\nremote h\n<ca>\nx\n</ca>\nauth-user-pass\npush \"route 10.0.0.0\"\nserver 10.8.0.0 255.255.255.0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b, "f", "")
 		if err == nil && (len(c.Remotes) == 0 || len(c.CA) == 0) {
 			t.Fatal("accepted a config without remote or CA")
+		}
+		var ce *Error
+		if err != nil && !errors.As(err, &ce) {
+			t.Fatalf("error %v has no location", err)
 		}
 	})
 }

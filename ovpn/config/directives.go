@@ -12,9 +12,6 @@ import (
 var securityDirectives = map[string]string{
 	"secret":                   "static-key mode",
 	"tls-crypt-v2":             "tls-crypt-v2",
-	"tls-server":               "server mode",
-	"server":                   "server mode",
-	"mode":                     "server mode",
 	"pkcs12":                   "PKCS#12 credentials",
 	"pkcs11-providers":         "PKCS#11 tokens",
 	"pkcs11-id":                "PKCS#11 tokens",
@@ -42,6 +39,29 @@ var securityDirectives = map[string]string{
 	"static-challenge":         "challenge/response authentication",
 }
 
+// roleOf names the directives (and inline blocks) that belong to one side
+// only; the parser refuses them in the other side's file.
+var roleOf = map[string]Role{
+	// Client only.
+	"client": ClientRole, "tls-client": ClientRole, "pull": ClientRole, "remote": ClientRole,
+	"remote-random": ClientRole, "remote-random-hostname": ClientRole, "nobind": ClientRole,
+	"auth-user-pass": ClientRole, "auth-retry": ClientRole, "auth-nocache": ClientRole,
+	"resolv-retry": ClientRole, "connect-retry": ClientRole, "connect-retry-max": ClientRole,
+	"connect-timeout": ClientRole, "server-poll-timeout": ClientRole, "route-nopull": ClientRole,
+	"pull-filter": ClientRole, "static-challenge": ClientRole, "auth-token-user": ClientRole,
+	"http-proxy": ClientRole, "http-proxy-user-pass": ClientRole, "socks-proxy": ClientRole,
+	// Server only.
+	"server": ServerRole, "server-ipv6": ServerRole, "server-bridge": ServerRole, "mode": ServerRole,
+	"tls-server": ServerRole, "push": ServerRole, "push-reset": ServerRole, "client-to-client": ServerRole,
+	"duplicate-cn": ServerRole, "max-clients": ServerRole, "ifconfig-pool": ServerRole,
+	"ifconfig-pool-persist": ServerRole, "ifconfig-ipv6-pool": ServerRole, "client-config-dir": ServerRole,
+	"ccd-exclusive": ServerRole, "auth-user-pass-verify": ServerRole, "verify-client-cert": ServerRole,
+	"client-cert-not-required": ServerRole, "client-connect": ServerRole, "client-disconnect": ServerRole,
+	"learn-address": ServerRole, "iroute": ServerRole, "username-as-common-name": ServerRole,
+	"auth-gen-token": ServerRole, "connect-freq": ServerRole, "tcp-queue-limit": ServerRole,
+	"bcast-buffers": ServerRole,
+}
+
 // ignoredDirectives are accepted with a warning: they concern the local
 // host (scripts, logging, privileges, routes the caller applies) or tuning.
 var ignoredDirectives = map[string]string{
@@ -64,20 +84,18 @@ var ignoredDirectives = map[string]string{
 	"tun-ipv6": "", "ping-timer-rem": "", "cd": "", "chroot": "", "management": "", "management-query-passwords": "",
 }
 
-func (p *parser) directive(args []string) error {
-	c := p.cfg
+// Directive handles the client's directives.
+func (e *clientExt) Directive(p *Parser, args []string) error {
+	c := e.cfg
 	name := args[0]
-	if ok, err := p.SharedDirective(args); ok {
-		return err
-	}
 	switch name {
 	case "client":
 		if err := p.Want(args, 0, 0); err != nil {
 			return err
 		}
-		p.client = true
+		e.client = true
 	case "tls-client":
-		p.client = true
+		e.client = true
 	case "dev":
 		if err := p.Want(args, 1, 1); err != nil {
 			return err
@@ -94,13 +112,13 @@ func (p *parser) directive(args []string) error {
 		if !ok {
 			return p.Errorf(name, "unknown protocol %q", args[1])
 		}
-		p.proto, p.family = pr, fam
+		e.proto, e.family = pr, fam
 	case "port", "rport":
 		v, err := p.NumberArg(args, 1, 65535)
 		if err != nil {
 			return err
 		}
-		p.port = uint16(v)
+		e.port = uint16(v)
 	case "remote":
 		if err := p.Want(args, 1, 3); err != nil {
 			return err
@@ -163,14 +181,14 @@ func (p *parser) directive(args []string) error {
 				return err
 			}
 			if b != nil {
-				return p.userPass(string(b), name)
+				return e.userPass(p, string(b), name)
 			}
 		}
 	case "cipher":
 		if err := p.Want(args, 1, 1); err != nil {
 			return err
 		}
-		p.cipher = args[1]
+		e.cipher = args[1]
 	case "remote-cert-tls":
 		if err := p.Want(args, 1, 1); err != nil {
 			return err
@@ -236,55 +254,47 @@ func (p *parser) directive(args []string) error {
 	return nil
 }
 
-func (p *parser) finish() (*Config, error) {
-	c := p.cfg
-	sh := &p.Shared
-	c.CA, c.Cert, c.Key = sh.CA, sh.Cert, sh.Key
-	c.TLSAuth, c.TLSCrypt, c.KeyDirection, c.Auth = sh.TLSAuth, sh.TLSCrypt, sh.KeyDirection, sh.Auth
-	c.TLSVersionMin = sh.TLSVersionMin
-	c.CRLVerify = sh.CRLVerify
-	if !p.client {
-		return nil, p.Errorf("", "not a client configuration (add `client`); server mode is not supported")
+// Finish checks the client configuration and fills in the defaults.
+func (e *clientExt) Finish(p *Parser) error {
+	c := e.cfg
+	if !e.client {
+		return p.Errorf("", "not a client configuration (add `client`); server mode is not supported")
 	}
 	if len(c.Remotes) == 0 {
-		return nil, p.Errorf("remote", "no remote given")
+		return p.Errorf("remote", "no remote given")
 	}
 	for i := range c.Remotes {
 		r := &c.Remotes[i]
 		if r.Port == 0 {
-			r.Port = p.port
+			r.Port = e.port
 			if r.Port == 0 {
 				r.Port = 1194
 			}
 		}
 		if r.Proto == "" {
-			r.Proto, r.Family = p.proto, p.family
+			r.Proto, r.Family = e.proto, e.family
 			if r.Proto == "" {
 				r.Proto = UDP
 			}
 		}
 	}
-	if len(c.CA) == 0 {
-		return nil, p.Errorf("ca", "no CA certificate given; the server cannot be verified")
+	if err := p.CheckCommon("the server"); err != nil {
+		return err
 	}
 	if (len(c.Cert) == 0) != (len(c.Key) == 0) {
-		return nil, p.Errorf("cert", "cert and key must be given together")
+		return p.Errorf("cert", "cert and key must be given together")
 	}
 	if len(c.Cert) == 0 && !c.AuthUserPass {
-		return nil, p.Errorf("cert", "no client certificate and no auth-user-pass")
-	}
-	if c.TLSAuth != nil && c.TLSCrypt != nil {
-		return nil, p.Errorf("tls-crypt", "tls-auth and tls-crypt are mutually exclusive")
+		return p.Errorf("cert", "no client certificate and no auth-user-pass")
 	}
 	var err error
-	if c.DataCiphers, err = p.Ciphers(sh.DataCiphers, "AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305"); err != nil {
-		return nil, err
+	if c.DataCiphers, err = p.Ciphers("AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305"); err != nil {
+		return err
 	}
-	if p.cipher != "" {
-		if _, err := data.ParseCipher(p.cipher); err != nil {
-			p.Warn("cipher", "non-AEAD cipher "+p.cipher+" is only a 2.4 fallback and is not used")
+	if e.cipher != "" {
+		if _, err := data.ParseCipher(e.cipher); err != nil {
+			p.Warn("cipher", "non-AEAD cipher "+e.cipher+" is only a 2.4 fallback and is not used")
 		}
 	}
-	c.Warnings = p.Warnings
-	return c, nil
+	return nil
 }

@@ -6,8 +6,9 @@ package server
 // the wire format if ignored are errors (with file and line); directives
 // about the local host (logging, privileges, persistence) are warnings.
 //
-//	text -> config.Reader (lines, tokens, inline blocks, the directives
-//	        clients share) -> server directive table -> Config
+//	text -> config.Run (lines, tokens, inline blocks, the directives
+//	        clients share into config.Common, client directives refused)
+//	     -> serverExt: the server directive table -> Config
 
 import (
 	"fmt"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
-	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
@@ -31,9 +31,17 @@ const (
 	TCP = config.TCP
 )
 
-// Config is a server configuration. Zero fields take the defaults listed
-// beside them when the server starts.
+// Config is a server configuration: config.Common (credentials,
+// control-channel wrapping, TLS floor, CRL, data ciphers, timers) and the
+// server's additions. Zero fields take the defaults listed beside them
+// when the server starts. In Common, RemoteCertTLS is "client" or "";
+// DataCiphers defaults to AES-256-GCM, AES-128-GCM, CHACHA20-POLY1305;
+// Ping and PingRestart are what clients are told (the server itself waits
+// twice PingRestart, as OpenVPN does); RenegSec 0 leaves renegotiation to
+// the clients' schedule; KeyDirection is 0 or bidirectional.
 type Config struct {
+	config.Common
+
 	// Listen is the local address and port (default 0.0.0.0:1194, or [::]
 	// with proto udp6/tcp6).
 	Listen netip.AddrPort
@@ -48,47 +56,15 @@ type Config struct {
 	// i-th IPv4 pool address gets PREFIX::1000 + i (without Network, the
 	// i-th client slot).
 	Network6 netip.Prefix
-	// Dev names the TUN interface the command line creates (default tun0).
-	Dev string
 	// MTU is the TUN MTU (tun-mtu, default 1500).
 	MTU int
 
-	// CA, Cert and Key are PEM.
-	CA, Cert, Key []byte
-	// TLSAuth and TLSCrypt are the control-channel static keys (at most one).
-	TLSAuth  *wrap.StaticKey
-	TLSCrypt *wrap.StaticKey
-	// KeyDirection is the tls-auth key direction (server: 0 or
-	// bidirectional).
-	KeyDirection wrap.Direction
-	// Auth is the tls-auth digest (default SHA1).
-	Auth string
-	// RemoteCertTLS is "client" to require the clientAuth extended key
-	// usage of client certificates, or "".
-	RemoteCertTLS string
-	// TLSVersionMin is "1.2" (default) or "1.3".
-	TLSVersionMin string
-	// CRLVerify is the crl-verify file (PEM or DER CRLs) client
-	// certificates are checked against at every TLS handshake; it is read
-	// again when it changes ("" = no revocation check).
-	CRLVerify string
-
-	// DataCiphers is the server's preference order (default AES-256-GCM,
-	// AES-128-GCM, CHACHA20-POLY1305).
-	DataCiphers []data.Cipher
 	// Push holds the options of `push "..."` lines, in order.
 	Push []string
 	// Routes are `route NET MASK` and `route-ipv6 NET/LEN` lines: networks
 	// behind the server's TUN.
 	Routes []netip.Prefix
 
-	// Ping and PingRestart are from keepalive (seconds). Clients are told
-	// ping Ping and ping-restart PingRestart; the server itself waits
-	// twice PingRestart, as OpenVPN does.
-	Ping, PingRestart int
-	// RenegSec is the data-key lifetime before the server renegotiates
-	// (0 = never; clients renegotiate on their own schedule).
-	RenegSec int
 	// HandWindow bounds each TLS handshake and key exchange (default 60 s).
 	HandWindow int
 
@@ -100,9 +76,6 @@ type Config struct {
 	DuplicateCN bool
 	// MaxClients limits concurrent clients (0 = the pool size).
 	MaxClients int
-
-	// Warnings lists ignored directives.
-	Warnings []Diagnostic
 }
 
 // Diagnostic is a warning about one line of a configuration file.
@@ -162,17 +135,16 @@ func ParseConfigFile(path string) (*Config, error) {
 // ParseConfig parses server configuration text. name labels errors; dir
 // resolves relative file references ("" forbids them).
 func ParseConfig(text []byte, name, dir string) (*Config, error) {
-	p := &cfgParser{Reader: config.NewReader(name, dir), cfg: &Config{}}
-	if err := p.Run(text, p.directive, p.inline); err != nil {
+	e := &serverExt{cfg: &Config{}}
+	if err := config.Run(text, name, dir, &e.cfg.Common, e); err != nil {
 		return nil, err
 	}
-	return p.finish()
+	return e.cfg, nil
 }
 
-// cfgParser layers the server's directives over config.Reader, which
-// reads the lines, inline blocks and the directives clients share.
-type cfgParser struct {
-	*config.Reader
+// serverExt is the server's config.Extension: the directives below into
+// a Config.
+type serverExt struct {
 	cfg       *Config
 	family    int // 4, 6 or 0 from proto udp4/udp6
 	local     string
@@ -182,10 +154,11 @@ type cfgParser struct {
 	line6     int // the server-ipv6 line
 }
 
-func (p *cfgParser) inline(tag, body string) error {
-	if ok, err := p.SharedInline(tag, body); ok {
-		return err
-	}
+// Role reports config.ServerRole.
+func (e *serverExt) Role() config.Role { return config.ServerRole }
+
+// Inline refuses the blocks a server does not implement.
+func (e *serverExt) Inline(p *config.Parser, tag, body string) error {
 	switch tag {
 	case "dh":
 		p.Warn("<dh>", "ignored; ECDHE is used")
@@ -198,12 +171,10 @@ func (p *cfgParser) inline(tag, body string) error {
 	return nil
 }
 
-func (p *cfgParser) directive(args []string) error {
-	c := p.cfg
+// Directive handles the server's directives.
+func (e *serverExt) Directive(p *config.Parser, args []string) error {
+	c := e.cfg
 	name := args[0]
-	if ok, err := p.SharedDirective(args); ok {
-		return err
-	}
 	switch name {
 	case "mode":
 		if err := p.Want(args, 1, 1); err != nil {
@@ -219,7 +190,7 @@ func (p *cfgParser) directive(args []string) error {
 		if err != nil {
 			return err
 		}
-		p.port = uint16(v)
+		e.port = uint16(v)
 	case "local":
 		if err := p.Want(args, 1, 1); err != nil {
 			return err
@@ -227,7 +198,7 @@ func (p *cfgParser) directive(args []string) error {
 		if _, err := netip.ParseAddr(args[1]); err != nil {
 			return p.Errorf(name, "want an IP address, got %q", args[1])
 		}
-		p.local = args[1]
+		e.local = args[1]
 	case "proto":
 		if err := p.Want(args, 1, 1); err != nil {
 			return err
@@ -242,9 +213,9 @@ func (p *cfgParser) directive(args []string) error {
 		}
 		switch {
 		case strings.Contains(args[1], "4"):
-			p.family = 4
+			e.family = 4
 		case strings.Contains(args[1], "6"):
-			p.family = 6
+			e.family = 6
 		}
 	case "dev":
 		if err := p.Want(args, 1, 1); err != nil {
@@ -273,7 +244,7 @@ func (p *cfgParser) directive(args []string) error {
 		if args[1] != "subnet" {
 			return p.Errorf(name, "topology %q: %w (use topology subnet)", args[1], ErrUnsupported)
 		}
-		p.topology = args[1]
+		e.topology = args[1]
 	case "server":
 		if err := p.Want(args, 2, 3); err != nil {
 			return err
@@ -292,7 +263,7 @@ func (p *cfgParser) directive(args []string) error {
 			return p.Errorf(name, "%s has host bits set (network is %s)", args[1], pfx.Masked())
 		}
 		c.Network = pfx
-		p.hasServer = true
+		e.hasServer = true
 	case "server-ipv6":
 		if err := p.Want(args, 1, 1); err != nil {
 			return err
@@ -308,7 +279,7 @@ func (p *cfgParser) directive(args []string) error {
 			return p.Errorf(name, "%s has host bits set (network is %s)", args[1], pfx.Masked())
 		}
 		c.Network6 = pfx
-		p.line6 = p.Line
+		e.line6 = p.Line
 	case "remote-cert-tls":
 		if err := p.Want(args, 1, 1); err != nil {
 			return err
@@ -398,25 +369,17 @@ func (p *cfgParser) directive(args []string) error {
 			p.Warn(name, why)
 			return nil
 		}
-		switch name {
-		case "client", "remote", "pull", "tls-client", "nobind", "auth-user-pass":
-			return p.Errorf(name, "a client directive in a server configuration")
-		}
 		p.Warn(name, "unknown directive ignored")
 	}
 	return nil
 }
 
-func (p *cfgParser) finish() (*Config, error) {
-	c := p.cfg
-	sh := &p.Shared
-	c.CA, c.Cert, c.Key = sh.CA, sh.Cert, sh.Key
-	c.TLSAuth, c.TLSCrypt, c.KeyDirection, c.Auth = sh.TLSAuth, sh.TLSCrypt, sh.KeyDirection, sh.Auth
-	c.TLSVersionMin = sh.TLSVersionMin
-	c.CRLVerify = sh.CRLVerify
-	c.Warnings = p.Warnings
-	if !p.hasServer && !c.Network6.IsValid() {
-		return nil, p.Errorf("server", "no `server NET MASK` or `server-ipv6 PREFIX/LEN` line: the client address pool is missing")
+// Finish checks the server configuration and fills in the listening
+// address.
+func (e *serverExt) Finish(p *config.Parser) error {
+	c := e.cfg
+	if !e.hasServer && !c.Network6.IsValid() {
+		return p.Errorf("server", "no `server NET MASK` or `server-ipv6 PREFIX/LEN` line: the client address pool is missing")
 	}
 	if c.Network6.IsValid() {
 		p4, err := newPool(slotNetwork(c.Network))
@@ -424,43 +387,36 @@ func (p *cfgParser) finish() (*Config, error) {
 			_, err = newPool6(c.Network6, p4)
 		}
 		if err != nil {
-			return nil, &config.Error{File: p.Name, Line: p.line6, Directive: "server-ipv6", Err: err}
+			return p.ErrorAt(e.line6, "server-ipv6", "%w", err)
 		}
 	}
-	if len(c.CA) == 0 {
-		return nil, p.Errorf("ca", "no CA certificate given; clients cannot be verified")
+	if err := p.CheckCommon("clients"); err != nil {
+		return err
 	}
 	if len(c.Cert) == 0 || len(c.Key) == 0 {
-		return nil, p.Errorf("cert", "the server needs both cert and key")
-	}
-	if c.TLSAuth != nil && c.TLSCrypt != nil {
-		return nil, p.Errorf("tls-crypt", "tls-auth and tls-crypt are mutually exclusive")
+		return p.Errorf("cert", "the server needs both cert and key")
 	}
 	if c.TLSAuth != nil && c.KeyDirection == wrap.Direction1 {
-		return nil, p.Errorf("key-direction", "a server uses key direction 0 (1 is the client's)")
+		return p.Errorf("key-direction", "a server uses key direction 0 (1 is the client's)")
 	}
 	if c.Proto == "" {
 		c.Proto = UDP
 	}
-	port := p.port
+	port := e.port
 	if port == 0 {
 		port = 1194
 	}
 	addr := netip.IPv4Unspecified()
-	if p.family == 6 {
+	if e.family == 6 {
 		addr = netip.IPv6Unspecified()
 	}
-	if p.local != "" {
-		addr = netip.MustParseAddr(p.local).Unmap()
+	if e.local != "" {
+		addr = netip.MustParseAddr(e.local).Unmap()
 	}
 	c.Listen = netip.AddrPortFrom(addr, port)
-	if sh.DataCiphers != "" {
-		var err error
-		if c.DataCiphers, err = p.Ciphers(sh.DataCiphers, ""); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+	var err error
+	c.DataCiphers, err = p.Ciphers("")
+	return err
 }
 
 // prefixFromMask turns "10.8.0.0" "255.255.255.0" into 10.8.0.0/24,

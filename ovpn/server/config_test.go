@@ -5,9 +5,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
@@ -146,16 +148,67 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
+func TestClientDirectivesInAServerFileAreErrors(t *testing.T) {
+	const base = "server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n" // 10 lines
+	for _, line := range []string{
+		"client", "tls-client", "pull", "remote 192.0.2.1 1194", "remote-random", "nobind", "auth-user-pass",
+		"resolv-retry infinite", "connect-retry 5", "route-nopull", "pull-filter ignore route", "http-proxy p 8080",
+		"<auth-user-pass>",
+	} {
+		text := base + "verb 3\n" + line + "\n"
+		name := strings.Fields(line)[0]
+		if strings.HasPrefix(line, "<") {
+			text += "u\np\n</auth-user-pass>\n"
+		}
+		_, err := ParseConfig([]byte(text), "s.conf", "")
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, config.ErrWrongRole) {
+			t.Errorf("%s: got %v, want a wrong-side *ConfigError", line, err)
+			continue
+		}
+		want := "s.conf:12: " + name + ": a client directive in a server configuration"
+		if ce.Line != 12 || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: got %q, want %q", line, err, want)
+		}
+	}
+}
+
+// TestOneModelForBothSides parses the directives both sides share in a
+// client and a server file: config.Common comes out the same, apart from
+// each side's defaults.
+func TestOneModelForBothSides(t *testing.T) {
+	var k wrap.StaticKey
+	k[1] = 42
+	shared := "<ca>\nCA\n</ca>\n<cert>\nCERT\n</cert>\n<key>\nKEY\n</key>\n<tls-auth>\n" + string(k.Format()) + "</tls-auth>\n" +
+		"key-direction 0\nauth SHA256\ntls-version-min 1.3\ndata-ciphers AES-128-GCM:CHACHA20-POLY1305\nkeepalive 5 30\n"
+	srv, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\n"+shared), "s.conf", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := config.Parse([]byte("client\nremote h\n"+shared+"reneg-sec 0\n"), "c.ovpn", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(srv.Common, cli.Common) {
+		t.Fatalf("Common differs:\nserver %+v\nclient %+v", srv.Common, cli.Common)
+	}
+}
+
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\npush \"route 10.1.0.0 255.255.0.0\"\n"))
 	f.Add([]byte("port 1\nproto tcp\nkeepalive 1 2\n<tls-crypt>\n-----BEGIN OpenVPN Static key V1-----\n00\n</tls-crypt>\n"))
 	f.Add([]byte("push 'a \\\" b'\n\"\n<x>\n"))
 	f.Add([]byte("server 10.8.0.0 255.255.0.0\nserver-ipv6 fd42::/112\nroute-ipv6 fd99::/64\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"))
 	f.Add([]byte("server-ipv6 fd42::/64\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"))
+	f.Add([]byte("server 10.8.0.0 255.255.255.0\nclient\nremote h\n<auth-user-pass>\nu\np\n</auth-user-pass>\n"))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		c, err := ParseConfig(text, "fuzz.conf", "")
 		if err == nil && (!(c.Network.IsValid() || c.Network6.IsValid()) || len(c.CA) == 0 || !c.Listen.IsValid()) {
 			t.Fatalf("accepted an incomplete configuration: %+v", c)
+		}
+		var ce *ConfigError
+		if err != nil && !errors.As(err, &ce) {
+			t.Fatalf("error %v has no location", err)
 		}
 	})
 }

@@ -39,8 +39,8 @@ func newFixture(t testing.TB) *fixture {
 // serverConfig returns a loopback configuration on a free port.
 func (f *fixture) serverConfig(proto Proto) *Config {
 	return &Config{Listen: netip.MustParseAddrPort("127.0.0.1:0"), Proto: proto, Network: netip.MustParsePrefix("10.8.0.0/24"),
-		CA: f.pki.CAPEM, Cert: f.srvCert, Key: f.srvKey, Ping: 10, PingRestart: 60, RemoteCertTLS: "client",
-		Push: []string{"route 10.99.0.0 255.255.255.0"}}
+		Common: config.Common{CA: f.pki.CAPEM, Cert: f.srvCert, Key: f.srvKey, Ping: 10, PingRestart: 60, RemoteCertTLS: "client"},
+		Push:   []string{"route 10.99.0.0 255.255.255.0"}}
 }
 
 func startServer(t testing.TB, cfg *Config, opts Options) *Server {

@@ -1,0 +1,471 @@
+package config
+
+// The one parser behind client and server files: it walks the lines,
+// reads the directives both sides share into a Common, refuses the other
+// side's directives, and hands the rest to the file's Extension (the
+// client's directives in this package, the server's in ovpn/server).
+//
+//	text -> lines -> inline block <tag> ... </tag> -> shared? -> other role's? -> Extension.Inline
+//	             \-> tokens (quotes, comments, leading --)
+//	                  -> shared directive (credentials, wrapping, TLS floor,
+//	                     data-ciphers, crl-verify) -> Common
+//	                  -> the other role's directive -> error at FILE:LINE
+//	                  -> Extension.Directive
+//	end of text -> Extension.Finish (calls CheckCommon)
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/wirelane/wirelane/ovpn/control"
+	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/wrap"
+)
+
+// Extension adds one role's directives to the Parser. Its methods are
+// called by Run, from one goroutine.
+type Extension interface {
+	// Role is the side the file configures.
+	Role() Role
+	// Directive handles one directive the shared table does not know
+	// (args[0] lower-cased, without a leading "--").
+	Directive(p *Parser, args []string) error
+	// Inline handles one inline block the shared table does not know.
+	Inline(p *Parser, tag, body string) error
+	// Finish checks and completes the configuration after the last line
+	// (Parser.Line is 0 then); it calls CheckCommon.
+	Finish(p *Parser) error
+}
+
+// Parser walks OpenVPN configuration text line by line for an Extension
+// and reports errors and warnings with their location. A Parser is used
+// by one goroutine.
+type Parser struct {
+	// Name labels errors (usually the file name).
+	Name string
+	// Dir resolves relative file references ("" forbids file references).
+	Dir string
+	// Line is the line being handled (0 once the walk is over).
+	Line int
+
+	c       *Common
+	ext     Extension
+	ciphers string // the data-ciphers list as written ("" when unset); see Ciphers
+}
+
+// Run parses text into c (the shared directives) and ext (the rest),
+// then runs ext.Finish. c holds the side's defaults; its KeyDirection
+// starts as Bidirectional. name labels errors; dir resolves relative
+// file references ("" forbids them). The first error stops the walk.
+func Run(text []byte, name, dir string, c *Common, ext Extension) error {
+	c.KeyDirection = wrap.Bidirectional
+	p := &Parser{Name: name, Dir: dir, c: c, ext: ext}
+	if err := p.walk(text); err != nil {
+		return err
+	}
+	return ext.Finish(p)
+}
+
+// walk hands each inline block (tag and body, Line at the opening tag)
+// and each other non-empty line (as words) to the tables.
+func (p *Parser) walk(text []byte) error {
+	lines := strings.Split(string(text), "\n")
+	for i := 0; i < len(lines); i++ {
+		p.Line = i + 1
+		raw := strings.TrimSpace(strings.TrimSuffix(lines[i], "\r"))
+		if strings.HasPrefix(raw, "<") && strings.HasSuffix(raw, ">") && !strings.HasPrefix(raw, "</") {
+			tag := raw[1 : len(raw)-1]
+			start := p.Line
+			var body []string
+			closed := false
+			for i++; i < len(lines); i++ {
+				if strings.TrimSpace(strings.TrimSuffix(lines[i], "\r")) == "</"+tag+">" {
+					closed = true
+					break
+				}
+				body = append(body, lines[i])
+			}
+			p.Line = start
+			if !closed {
+				return p.Errorf("<"+tag+">", "inline block not closed with </%s>", tag)
+			}
+			if err := p.inline(tag, strings.Join(body, "\n")+"\n"); err != nil {
+				return err
+			}
+			continue
+		}
+		args, err := tokenize(raw)
+		if err != nil {
+			return p.Errorf("", "%v", err)
+		}
+		if len(args) == 0 {
+			continue
+		}
+		args[0] = strings.ToLower(strings.TrimPrefix(args[0], "--"))
+		if err := p.directive(args); err != nil {
+			return err
+		}
+	}
+	p.Line = 0
+	return nil
+}
+
+func (p *Parser) directive(args []string) error {
+	if ok, err := p.sharedDirective(args); ok {
+		return err
+	}
+	if err := p.checkRole(args[0], args[0]); err != nil {
+		return err
+	}
+	return p.ext.Directive(p, args)
+}
+
+func (p *Parser) inline(tag, body string) error {
+	if ok, err := p.sharedInline(tag, body); ok {
+		return err
+	}
+	if err := p.checkRole(tag, "<"+tag+">"); err != nil {
+		return err
+	}
+	return p.ext.Inline(p, tag, body)
+}
+
+// checkRole refuses a directive (or inline block) of the other role.
+func (p *Parser) checkRole(name, label string) error {
+	if r, ok := roleOf[name]; ok && r != p.ext.Role() {
+		return p.Errorf(label, "a %s directive in a %s configuration: %w", r, p.ext.Role(), ErrWrongRole)
+	}
+	return nil
+}
+
+// CheckCommon checks what every configuration needs: a CA certificate
+// (peer says whose certificate it verifies, for the message) and at most
+// one of tls-auth and tls-crypt.
+func (p *Parser) CheckCommon(peer string) error {
+	if len(p.c.CA) == 0 {
+		return p.Errorf("ca", "no CA certificate given; %s cannot be verified", peer)
+	}
+	if p.c.TLSAuth != nil && p.c.TLSCrypt != nil {
+		return p.Errorf("tls-crypt", "tls-auth and tls-crypt are mutually exclusive")
+	}
+	return nil
+}
+
+// ErrorAt returns an *Error at line (for a check made after the walk
+// about an earlier line).
+func (p *Parser) ErrorAt(line int, directive, format string, args ...any) error {
+	return &Error{File: p.Name, Line: line, Directive: directive, Err: fmt.Errorf(format, args...)}
+}
+
+// Errorf returns an *Error at the current line.
+func (p *Parser) Errorf(directive, format string, args ...any) error {
+	return p.ErrorAt(p.Line, directive, format, args...)
+}
+
+// Warn records a warning at the current line in Common.Warnings.
+func (p *Parser) Warn(directive, msg string) {
+	p.c.Warnings = append(p.c.Warnings, Diagnostic{Line: p.Line, Directive: directive, Message: msg})
+}
+
+// ReadFile reads a file a directive names, relative to Dir. "[inline]"
+// returns nil: the content comes in an inline block.
+func (p *Parser) ReadFile(directive, name string) ([]byte, error) {
+	if name == "[inline]" {
+		return nil, nil
+	}
+	path, err := p.resolve(directive, name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, p.Errorf(directive, "%v", err)
+	}
+	return b, nil
+}
+
+// resolve turns a file name of a directive into a path relative to Dir.
+func (p *Parser) resolve(directive, name string) (string, error) {
+	if p.Dir == "" {
+		return "", p.Errorf(directive, "file references are not allowed here (%q)", name)
+	}
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(p.Dir, name)
+	}
+	return name, nil
+}
+
+// Want checks that the directive args[0] has min to max arguments.
+func (p *Parser) Want(args []string, min, max int) error {
+	n := len(args) - 1
+	if n < min || n > max {
+		if min == max {
+			return p.Errorf(args[0], "takes %d argument(s), got %d", min, n)
+		}
+		return p.Errorf(args[0], "takes %d to %d arguments, got %d", min, max, n)
+	}
+	return nil
+}
+
+// Number parses a decimal number from 0 to max.
+func (p *Parser) Number(directive, s string, max int) (int, error) {
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 || v > max {
+		return 0, p.Errorf(directive, "bad number %q (want 0 to %d)", s, max)
+	}
+	return v, nil
+}
+
+// NumberArg checks that the directive args[0] has 1 to maxArgs arguments
+// and parses the first as a number from 0 to max.
+func (p *Parser) NumberArg(args []string, maxArgs, max int) (int, error) {
+	if err := p.Want(args, 1, maxArgs); err != nil {
+		return 0, err
+	}
+	return p.Number(args[0], args[1], max)
+}
+
+// Keepalive parses `keepalive PING RESTART` (seconds); as OpenVPN
+// requires, the restart timeout is at least twice the ping interval.
+func (p *Parser) Keepalive(args []string) (ping, restart int, err error) {
+	if err := p.Want(args, 2, 2); err != nil {
+		return 0, 0, err
+	}
+	if ping, err = p.Number(args[0], args[1], 1<<20); err != nil {
+		return 0, 0, err
+	}
+	if restart, err = p.Number(args[0], args[2], 1<<20); err != nil {
+		return 0, 0, err
+	}
+	if ping > 0 && restart < 2*ping {
+		return 0, 0, p.Errorf(args[0], "the restart timeout (%d) must be at least twice the ping interval (%d)", restart, ping)
+	}
+	return ping, restart, nil
+}
+
+// sharedDirective handles ca, cert, key, tls-auth, tls-crypt,
+// key-direction, auth, tls-version-min, data-ciphers (ncp-ciphers) and
+// crl-verify into Common. It reports whether args[0] was one of them.
+func (p *Parser) sharedDirective(args []string) (bool, error) {
+	c := p.c
+	name := args[0]
+	switch name {
+	case "ca", "cert", "key":
+		if err := p.Want(args, 1, 1); err != nil {
+			return true, err
+		}
+		b, err := p.ReadFile(name, args[1])
+		if err == nil && b != nil {
+			p.setPEM(name, b)
+		}
+		return true, err
+	case "tls-auth", "tls-crypt":
+		if err := p.Want(args, 1, 2); err != nil {
+			return true, err
+		}
+		b, err := p.ReadFile(name, args[1])
+		if err != nil {
+			return true, err
+		}
+		if b != nil {
+			if err := p.setStatic(name, name, b); err != nil {
+				return true, err
+			}
+		}
+		if len(args) == 3 {
+			if name == "tls-crypt" {
+				return true, p.Errorf(name, "takes no key direction")
+			}
+			return true, p.keyDirection(args[2])
+		}
+	case "key-direction":
+		if err := p.Want(args, 1, 1); err != nil {
+			return true, err
+		}
+		return true, p.keyDirection(args[1])
+	case "auth":
+		if err := p.Want(args, 1, 1); err != nil {
+			return true, err
+		}
+		if _, err := wrap.DigestByName(args[1]); err != nil {
+			return true, p.Errorf(name, "%v", err)
+		}
+		c.Auth = args[1]
+	case "tls-version-min":
+		if err := p.Want(args, 1, 2); err != nil {
+			return true, err
+		}
+		if args[1] != "1.2" && args[1] != "1.3" {
+			return true, p.Errorf(name, "want 1.2 or 1.3, got %q", args[1])
+		}
+		c.TLSVersionMin = args[1]
+	case "data-ciphers", "ncp-ciphers":
+		if err := p.Want(args, 1, 1); err != nil {
+			return true, err
+		}
+		p.ciphers = args[1]
+	case "crl-verify":
+		return true, p.crlVerify(args)
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// sharedInline handles the <ca>, <cert>, <key>, <tls-auth> and
+// <tls-crypt> blocks into Common. It reports whether tag was one of
+// them.
+func (p *Parser) sharedInline(tag, body string) (bool, error) {
+	switch tag {
+	case "ca", "cert", "key":
+		p.setPEM(tag, []byte(body))
+	case "tls-auth", "tls-crypt":
+		return true, p.setStatic(tag, "<"+tag+">", []byte(body))
+	case "crl-verify":
+		return true, p.Errorf("<crl-verify>", "inline CRLs are %w; use crl-verify FILE (it is read again when it changes)", ErrUnsupported)
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// crlVerify handles `crl-verify FILE`: the file is read once here so that
+// a missing or malformed CRL is reported with its line; the peer checks
+// (ovpn/control) read it again whenever it changes. The directory form
+// (`crl-verify DIR dir`) is not supported.
+func (p *Parser) crlVerify(args []string) error {
+	if err := p.Want(args, 1, 2); err != nil {
+		return err
+	}
+	if len(args) == 3 {
+		if args[2] == "dir" {
+			return p.Errorf(args[0], "the directory form (crl-verify DIR dir) is %w; give a CRL file (PEM or DER)", ErrUnsupported)
+		}
+		return p.Errorf(args[0], "unknown flag %q (only a CRL file is supported)", args[2])
+	}
+	if args[1] == "[inline]" {
+		return p.Errorf(args[0], "inline CRLs are %w; use crl-verify FILE (it is read again when it changes)", ErrUnsupported)
+	}
+	path, err := p.resolve(args[0], args[1])
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return p.Errorf(args[0], "%v", err)
+	}
+	if _, err := control.ParseCRLs(b); err != nil {
+		return p.Errorf(args[0], "%s: %v", path, err)
+	}
+	p.c.CRLVerify = path
+	return nil
+}
+
+func (p *Parser) setPEM(which string, b []byte) {
+	switch which {
+	case "ca":
+		p.c.CA = b
+	case "cert":
+		p.c.Cert = b
+	default:
+		p.c.Key = b
+	}
+}
+
+func (p *Parser) setStatic(which, label string, b []byte) error {
+	k, err := wrap.ParseStaticKey(b)
+	if err != nil {
+		return p.Errorf(label, "%v", err)
+	}
+	if which == "tls-auth" {
+		p.c.TLSAuth = k
+	} else {
+		p.c.TLSCrypt = k
+	}
+	return nil
+}
+
+func (p *Parser) keyDirection(s string) error {
+	switch s {
+	case "0":
+		p.c.KeyDirection = wrap.Direction0
+	case "1":
+		p.c.KeyDirection = wrap.Direction1
+	default:
+		return p.Errorf("key-direction", "want 0 or 1, got %q", s)
+	}
+	return nil
+}
+
+// Ciphers parses the file's data-ciphers list (def when it has none; nil
+// when both are empty):
+// names separated by colons, a leading "?" marking ciphers that may be
+// skipped when unsupported. It fails when no supported cipher remains.
+func (p *Parser) Ciphers(def string) ([]data.Cipher, error) {
+	list := p.ciphers
+	if list == "" {
+		list = def
+	}
+	if list == "" {
+		return nil, nil
+	}
+	var out []data.Cipher
+	for _, name := range strings.Split(list, ":") {
+		ci, err := data.ParseCipher(strings.TrimPrefix(name, "?"))
+		if err != nil {
+			if strings.HasPrefix(name, "?") {
+				continue
+			}
+			return nil, p.Errorf("data-ciphers", "%v", err)
+		}
+		out = append(out, ci)
+	}
+	if len(out) == 0 && list != "" {
+		return nil, p.Errorf("data-ciphers", "no supported cipher in %q", list)
+	}
+	return out, nil
+}
+
+// tokenize splits a line into words, honouring "double" and 'single'
+// quotes, backslash escapes in double quotes, and # or ; comments.
+func tokenize(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case (c == '#' || c == ';') && !inWord:
+			return out, nil
+		case c == ' ' || c == '\t':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '"' || c == '\'':
+			inWord = true
+			j := i + 1
+			for ; j < len(s) && s[j] != c; j++ {
+				if c == '"' && s[j] == '\\' && j+1 < len(s) {
+					j++
+				}
+				cur.WriteByte(s[j])
+			}
+			if j >= len(s) {
+				return nil, fmt.Errorf("unterminated quote")
+			}
+			i = j
+		default:
+			inWord = true
+			cur.WriteByte(c)
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
