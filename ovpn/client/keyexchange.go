@@ -69,16 +69,8 @@ func (s *Session) runKeyState(ctx context.Context, ks *control.KeyState, initial
 		}
 		return
 	}
-	s.log.Info("key active", "key", ks.ID, "cipher", a.Agreement.Cipher.String(), "keys", keysName(a.Agreement.EKM))
+	s.log.Info("key active", "key", ks.ID, "cipher", a.Agreement.Cipher.String(), "keys", a.Agreement.KeyDerivation())
 	s.kx.Serve(a, mr)
-}
-
-// keysName names how data keys were derived, for logs.
-func keysName(ekm bool) string {
-	if ekm {
-		return "tls-ekm"
-	}
-	return "PRF"
 }
 
 // side is the client's part of control.Exchange.
@@ -121,7 +113,7 @@ func (x side) Agree(tc *tls.Conn, mr *control.MessageReader, _ *control.KeyMetho
 func (x side) Data() *data.Channel { return x.s.data.Load() }
 
 // Explain names timeouts and the server's silent refusals.
-func (x side) Explain(stage control.Stage, timedOut bool, err error) error {
+func (x side) Explain(stage control.Stage, ctxErr, err error) error {
 	s := x.s
 	switch stage {
 	case control.StagePeer:
@@ -132,12 +124,12 @@ func (x side) Explain(stage control.Stage, timedOut bool, err error) error {
 		}
 		return s.timeoutError(err)
 	case control.StageTLS:
-		if timedOut {
-			return fmt.Errorf("%w: TLS handshake did not finish: %v", ErrTimeout, err)
+		if ctxErr != nil {
+			return fmt.Errorf("%w: TLS handshake did not finish: %v", ErrTimeout, ctxErr)
 		}
 		return fmt.Errorf("TLS handshake: %w", err)
 	}
-	if timedOut || errors.Is(err, io.EOF) {
+	if ctxErr != nil || errors.Is(err, io.EOF) {
 		// With TLS 1.3 the server checks the client certificate after
 		// the client's handshake is done, and then drops the session.
 		return fmt.Errorf("server sent no key_method_2 after the TLS handshake; it probably rejected the client certificate (expired, or not from its CA): %v", err)

@@ -41,6 +41,14 @@ type Agreement struct {
 	Refuse string
 }
 
+// KeyDerivation names how the data keys are derived: "tls-ekm" or "PRF".
+func (a Agreement) KeyDerivation() string {
+	if a.EKM {
+		return "tls-ekm"
+	}
+	return "PRF"
+}
+
 // Stage names a step of the key exchange in errors handed to
 // Side.Explain.
 type Stage int
@@ -72,8 +80,9 @@ type Side interface {
 	// Data returns the session's data channel (nil before the first Agree).
 	Data() *data.Channel
 	// Explain turns a failure at stage into the error Run returns;
-	// timedOut says whether the exchange's deadline had passed.
-	Explain(stage Stage, timedOut bool, err error) error
+	// ctxErr is the exchange's context error (nil unless its deadline
+	// passed or the caller cancelled it).
+	Explain(stage Stage, ctxErr, err error) error
 	// Message handles a control message that arrives on an established
 	// key state; it returns false to stop serving the key state.
 	Message(a *Active, msg string) bool
@@ -124,7 +133,7 @@ func (x *Exchange) Run(ctx context.Context, ks *KeyState, initial bool) (*Active
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { ks.Conn().Close() })
 	defer stop()
-	fail := func(stage Stage, err error) error { return x.Side.Explain(stage, ctx.Err() != nil, err) }
+	fail := func(stage Stage, err error) error { return x.Side.Explain(stage, ctx.Err(), err) }
 	var tc *tls.Conn
 	if x.Client {
 		select {

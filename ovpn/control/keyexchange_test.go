@@ -54,8 +54,8 @@ func (s *testSide) Data() *data.Channel {
 	return s.ch
 }
 
-func (s *testSide) Explain(stage Stage, timedOut bool, err error) error {
-	return fmt.Errorf("stage %d (timed out %v): %w", stage, timedOut, err)
+func (s *testSide) Explain(stage Stage, ctxErr, err error) error {
+	return fmt.Errorf("stage %d (context: %v): %w", stage, ctxErr, err)
 }
 
 func (s *testSide) Message(a *Active, m string) bool {
@@ -284,7 +284,7 @@ func TestExchangeTimesOutWithoutPeer(t *testing.T) {
 	x.cx.Timeout = 200 * time.Millisecond
 	cks, _ := x.cli.Start(0) // the server never hears of it
 	_, _, err := x.cx.Run(context.Background(), cks, true)
-	if err == nil || !strings.HasPrefix(err.Error(), "stage 0 (timed out true)") {
+	if err == nil || !strings.HasPrefix(err.Error(), "stage 0 (context: context deadline exceeded)") {
 		t.Fatalf("got %v, want a timeout while waiting for the peer", err)
 	}
 }

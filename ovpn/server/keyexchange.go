@@ -57,11 +57,7 @@ func (p *peer) runKeyState(ks *control.KeyState, initial bool) {
 		}
 		return
 	}
-	how := "PRF"
-	if a.Agreement.EKM {
-		how = "tls-ekm"
-	}
-	p.s.log.Info("key active", "client", p.label(), "key", ks.ID, "cipher", a.Agreement.Cipher.String(), "keys", how)
+	p.s.log.Info("key active", "client", p.label(), "key", ks.ID, "cipher", a.Agreement.Cipher.String(), "keys", a.Agreement.KeyDerivation())
 	p.kx.Serve(a, mr)
 }
 
@@ -97,7 +93,7 @@ func (x side) Agree(tc *tls.Conn, _ *control.MessageReader, peerKM *control.KeyM
 func (x side) Data() *data.Channel { return x.p.data.Load() }
 
 // Explain labels TLS failures.
-func (x side) Explain(stage control.Stage, _ bool, err error) error {
+func (x side) Explain(stage control.Stage, _, err error) error {
 	if stage == control.StageTLS {
 		return fmt.Errorf("TLS handshake: %w", err)
 	}
