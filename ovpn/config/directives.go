@@ -234,22 +234,14 @@ func (e *clientExt) Directive(p *Parser, args []string) error {
 			return err
 		}
 		c.Ping, c.PingRestart = ping, restart
-	default:
-		if what, ok := securityDirectives[name]; ok {
-			if name == "comp-lzo" && len(args) == 2 && args[1] == "no" {
-				p.Warn(name, "compression framing is not supported; accepted because it is off")
-				return nil
-			}
-			return p.Errorf(name, "%s: %w", what, ErrUnsupported)
-		}
-		if why, ok := ignoredDirectives[name]; ok {
-			if why == "" {
-				why = "ignored"
-			}
-			p.Warn(name, why)
+	case "comp-lzo":
+		if len(args) == 2 && args[1] == "no" {
+			p.Warn(name, "compression framing is not supported; accepted because it is off")
 			return nil
 		}
-		p.Warn(name, "unknown directive ignored")
+		return p.Unhandled(args, securityDirectives, ignoredDirectives)
+	default:
+		return p.Unhandled(args, securityDirectives, ignoredDirectives)
 	}
 	return nil
 }

@@ -154,6 +154,26 @@ func (p *Parser) CheckCommon(peer string) error {
 	return nil
 }
 
+// Unhandled settles a directive a side's table does not handle:
+// recognised but unsupported (unsupported maps it to what it would do) is
+// an error wrapping ErrUnsupported, ignorable (ignored maps it to why, ""
+// for "ignored") and unknown directives are warnings.
+func (p *Parser) Unhandled(args []string, unsupported, ignored map[string]string) error {
+	name := args[0]
+	if what, ok := unsupported[name]; ok {
+		return p.Errorf(name, "%s: %w", what, ErrUnsupported)
+	}
+	if why, ok := ignored[name]; ok {
+		if why == "" {
+			why = "ignored"
+		}
+		p.Warn(name, why)
+		return nil
+	}
+	p.Warn(name, "unknown directive ignored")
+	return nil
+}
+
 // ErrorAt returns an *Error at line (for a check made after the walk
 // about an earlier line).
 func (p *Parser) ErrorAt(line int, directive, format string, args ...any) error {

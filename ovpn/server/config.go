@@ -355,21 +355,13 @@ func (e *serverExt) Directive(p *config.Parser, args []string) error {
 		c.ClientToClient = true
 	case "duplicate-cn":
 		c.DuplicateCN = true
+	case "comp-lzo":
+		if len(args) == 2 && args[1] == "no" {
+			return p.Errorf(name, "even \"comp-lzo no\" adds a compression byte to every packet: %w", ErrUnsupported)
+		}
+		return p.Unhandled(args, serverUnsupported, serverIgnored)
 	default:
-		if what, ok := serverUnsupported[name]; ok {
-			if name == "comp-lzo" && len(args) == 2 && args[1] == "no" {
-				return p.Errorf(name, "even \"comp-lzo no\" adds a compression byte to every packet: %w", ErrUnsupported)
-			}
-			return p.Errorf(name, "%s: %w", what, ErrUnsupported)
-		}
-		if why, ok := serverIgnored[name]; ok {
-			if why == "" {
-				why = "ignored"
-			}
-			p.Warn(name, why)
-			return nil
-		}
-		p.Warn(name, "unknown directive ignored")
+		return p.Unhandled(args, serverUnsupported, serverIgnored)
 	}
 	return nil
 }

@@ -71,7 +71,7 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 		p.tx = udpTransport{p: p}
 	}
 	var ks0 *control.KeyState
-	p.ctrl, ks0 = control.NewServerChannel(control.ChannelConfig{Wrapper: w, Send: p.sendControl,
+	p.ctrl, ks0 = control.NewServerChannel(control.ChannelConfig{Wrapper: w, Send: p.sendControl, Logger: s.log.With("remote", from),
 		OnSoftReset: func(ks *control.KeyState) { p.goKeyState(ks, false) }}, local, remote, resetSent)
 	p.kx = control.Exchange{Channel: p.ctrl, TLS: s.tlsCfg, Timeout: s.handWindow, RenegSec: s.cfg.RenegSec,
 		Done: p.closed, Keys: &p.keys, Side: side{p}}
