@@ -10,5 +10,8 @@
 //	          retransmits, acks) -> encode -> wrap -> transport
 //
 // The TLS handshake and the messages after it run in the caller's goroutine
-// through KeyState.TLS, a *tls.Conn over the KeyState's net.Conn adapter.
+// on a *tls.Conn over the KeyState's net.Conn adapter (KeyState.Conn).
+// Exchange (keyexchange.go) is that goroutine's loop for both the client
+// and the server: TLS, key_method_2, the data key, then the key state's
+// control messages, with a Side for what differs between the two.
 package control

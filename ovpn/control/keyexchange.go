@@ -12,7 +12,8 @@ package control
 //	    -> server: our key_method_2 (or AUTH_FAILED after it, when refusing)
 //	    -> the peer catches up (client: our ack of the server's key_method_2
 //	       goes out; server, renegotiating: the client acks ours)
-//	    -> send with it -> Keys.Rotate: primary, lame duck, next key id
+//	    -> send with it -> Keys: the new key state primary, the old one the
+//	       lame duck, the next key id
 //	Exchange.Serve: every later control message of the key state to Side.Message
 
 import (
