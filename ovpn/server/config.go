@@ -3,8 +3,9 @@ package server
 // OpenVPN-style server configuration files: the directives Wirelane's
 // server implements, inline <ca>/<cert>/<key>/<tls-auth>/<tls-crypt>
 // blocks and referenced files. Directives that would change security or
-// the wire format if ignored are errors (with file and line); directives
-// about the local host (logging, privileges, persistence) are warnings.
+// the wire format if ignored are errors (with file and line), and so are
+// client directives (config.ErrWrongRole); directives about the local
+// host (logging, privileges, persistence) are warnings.
 //
 //	text -> config.Run (lines, tokens, inline blocks, the directives
 //	        clients share into config.Common, client directives refused)
@@ -83,7 +84,8 @@ type Diagnostic = config.Diagnostic
 
 // ConfigError is a configuration error with its location ("file:line:
 // directive: cause"); Unwrap gives ErrUnsupported for recognised
-// directives the server does not implement.
+// directives the server does not implement and config.ErrWrongRole for
+// client directives.
 type ConfigError = config.Error
 
 // ErrUnsupported marks recognised directives the server does not implement
