@@ -29,8 +29,9 @@ const TCPPrefixLen = 2
 // use: a mutex keeps one frame (or one batch) from interleaving with
 // another. It never copies a packet.
 type TCPWriter struct {
-	mu sync.Mutex // held for each write to w
-	w  io.Writer  // immutable
+	mu   sync.Mutex  // held for each write to w; guards bufs
+	bufs net.Buffers // WriteBatch's vector, kept here so that it does not escape per call
+	w    io.Writer   // immutable
 }
 
 // NewTCPWriter returns a TCPWriter on w (usually a net.Conn).
@@ -67,9 +68,10 @@ func (t *TCPWriter) WriteBatch(pkts [][]byte) error {
 		}
 		binary.BigEndian.PutUint16(p, uint16(len(p)-TCPPrefixLen))
 	}
-	bufs := net.Buffers(pkts)
 	t.mu.Lock()
-	_, err := bufs.WriteTo(t.w)
+	t.bufs = pkts
+	_, err := t.bufs.WriteTo(t.w)
+	t.bufs = nil
 	t.mu.Unlock()
 	return err
 }
@@ -88,7 +90,8 @@ func checkTCPLength(n int) error {
 // one read system call can bring in many frames. One goroutine uses it.
 type TCPReader struct {
 	r   *bufio.Reader
-	buf []byte // max bytes for the packet, then tailroom
+	hdr [TCPPrefixLen]byte // the prefix being read (a local would escape per call)
+	buf []byte             // max bytes for the packet, then tailroom
 	max int
 }
 
@@ -106,11 +109,10 @@ func NewTCPReader(r io.Reader, size, max, tailroom int) *TCPReader {
 // never sends either); a stream that ends between frames gives io.EOF,
 // inside one io.ErrUnexpectedEOF.
 func (t *TCPReader) Next() ([]byte, error) {
-	var hdr [TCPPrefixLen]byte
-	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
+	if _, err := io.ReadFull(t.r, t.hdr[:]); err != nil {
 		return nil, err
 	}
-	n := int(binary.BigEndian.Uint16(hdr[:]))
+	n := int(binary.BigEndian.Uint16(t.hdr[:]))
 	if n == 0 {
 		return nil, fmt.Errorf("%w: zero-length frame", ErrBadLength)
 	}

@@ -108,6 +108,45 @@ func TestTCPFramesBadLengthsRejected(t *testing.T) {
 	}
 }
 
+// TestTCPFramesDoNotAllocate holds the framer to the data-path rule: no
+// allocation per packet, reading or writing.
+func TestTCPFramesDoNotAllocate(t *testing.T) {
+	one := frame([]byte("packet"))
+	stream := bytes.Repeat(one, 200)
+	src := bytes.NewReader(stream)
+	r := NewTCPReader(src, 4096, 1500, 16)
+	if n := testing.AllocsPerRun(100, func() {
+		if src.Len() == 0 {
+			src.Reset(stream)
+		}
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("TCPReader.Next: %v allocations per packet", n)
+	}
+	w := NewTCPWriter(io.Discard)
+	buf := withHeadroom("packet")
+	if n := testing.AllocsPerRun(100, func() {
+		if err := w.Write(buf, TCPPrefixLen, 6); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("TCPWriter.Write: %v allocations per packet", n)
+	}
+	batch := make([][]byte, 4)
+	if n := testing.AllocsPerRun(100, func() {
+		for i := range batch {
+			batch[i] = buf
+		}
+		if err := w.WriteBatch(batch); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("TCPWriter.WriteBatch: %v allocations per batch", n)
+	}
+}
+
 func FuzzTCPReader(f *testing.F) {
 	f.Add([]byte{0, 3, 'a', 'b', 'c', 0, 1})
 	f.Add([]byte{0, 0})
