@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wrap"
@@ -189,63 +188,4 @@ func Parse(text []byte, name, dir string) (*Config, error) {
 		return nil, err
 	}
 	return e.cfg, nil
-}
-
-// clientExt is the client's Extension: the directives of directives.go
-// into a Config.
-type clientExt struct {
-	cfg *Config
-
-	proto  Proto
-	family int
-	port   uint16
-	client bool
-	cipher string
-}
-
-// Role reports ClientRole.
-func (e *clientExt) Role() Role { return ClientRole }
-
-// Inline handles <auth-user-pass> and refuses the blocks a client does
-// not implement.
-func (e *clientExt) Inline(p *Parser, tag, body string) error {
-	switch tag {
-	case "auth-user-pass":
-		return e.userPass(p, body, "<auth-user-pass>")
-	case "tls-crypt-v2", "secret", "pkcs12", "extra-certs", "connection", "http-proxy-user-pass":
-		return p.Errorf("<"+tag+">", "inline %w", ErrUnsupported)
-	case "dh":
-		p.Warn("<dh>", "ignored (client)")
-	default:
-		return p.Errorf("<"+tag+">", "unknown inline block")
-	}
-	return nil
-}
-
-func (e *clientExt) userPass(p *Parser, body, where string) error {
-	lines := strings.Split(strings.ReplaceAll(body, "\r", ""), "\n")
-	if len(lines) < 2 || lines[0] == "" {
-		return p.Errorf(where, "want a username line and a password line")
-	}
-	e.cfg.AuthUserPass = true
-	e.cfg.Username, e.cfg.Password = lines[0], lines[1]
-	return nil
-}
-
-func parseProto(s string) (Proto, int, bool) {
-	switch strings.ToLower(s) {
-	case "udp":
-		return UDP, 0, true
-	case "udp4":
-		return UDP, 4, true
-	case "udp6":
-		return UDP, 6, true
-	case "tcp", "tcp-client":
-		return TCP, 0, true
-	case "tcp4", "tcp4-client":
-		return TCP, 4, true
-	case "tcp6", "tcp6-client":
-		return TCP, 6, true
-	}
-	return "", 0, false
 }

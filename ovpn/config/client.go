@@ -1,5 +1,9 @@
 package config
 
+// The client's side of the parser (clientExt): its directive table, the
+// directives it refuses or ignores, and the checks and defaults once the
+// file is read.
+
 import (
 	"strings"
 
@@ -37,29 +41,6 @@ var securityDirectives = map[string]string{
 	"tls-cert-profile":         "TLS certificate profiles",
 	"auth-token-user":          "auth tokens",
 	"static-challenge":         "challenge/response authentication",
-}
-
-// roleOf names the directives (and inline blocks) that belong to one side
-// only; the parser refuses them in the other side's file.
-var roleOf = map[string]Role{
-	// Client only.
-	"client": ClientRole, "tls-client": ClientRole, "pull": ClientRole, "remote": ClientRole,
-	"remote-random": ClientRole, "remote-random-hostname": ClientRole, "nobind": ClientRole,
-	"auth-user-pass": ClientRole, "auth-retry": ClientRole, "auth-nocache": ClientRole,
-	"resolv-retry": ClientRole, "connect-retry": ClientRole, "connect-retry-max": ClientRole,
-	"connect-timeout": ClientRole, "server-poll-timeout": ClientRole, "route-nopull": ClientRole,
-	"pull-filter": ClientRole, "static-challenge": ClientRole, "auth-token-user": ClientRole,
-	"http-proxy": ClientRole, "http-proxy-user-pass": ClientRole, "socks-proxy": ClientRole,
-	// Server only.
-	"server": ServerRole, "server-ipv6": ServerRole, "server-bridge": ServerRole, "mode": ServerRole,
-	"tls-server": ServerRole, "push": ServerRole, "push-reset": ServerRole, "client-to-client": ServerRole,
-	"duplicate-cn": ServerRole, "max-clients": ServerRole, "ifconfig-pool": ServerRole,
-	"ifconfig-pool-persist": ServerRole, "ifconfig-ipv6-pool": ServerRole, "client-config-dir": ServerRole,
-	"ccd-exclusive": ServerRole, "auth-user-pass-verify": ServerRole, "verify-client-cert": ServerRole,
-	"client-cert-not-required": ServerRole, "client-connect": ServerRole, "client-disconnect": ServerRole,
-	"learn-address": ServerRole, "iroute": ServerRole, "username-as-common-name": ServerRole,
-	"auth-gen-token": ServerRole, "connect-freq": ServerRole, "tcp-queue-limit": ServerRole,
-	"bcast-buffers": ServerRole,
 }
 
 // ignoredDirectives are accepted with a warning: they concern the local
@@ -289,4 +270,63 @@ func (e *clientExt) Finish(p *Parser) error {
 		}
 	}
 	return nil
+}
+
+// clientExt is the client's Extension: the directives of directives.go
+// into a Config.
+type clientExt struct {
+	cfg *Config
+
+	proto  Proto
+	family int
+	port   uint16
+	client bool
+	cipher string
+}
+
+// Role reports ClientRole.
+func (e *clientExt) Role() Role { return ClientRole }
+
+// Inline handles <auth-user-pass> and refuses the blocks a client does
+// not implement.
+func (e *clientExt) Inline(p *Parser, tag, body string) error {
+	switch tag {
+	case "auth-user-pass":
+		return e.userPass(p, body, "<auth-user-pass>")
+	case "tls-crypt-v2", "secret", "pkcs12", "extra-certs", "connection", "http-proxy-user-pass":
+		return p.Errorf("<"+tag+">", "inline %w", ErrUnsupported)
+	case "dh":
+		p.Warn("<dh>", "ignored (client)")
+	default:
+		return p.Errorf("<"+tag+">", "unknown inline block")
+	}
+	return nil
+}
+
+func (e *clientExt) userPass(p *Parser, body, where string) error {
+	lines := strings.Split(strings.ReplaceAll(body, "\r", ""), "\n")
+	if len(lines) < 2 || lines[0] == "" {
+		return p.Errorf(where, "want a username line and a password line")
+	}
+	e.cfg.AuthUserPass = true
+	e.cfg.Username, e.cfg.Password = lines[0], lines[1]
+	return nil
+}
+
+func parseProto(s string) (Proto, int, bool) {
+	switch strings.ToLower(s) {
+	case "udp":
+		return UDP, 0, true
+	case "udp4":
+		return UDP, 4, true
+	case "udp6":
+		return UDP, 6, true
+	case "tcp", "tcp-client":
+		return TCP, 0, true
+	case "tcp4", "tcp4-client":
+		return TCP, 4, true
+	case "tcp6", "tcp6-client":
+		return TCP, 6, true
+	}
+	return "", 0, false
 }
