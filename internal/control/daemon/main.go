@@ -17,36 +17,16 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
+	"github.com/wirelane/wirelane/internal/sys/buildinfo"
 	"github.com/wirelane/wirelane/internal/sys/procs"
 )
 
-// Version is the daemon's version string; the build may set it with
-// -ldflags "-X github.com/wirelane/wirelane/internal/control/daemon.Version=...".
-// When empty, the module version from the build information is used.
-var Version = ""
-
-// VersionString returns the version reported by --version.
-func VersionString() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		v := bi.Main.Version
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += " (" + s.Value[:12] + ")"
-			}
-		}
-		if v != "" {
-			return v
-		}
-	}
-	return "(devel)"
-}
+// VersionString returns the version reported by --version: the module
+// version and VCS revision (internal/sys/buildinfo).
+func VersionString() string { return buildinfo.String() }
 
 // Usage is the help text; %[1]s is the program name.
 const Usage = `Usage: %[1]s [-f|--foreground] [--ref-mode] INTERFACE-NAME
