@@ -58,18 +58,25 @@ func TestUsageErrors(t *testing.T) {
 		{"connect with a bad MTU", Connect, []string{"--mtu", "10", "a.ovpn"}, 2, "--mtu 10 out of range"},
 		{"connect with a bad --dns", Connect, []string{"--dns", "yes", "a.ovpn"}, 2, `--dns "yes": want auto or off`},
 		{"connect help", Connect, []string{"--help"}, 0, "Usage: wirelane ovpn connect"},
+		{"connect help spells long flags with two dashes", Connect, []string{"--help"}, 0, "\n  --auth-file FILE\n"},
+		{"connect help spells one-letter flags with one", Connect, []string{"--help"}, 0, "\n  -v\n"},
 		{"serve without a file", Serve, nil, 2, "want exactly one file argument"},
 		{"serve help", Serve, []string{"-h"}, 0, "Usage: wirelane ovpn serve"},
 		{"connect to a missing file", Connect, []string{"/nonexistent/x.ovpn"}, 1, "no such file"},
 		{"serve a missing file", Serve, []string{"/nonexistent/server.conf"}, 1, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, errOut := capture(t)
+			out, errOut := capture(t)
 			if code := tc.fn(tc.args); code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, errOut)
 			}
-			if !strings.Contains(errOut.String(), tc.want) {
-				t.Fatalf("stderr lacks %q:\n%s", tc.want, errOut)
+			// --help is what was asked for: it goes to standard output.
+			got, stream := errOut, "stderr"
+			if tc.code == 0 {
+				got, stream = out, "stdout"
+			}
+			if !strings.Contains(got.String(), tc.want) {
+				t.Fatalf("%s lacks %q:\n%s", stream, tc.want, got)
 			}
 		})
 	}

@@ -51,27 +51,58 @@ servers and search domains with resolvconf(8) when it is installed (as
 wg-quick does), and keeps the tunnel up until Ctrl-C. Needs root
 (CAP_NET_ADMIN).`
 
+// DescribeFlags, when set, is called by Connect and Serve with their usage
+// text and flag set instead of running: cmd/wirelane builds its man page
+// and shell completions from them, so those cannot drift from the flags.
+var DescribeFlags func(usage string, fs *flag.FlagSet)
+
 // newFlags returns a flag set that prints usage text plus the flags.
 func newFlags(name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), usage)
-		fmt.Fprintln(fs.Output(), "\nFlags:")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { printUsage(fs.Output(), usage, fs) }
 	return fs
 }
 
+// printUsage prints usage and the flags in the style of every wirelane
+// command's --help: long flags with two dashes, one-letter ones with one.
+func printUsage(w io.Writer, usage string, fs *flag.FlagSet) {
+	fmt.Fprintln(w, usage)
+	fmt.Fprintln(w, "\nFlags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, text := flag.UnquoteUsage(f)
+		name := "--" + f.Name
+		if len(f.Name) == 1 {
+			name = "-" + f.Name
+		}
+		if kind != "" {
+			name += " " + strings.ToUpper(kind)
+		}
+		if d := f.DefValue; d != "" && d != "false" && d != "0" {
+			text += " (default " + d + ")"
+		}
+		fmt.Fprintf(w, "  %s\n        %s\n", name, text)
+	})
+}
+
 // parseArgs parses flags placed before or after the one positional
-// argument. It returns the argument, or an exit status (0 after --help).
-func parseArgs(fs *flag.FlagSet, args []string) (string, int, bool) {
+// argument. It returns the argument, or an exit status (0 after --help,
+// which prints the usage on standard output).
+func parseArgs(fs *flag.FlagSet, usage string, args []string) (string, int, bool) {
+	if DescribeFlags != nil {
+		DescribeFlags(usage, fs)
+		return "", 0, false
+	}
+	fs.SetOutput(io.Discard) // errors and --help are printed below
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				printUsage(stdout, usage, fs)
 				return "", 0, false
 			}
+			fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+			printUsage(stderr, usage, fs)
 			return "", 2, false
 		}
 		if fs.NArg() == 0 {
@@ -82,7 +113,7 @@ func parseArgs(fs *flag.FlagSet, args []string) (string, int, bool) {
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "%s: want exactly one file argument, got %d\n", fs.Name(), len(pos))
-		fs.Usage()
+		printUsage(stderr, usage, fs)
 		return "", 2, false
 	}
 	return pos[0], 0, true
@@ -102,12 +133,12 @@ func Connect(args []string) int {
 	fs := newFlags("wirelane ovpn connect", connectUsage)
 	dev := fs.String("dev", "", "TUN interface name (default: the file's dev, tun means the kernel picks tunN)")
 	mtu := fs.Int("mtu", 1500, "TUN MTU")
-	authFile := fs.String("auth-file", "", "file with the username and password lines for auth-user-pass")
+	authFile := fs.String("auth-file", "", "`file` with the username and password lines for auth-user-pass")
 	noRoutes := fs.Bool("no-routes", false, "do not install pushed routes (addresses only)")
 	blockFlag := fs.Bool("block-ipv6", false, "answer IPv6 packets into the tunnel with ICMPv6 no-route instead of sending them (as the block-ipv6 directive; with redirect-gateway, global IPv6 is routed into the tunnel)")
 	dnsFlag := fs.String("dns", "auto", "pushed DNS servers: auto (register them with resolvconf when it is installed, else warn) or off")
 	verbose := fs.Bool("v", false, "log protocol details to stderr")
-	file, code, ok := parseArgs(fs, args)
+	file, code, ok := parseArgs(fs, connectUsage, args)
 	if !ok {
 		return code
 	}

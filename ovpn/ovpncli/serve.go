@@ -28,7 +28,7 @@ func Serve(args []string) int {
 	fs := newFlags("wirelane ovpn serve", serveUsage)
 	dev := fs.String("dev", "", "TUN interface name (default: the file's dev, tun means the kernel picks tunN)")
 	verbose := fs.Bool("v", false, "log protocol details to stderr")
-	file, code, ok := parseArgs(fs, args)
+	file, code, ok := parseArgs(fs, serveUsage, args)
 	if !ok {
 		return code
 	}
