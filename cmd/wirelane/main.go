@@ -9,6 +9,7 @@
 //	wirelane demo [--duration D] [--mtu N] [--keep]
 //	wirelane ovpn connect|serve [flags] FILE
 //	wirelane gateway check|show|up|down FILE.toml|NAME
+//	wirelane --version | --help | help COMMAND
 //
 // `wirelane daemon IFNAME` (not listed in the usage) runs the userspace
 // daemon; `up` starts it by running this same binary.
@@ -28,34 +29,44 @@ import (
 	"strings"
 
 	"github.com/wirelane/wirelane/internal/crypto/chachapoly"
+	"github.com/wirelane/wirelane/internal/sys/buildinfo"
+	"github.com/wirelane/wirelane/internal/tools/clidoc"
 )
 
 const prog = "wirelane"
 
-// command is one subcommand.
+// command is one subcommand. The table below, each command's flag set and
+// help text are the one source of --help, the man page wirelane(8) and the
+// shell completions (doc.go).
 type command struct {
-	name    string
-	args    string // argument synopsis for the usage line
-	summary string
-	help    string // extra text after the usage line
-	hidden  bool
-	run     func(args []string) int
+	name     string
+	args     string // argument synopsis for the usage line
+	summary  string
+	help     string // extra text after the usage line
+	hidden   bool
+	run      func(args []string) int
+	complete clidoc.Args // what the arguments are, for completion
+	words    []string    // fixed first arguments (gateway's subcommands)
 }
+
+// Completion of the tunnel commands' argument: a name from
+// /etc/wireguard or a wg-quick file.
+var tunnelArg = clidoc.Args{Tunnels: true, Files: "*.conf"}
 
 var commands []*command
 
 func init() {
 	commands = []*command{
-		{name: "up", args: "CONFIG_FILE|INTERFACE", summary: "create and configure a tunnel from a wg-quick file", help: upHelp, run: cmdUp},
-		{name: "down", args: "CONFIG_FILE|INTERFACE", summary: "remove a tunnel made by up", help: downHelp, run: cmdDown},
-		{name: "strip", args: "CONFIG_FILE|INTERFACE", summary: "print the file without wg-quick-only keys", help: stripHelp, run: cmdStrip},
-		{name: "save", args: "CONFIG_FILE|INTERFACE", summary: "write a running tunnel's configuration back to its file", help: saveHelp, run: cmdSave},
+		{name: "up", args: "CONFIG_FILE|INTERFACE", summary: "create and configure a tunnel from a wg-quick file", help: upHelp, run: cmdUp, complete: tunnelArg},
+		{name: "down", args: "CONFIG_FILE|INTERFACE", summary: "remove a tunnel made by up", help: downHelp, run: cmdDown, complete: tunnelArg},
+		{name: "strip", args: "CONFIG_FILE|INTERFACE", summary: "print the file without wg-quick-only keys", help: stripHelp, run: cmdStrip, complete: tunnelArg},
+		{name: "save", args: "CONFIG_FILE|INTERFACE", summary: "write a running tunnel's configuration back to its file", help: saveHelp, run: cmdSave, complete: tunnelArg},
 		{name: "list", args: "[--json]", summary: "list the tunnels you can bring up or down, and their state", help: listHelp, run: cmdList},
-		{name: "show", args: "[--json] [INTERFACE|all|interfaces]", summary: "show tunnels, peers, handshakes and transfer", help: showHelp, run: cmdShow},
+		{name: "show", args: "[--json] [INTERFACE|all|interfaces]", summary: "show tunnels, peers, handshakes and transfer", help: showHelp, run: cmdShow, complete: clidoc.Args{Tunnels: true, Words: []string{"all", "interfaces"}}},
 		{name: "genkey", summary: "print a new private key", help: genkeyHelp, run: cmdGenkey},
 		{name: "pubkey", summary: "read a private key on stdin, print its public key", help: pubkeyHelp, run: cmdPubkey},
 		{name: "genpsk", summary: "print a new preshared key", help: genpskHelp, run: cmdGenpsk},
-		{name: "gateway", args: "check|show|up|down FILE.toml|NAME", summary: "site-to-site gateway from a TOML file", help: gatewayHelp, run: cmdGateway},
+		{name: "gateway", args: "check|show|up|down FILE.toml|NAME", summary: "site-to-site gateway from a TOML file", help: gatewayHelp, run: cmdGateway, words: []string{"check", "show", "up", "down"}, complete: clidoc.Args{Files: "*.toml"}},
 		{name: "demo", args: "[--duration D] [--mtu N] [--keep]", summary: "build a tunnel between two namespaces and measure it (root)", help: demoHelp, run: cmdDemo},
 		{name: "ovpn", args: "connect|serve [flags] FILE", summary: "OpenVPN 2.6: join a server, or serve clients", help: ovpnHelp, run: cmdOvpn},
 		{name: "daemon", args: "[-f] IFNAME", summary: "run the userspace daemon", hidden: true, run: cmdDaemon},
@@ -69,7 +80,7 @@ func usage(w io.Writer) {
 			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 		}
 	}
-	fmt.Fprintf(w, "\nRun '%s <command> --help' for a command's details.\n", prog)
+	fmt.Fprintf(w, "\nRun '%s <command> --help' for a command's details, '%s --version' for\nthe version; man wirelane(8) has it all.\n", prog, prog)
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -80,8 +91,18 @@ func run(args []string) int {
 		return 2
 	}
 	switch args[0] {
-	case "-h", "--help", "help":
+	case "-h", "--help":
 		usage(os.Stdout)
+		return 0
+	case "help":
+		// "help CMD" is "CMD --help"; plain "help" is the command list.
+		if len(args) == 1 {
+			usage(os.Stdout)
+			return 0
+		}
+		args = append(args[1:2:2], "--help")
+	case "--version", "-V":
+		fmt.Printf("%s %s\n", prog, buildinfo.String())
 		return 0
 	}
 	if err := chachapoly.EnvError(); err != nil {
@@ -107,6 +128,11 @@ func find(name string) *command {
 	panic("no command " + name)
 }
 
+// describeFlags, when set, is called by parseFlags with the command's flag
+// set instead of parsing: doc.go collects every command's flags this way
+// for the man page and the completions.
+var describeFlags func(name string, fs *flag.FlagSet)
+
 // errHelp tells the caller --help was printed (exit 0).
 var errHelp = flag.ErrHelp
 
@@ -116,27 +142,16 @@ var errHelp = flag.ErrHelp
 func parseFlags(fs *flag.FlagSet, name string, args []string, minArgs, maxArgs int) ([]string, int) {
 	c := find(name)
 	fs.SetOutput(io.Discard)
+	if describeFlags != nil {
+		describeFlags(name, fs)
+		return nil, 0
+	}
 	printUsage := func(w io.Writer) {
 		fmt.Fprintf(w, "%s\n", strings.TrimSpace(fmt.Sprintf("Usage: %s %s %s", prog, c.name, c.args)))
 		if c.help != "" {
 			fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.help))
 		}
-		first := true
-		fs.VisitAll(func(f *flag.Flag) {
-			if first {
-				fmt.Fprintf(w, "\nFlags:\n")
-				first = false
-			}
-			kind, usage := flag.UnquoteUsage(f)
-			if kind != "" {
-				kind = " " + strings.ToUpper(kind)
-			}
-			def := ""
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-				def = " (default " + f.DefValue + ")"
-			}
-			fmt.Fprintf(w, "  --%s%s\n        %s%s\n", f.Name, kind, usage, def)
-		})
+		clidoc.WriteFlags(w, clidoc.FlagsOf(fs))
 	}
 	// Flags may come before or after the arguments ("show wg0 --json").
 	var rest []string
