@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -18,7 +20,7 @@ const (
 	EnvTunFD      = "WG_TUN_FD"             // inherited TUN descriptor
 	EnvUAPIFD     = "WG_UAPI_FD"            // inherited listening UAPI socket
 	EnvForeground = "WG_PROCESS_FOREGROUND" // "1" = do not daemonize
-	EnvLogLevel   = "LOG_LEVEL"             // verbose, error or silent
+	EnvLogLevel   = "LOG_LEVEL"             // verbose, info, error or silent
 	// EnvReadyFD names the descriptor a re-executed child reports its
 	// readiness on. Its presence marks the process as that child.
 	EnvReadyFD = "WIRELANE_READY_FD"
@@ -38,10 +40,12 @@ const (
 	LogError   LogLevel = iota // errors only (the default)
 	LogVerbose                 // everything, including per-event debug lines
 	LogSilent                  // nothing
+	LogInfo                    // start, stop and why, and errors
 )
 
-// ParseLogLevel parses a LOG_LEVEL value: "verbose" (or "debug"), "error"
-// or "silent"; the empty string means LogError.
+// ParseLogLevel parses a LOG_LEVEL value: "verbose" (or "debug"), "info",
+// "error" or "silent"; the empty string means LogError (and a detached
+// daemon's journal, syslog or file then gets info lines too: logging.go).
 func ParseLogLevel(s string) (LogLevel, error) {
 	switch strings.ToLower(s) {
 	case "", "error":
@@ -50,8 +54,10 @@ func ParseLogLevel(s string) (LogLevel, error) {
 		return LogVerbose, nil
 	case "silent":
 		return LogSilent, nil
+	case "info":
+		return LogInfo, nil
 	}
-	return LogError, fmt.Errorf("%s=%q: want verbose, error or silent", EnvLogLevel, s)
+	return LogError, fmt.Errorf("%s=%q: want verbose, info, error or silent", EnvLogLevel, s)
 }
 
 // String returns the LOG_LEVEL spelling of l ("verbose", "error" or
@@ -62,6 +68,8 @@ func (l LogLevel) String() string {
 		return "verbose"
 	case LogSilent:
 		return "silent"
+	case LogInfo:
+		return "info"
 	}
 	return "error"
 }
@@ -75,8 +83,12 @@ type Config struct {
 	// otherwise Run starts a detached copy of the program and returns once
 	// that copy is ready.
 	Foreground bool
-	// LogLevel selects what is logged to standard error.
+	// LogLevel selects what is logged.
 	LogLevel LogLevel
+	// LogFile, when set, is the file (an absolute path) the daemon appends
+	// its log to; otherwise logging.go picks the journal, syslog or
+	// standard error.
+	LogFile string
 	// TunFD is an inherited, already created TUN descriptor; 0 = create
 	// the interface. A foreground daemon takes the descriptor over; the
 	// detaching path passes a duplicate and leaves it to the caller.
@@ -100,6 +112,9 @@ type Config struct {
 	Ready func()
 	// Logger overrides the logger built from LogLevel (used by tests).
 	Logger *slog.Logger
+
+	logLevelSet bool       // LOG_LEVEL was given
+	logTarget   *logTarget // the re-executed child's log, from EnvLogTarget
 }
 
 func (c *Config) validate() error {
@@ -140,6 +155,15 @@ func (c *Config) applyEnv() error {
 		return err
 	}
 	c.LogLevel = lvl
+	c.logLevelSet = os.Getenv(EnvLogLevel) != ""
+	if v, ok := os.LookupEnv(EnvLogTarget); ok {
+		os.Unsetenv(EnvLogTarget)
+		t, err := parseLogTarget(v)
+		if err != nil {
+			return err
+		}
+		c.logTarget = &t
+	}
 	if c.TunFD, err = envFD(EnvTunFD); err != nil {
 		return err
 	}
@@ -166,19 +190,27 @@ func parseFD(name, s string) (int, error) {
 	return int(fd), nil
 }
 
-// logger builds the daemon's logger: text lines on standard error.
-func (c *Config) logger() *slog.Logger {
+// logger builds the daemon's logger (logging.go): the re-executed child's
+// target as its parent chose it, or the foreground daemon's own. When the
+// target cannot be opened (syslog went away), the fallback file is tried
+// before giving up.
+func (c *Config) logger() (*slog.Logger, io.Closer, error) {
 	if c.Logger != nil {
-		return c.Logger
+		return c.Logger, io.NopCloser(nil), nil
 	}
-	var lvl slog.Level
-	switch c.LogLevel {
-	case LogSilent:
-		return slog.New(slog.DiscardHandler)
-	case LogVerbose:
-		lvl = slog.LevelDebug
-	default:
-		lvl = slog.LevelError
+	t := foregroundLogTarget(c)
+	if c.logTarget != nil {
+		t = *c.logTarget
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	tag := filepath.Base(os.Args[0])
+	log, closer, err := openLog(t, c, tag)
+	if err != nil && t.kind != "file" {
+		fb := logTarget{kind: "file", path: filepath.Join(FallbackLogDir, c.Interface+".log")}
+		var ferr error
+		if log, closer, ferr = openLog(fb, c, tag); ferr == nil {
+			log.Warn("log target unavailable; logging to this file", "target", t.String(), "err", err)
+			return log, closer, nil
+		}
+	}
+	return log, closer, err
 }

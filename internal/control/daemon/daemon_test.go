@@ -38,10 +38,22 @@ func TestMain(m *testing.M) {
 	}
 	if dir := os.Getenv(envTestChild); dir != "" {
 		uapi.SocketDir = dir
+		if s := os.Getenv("WIRELANE_TEST_SYSLOG"); s != "" {
+			syslogSocket = s
+		}
 		engineFunc = newFakeEngine
 		os.Exit(Main(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	// Detached test daemons without syslog log to files; keep them out of
+	// /var/log.
+	logDir, err := os.MkdirTemp("", "wirelane-daemon-test-logs")
+	if err != nil {
+		panic(err)
+	}
+	FallbackLogDir = logDir
+	code := m.Run()
+	os.RemoveAll(logDir)
+	os.Exit(code)
 }
 
 // fakeEngine stands in for the device: it reads the TUN until the read
@@ -104,6 +116,9 @@ func TestParseArgs(t *testing.T) {
 		{args: []string{"wg0"}, want: Config{Interface: "wg0"}},
 		{args: []string{"-f", "wg0"}, want: Config{Interface: "wg0", Foreground: true}},
 		{args: []string{"--foreground", "--ref-mode", "wg0"}, want: Config{Interface: "wg0", Foreground: true, RefMode: true}},
+		{args: []string{"--log-file", "/tmp/w.log", "wg0"}, want: Config{Interface: "wg0", LogFile: "/tmp/w.log"}},
+		{args: []string{"--log-file=/tmp/w.log", "wg0"}, want: Config{Interface: "wg0", LogFile: "/tmp/w.log"}},
+		{args: []string{"wg0", "--log-file"}, wantErr: "--log-file needs a file name"},
 		{args: []string{"--", "-odd"}, want: Config{Interface: "-odd"}},
 		{args: []string{"--help"}, action: "help"},
 		{args: []string{"--version"}, action: "version"},
@@ -120,7 +135,7 @@ func TestParseArgs(t *testing.T) {
 			continue
 		}
 		if err != nil || action != tc.action || cfg.Interface != tc.want.Interface ||
-			cfg.Foreground != tc.want.Foreground || cfg.RefMode != tc.want.RefMode {
+			cfg.Foreground != tc.want.Foreground || cfg.RefMode != tc.want.RefMode || cfg.LogFile != tc.want.LogFile {
 			t.Errorf("parseArgs(%q) = %+v, %q, %v; want %+v, %q", tc.args, cfg, action, err, tc.want, tc.action)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,13 +65,20 @@ func daemonize(ctx context.Context, cfg *Config) error {
 	// Descriptors the child inherits: 0-2, then the readiness pipe, then
 	// any TUN and UAPI descriptors we were given, renumbered.
 	files := []*os.File{devnull, devnull, devnull, w}
-	if cfg.LogLevel != LogSilent && os.Getenv(EnvLogLevel) != "" {
+	logTo := detachedLogTarget(cfg)
+	switch logTo.kind {
+	case "stderr":
 		// Asked for logs explicitly: keep them visible, as the
 		// reference daemon does.
 		files[1], files[2] = os.Stdout, os.Stderr
+	case "journal":
+		files[2] = os.Stderr // the journal's stream, kept by the child
 	}
-	env := filterEnv(os.Environ(), EnvReadyFD, EnvForeground, EnvTunFD, EnvUAPIFD, EnvLogLevel, EnvRefMode)
-	env = append(env, EnvReadyFD+"=3", EnvForeground+"=1", EnvLogLevel+"="+cfg.LogLevel.String())
+	env := filterEnv(os.Environ(), EnvReadyFD, EnvForeground, EnvTunFD, EnvUAPIFD, EnvLogLevel, EnvRefMode, EnvLogTarget)
+	env = append(env, EnvReadyFD+"=3", EnvForeground+"=1", EnvLogTarget+"="+logTo.String())
+	if cfg.logLevelSet {
+		env = append(env, EnvLogLevel+"="+cfg.LogLevel.String())
+	}
 	if cfg.RefMode {
 		env = append(env, EnvRefMode+"=1")
 	}
@@ -129,6 +137,11 @@ func daemonize(ctx context.Context, cfg *Config) error {
 	switch {
 	case rep.line == readyOK:
 		// The child lives on in its own session; nothing to wait for.
+		// Say where its log is: nobody will see its standard error.
+		if logTo.kind != "stderr" {
+			prog := filepath.Base(args[0])
+			fmt.Fprintf(os.Stderr, "%s: %s: daemon (pid %d) logs to %s\n", prog, cfg.Interface, proc.Pid, logTo.describe(prog, proc.Pid))
+		}
 		proc.Release()
 		if cfg.Ready != nil {
 			cfg.Ready()

@@ -29,7 +29,7 @@ import (
 func VersionString() string { return buildinfo.String() }
 
 // Usage is the help text; %[1]s is the program name.
-const Usage = `Usage: %[1]s [-f|--foreground] [--ref-mode] INTERFACE-NAME
+const Usage = `Usage: %[1]s [-f|--foreground] [--ref-mode] [--log-file PATH] INTERFACE-NAME
        %[1]s --version | --help
 
 Runs a Wirelane WireGuard device on the TUN interface INTERFACE-NAME,
@@ -40,8 +40,11 @@ is deleted, when the socket file is removed, or on SIGTERM/SIGINT.
 
   -f, --foreground  stay in the foreground (also WG_PROCESS_FOREGROUND=1)
       --ref-mode    use the conventional locked send path (for comparisons)
+      --log-file PATH
+                    append the log to PATH; otherwise a detached daemon logs
+                    to the journal under systemd, else to syslog, and says so
 
-Environment: LOG_LEVEL=verbose|error|silent, WG_TUN_FD, WG_UAPI_FD,
+Environment: LOG_LEVEL=verbose|info|error|silent, WG_TUN_FD, WG_UAPI_FD,
 WG_PROCESS_FOREGROUND, WIRELANE_AEAD=auto|generic, GOMAXPROCS (default: 1
 on a host with two CPUs, else Go's own choice).
 `
@@ -118,7 +121,21 @@ func mainIO(prog string, args []string, stdout, stderr io.Writer) int {
 
 // parseArgs parses the command line; action is "", "help" or "version".
 func parseArgs(args []string) (cfg Config, action string, err error) {
+	skip := false
 	for i, a := range args {
+		if skip {
+			skip = false
+			continue
+		}
+		if v, ok := strings.CutPrefix(a, "--log-file="); ok {
+			if v == "" {
+				return cfg, "", fmt.Errorf("--log-file needs a file name (argument %d)", i+1)
+			}
+			if cfg.LogFile, err = filepath.Abs(v); err != nil {
+				return cfg, "", fmt.Errorf("--log-file: %w", err)
+			}
+			continue
+		}
 		switch a {
 		case "-h", "--help":
 			return cfg, "help", nil
@@ -128,6 +145,14 @@ func parseArgs(args []string) (cfg Config, action string, err error) {
 			cfg.Foreground = true
 		case "--ref-mode":
 			cfg.RefMode = true
+		case "--log-file":
+			if i+1 >= len(args) || args[i+1] == "" {
+				return cfg, "", fmt.Errorf("--log-file needs a file name (argument %d)", i+1)
+			}
+			skip = true
+			if cfg.LogFile, err = filepath.Abs(args[i+1]); err != nil {
+				return cfg, "", fmt.Errorf("--log-file: %w", err)
+			}
 		case "--":
 			rest := args[i+1:]
 			if cfg.Interface != "" || len(rest) != 1 {

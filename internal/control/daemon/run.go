@@ -55,12 +55,13 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 func runForeground(ctx context.Context, cfg *Config) error {
-	log := cfg.logger()
+	log, closeLog, err := cfg.logger()
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	defer closeLog.Close()
 
-	var (
-		dev tun.Device
-		err error
-	)
+	var dev tun.Device
 	if cfg.TunFD != 0 {
 		dev, err = tun.CreateTUNFromFile(os.NewFile(uintptr(cfg.TunFD), EnvTunFD), DefaultMTU)
 	} else {
