@@ -13,18 +13,28 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/sys/buildinfo"
 	"github.com/wirelane/wirelane/internal/tools/bench"
+	"github.com/wirelane/wirelane/internal/tools/clidoc"
 )
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
+
+const benchHelp = `
+Compares Wirelane with wireguard-go on this machine, in one run, and prints
+a table of medians, ranges and ratios. Progress goes to standard error, the
+table to standard output. The netns section needs root and is skipped
+otherwise. docs/benchmarks.md explains every figure.`
 
 func run(args []string) int {
 	fs := flag.NewFlagSet("wirelane-bench", flag.ContinueOnError)
@@ -41,8 +51,24 @@ func run(args []string) int {
 	openLoop := fs.Bool("open-loop", false, "inproc: unlimited generator (the sender reads as fast as it can; the loopback socket drops the excess)")
 	window := fs.Int("window", bench.DefaultWindow, "inproc: most packets in flight with the closed-loop generator")
 	lossTimeout := fs.Duration("loss-timeout", bench.DefaultLossTimeout, "inproc: closed loop writes in-flight packets off as lost after this long without a delivery")
+	version := fs.Bool("version", false, "print the version and the VCS revision it was built from")
+	fs.SetOutput(io.Discard)
+	printUsage := func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: wirelane-bench [flags]\n\n%s\n", strings.TrimSpace(benchHelp))
+		clidoc.WriteFlags(w, clidoc.FlagsOf(fs))
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(os.Stdout)
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "wirelane-bench: %v\n", err)
+		printUsage(os.Stderr)
 		return 2
+	}
+	if *version {
+		fmt.Printf("wirelane-bench %s\n", buildinfo.String())
+		return 0
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "wirelane-bench: unexpected argument %q\n", fs.Arg(0))

@@ -41,3 +41,11 @@ func TestBadInprocOptionsFail(t *testing.T) {
 		}
 	}
 }
+
+func TestHelpAndVersionExitZero(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"--version"}} {
+		if got := run(args); got != 0 {
+			t.Errorf("run(%q) = %d, want 0", args, got)
+		}
+	}
+}

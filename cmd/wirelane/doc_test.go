@@ -263,6 +263,26 @@ printf '%s\n' "${COMPREPLY[@]}"`
 	}
 }
 
+// TestFishCompletion asks fish for the candidates of a few command lines.
+func TestFishCompletion(t *testing.T) {
+	if _, err := exec.LookPath("fish"); err != nil {
+		t.Skip("fish is not installed")
+	}
+	script, _ := filepath.Abs(filepath.Join("..", "..", "packaging", "completions", "wirelane.fish"))
+	for line, want := range map[string]string{
+		"wirelane ovpn c":           "connect\t",
+		"wirelane li":               "list\t",
+		"wirelane list --":          "--json\t",
+		"wirelane ovpn connect --a": "--auth-file\t",
+		"wirelane show ":            "interfaces",
+	} {
+		out, err := exec.Command("fish", "--no-config", "-c", "source $argv[1]; complete -C $argv[2]", script, line).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("fish: complete -C %q: %v, want %q in:\n%s", line, err, want, out)
+		}
+	}
+}
+
 // TestZshAndFishCompletionsParse checks the other two scripts' syntax
 // with their shells, where installed.
 func TestZshAndFishCompletionsParse(t *testing.T) {

@@ -51,7 +51,7 @@ type listEntry struct {
 
 func cmdList(args []string) int {
 	flags := flag.NewFlagSet("list", flag.ContinueOnError)
-	asJSON := flags.Bool("json", false, "print JSON for programs (schema above)")
+	asJSON := flags.Bool("json", false, "print JSON for programs (the schema is in --help)")
 	if _, st := parseFlags(flags, "list", args, 0, 0); st >= 0 {
 		return st
 	}

@@ -35,7 +35,7 @@ complete -c wirelane -n '__fish_seen_subcommand_from save' -l help -d 'show this
 complete -c wirelane -n '__fish_seen_subcommand_from save' -a '(__wirelane_tunnels)' -d tunnel
 complete -c wirelane -n '__fish_seen_subcommand_from save' -F
 complete -c wirelane -n '__fish_seen_subcommand_from list' -l help -d 'show this command'\''s help'
-complete -c wirelane -n '__fish_seen_subcommand_from list' -l json -d 'print JSON for programs (schema above)'
+complete -c wirelane -n '__fish_seen_subcommand_from list' -l json -d 'print JSON for programs (the schema is in --help)'
 complete -c wirelane -n '__fish_seen_subcommand_from show' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from show' -l json -d 'print JSON for programs (schema above)'
 complete -c wirelane -n '__fish_seen_subcommand_from show' -a 'all interfaces'
@@ -45,7 +45,7 @@ complete -c wirelane -n '__fish_seen_subcommand_from pubkey' -l help -d 'show th
 complete -c wirelane -n '__fish_seen_subcommand_from genpsk' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from gateway' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from gateway; and not __fish_seen_subcommand_from check show up down' -a 'check show up down'
-complete -c wirelane -n '__fish_seen_subcommand_from gateway' -F
+complete -c wirelane -n '__fish_seen_subcommand_from gateway; and __fish_seen_subcommand_from check show up down' -F
 complete -c wirelane -n '__fish_seen_subcommand_from demo' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from demo' -l duration -r -d 'length of the throughput test (0 skips it)'
 complete -c wirelane -n '__fish_seen_subcommand_from demo' -l keep -d 'leave the namespaces and tunnel running for inspection'

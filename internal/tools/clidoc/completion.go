@@ -233,6 +233,10 @@ func writeFishCommand(w io.Writer, n, fn, cond string, c *Command) {
 		fmt.Fprintf(w, "complete -c %s -n %s -a %s\n", n, fishQuote(cond+"; and not __fish_seen_subcommand_from "+strings.Join(c.Words, " ")), fishQuote(strings.Join(c.Words, " ")))
 	}
 	a := c.Args
+	if len(c.Words) > 0 {
+		// The arguments come after the word.
+		q = fishQuote(cond + "; and __fish_seen_subcommand_from " + strings.Join(c.Words, " "))
+	}
 	if len(a.Words) > 0 {
 		fmt.Fprintf(w, "complete -c %s -n %s -a %s\n", n, q, fishQuote(strings.Join(a.Words, " ")))
 	}

@@ -1,0 +1,69 @@
+package main
+
+// The description of wirelaned that the man page wirelaned(8) is
+// generated from (internal/tools/clidoc). Its options are those of
+// daemon.Usage, the --help text: doc_test.go fails when the two differ and
+// when packaging/man/wirelaned.8 is not what this produces.
+
+import "github.com/wirelane/wirelane/internal/tools/clidoc"
+
+// programDoc describes wirelaned.
+func programDoc() *clidoc.Program {
+	return &clidoc.Program{
+		Name:    "wirelaned",
+		Section: "8",
+		Summary: "Wirelane's userspace WireGuard daemon",
+		Synopsis: []string{
+			"wirelaned [-f|--foreground] [--ref-mode] [--log-file PATH] INTERFACE-NAME",
+			"wirelaned --version | --help",
+		},
+		Description: `wirelaned runs a Wirelane WireGuard device on the TUN interface
+INTERFACE-NAME, configured through /var/run/wireguard/INTERFACE-NAME.sock
+with wg(8) or wirelane(8). It is a drop-in for wireguard-go: wg-quick(8)
+uses it with
+  WG_QUICK_USERSPACE_IMPLEMENTATION=wirelaned wg-quick up wg0
+once wirelaned is on PATH (scripts/install.sh puts it in /usr/local/bin).
+
+Without --foreground it returns once the interface and the socket are
+ready and keeps running in the background. It exits when the interface is
+deleted, when the socket file is removed, or on SIGTERM or SIGINT.`,
+		Flags: []clidoc.Flag{
+			{Name: "foreground", Short: "f", Usage: "stay in the foreground (also WG_PROCESS_FOREGROUND=1)"},
+			{Name: "ref-mode", Usage: "use the conventional locked send path (for comparisons)"},
+			{Name: "log-file", Arg: "PATH", Usage: "append the log to PATH instead of the journal or syslog"},
+			{Name: "version", Usage: "print the version and the VCS revision it was built from"},
+			{Name: "help", Short: "h", Usage: "print the usage"},
+		},
+		Args: clidoc.Args{Tunnels: true},
+		Sections: []clidoc.Section{
+			{Title: "Logs", Text: `In the foreground the daemon logs to standard error. A daemon that
+detaches logs to the journal when its standard error is the journal
+(JOURNAL_STREAM, as under systemd), with the journal's priorities; else,
+when LOG_LEVEL is set, to the standard error it was started with; else to
+syslog (facility daemon, tag: the program's name); with neither, to
+/var/log/wirelane/INTERFACE-NAME.log. --log-file chooses a file instead.
+The starting command prints where the log goes.`},
+			{Title: "Environment", Text: `LOG_LEVEL=verbose|info|error|silent
+ what is logged; unset: errors on standard error, and start, stop and
+ errors in the journal, syslog or a file.
+
+WG_PROCESS_FOREGROUND=1
+ do not detach.
+
+WG_TUN_FD, WG_UAPI_FD
+ an already open TUN descriptor and listening UAPI socket to use.
+
+WIRELANE_AEAD=auto|generic
+ generic forces the portable ChaCha20-Poly1305.
+
+GOMAXPROCS
+ threads running Go code (default: 1 on a host with two CPUs).`},
+			{Title: "Files", Text: `/var/run/wireguard/INTERFACE-NAME.sock
+ the UAPI socket (mode 0600).
+
+/var/log/wirelane/INTERFACE-NAME.log
+ the log when there is no journal and no syslog.`},
+			{Title: "See also", Text: `wirelane(8), wg(8), wg-quick(8), systemd.exec(5).`},
+		},
+	}
+}
