@@ -8,9 +8,14 @@ cd "$(dirname "$0")/.."
 
 FUZZTIME="${FUZZTIME:-5s}"
 
+# sudo's secure_path drops /usr/local/go/bin: find go and gofmt anyway.
+# shellcheck source=lib/find-go.sh
+. scripts/lib/find-go.sh
+find_go
+
 if [ "$(id -u)" = 0 ]; then
 	need=()
-	for p in wg:wireguard-tools iperf3:iperf3 ping:iputils-ping ncat:ncat openvpn:openvpn ip:iproute2 iptables:iptables nft:nftables openssl:openssl; do
+	for p in wg:wireguard-tools iperf3:iperf3 ping:iputils-ping ncat:ncat openvpn:openvpn ip:iproute2 iptables:iptables nft:nftables openssl:openssl systemd-analyze:systemd man:man-db groff:groff-base zsh:zsh fish:fish; do
 		command -v "${p%%:*}" >/dev/null 2>&1 || need+=("${p#*:}")
 	done
 	if [ "${#need[@]}" -gt 0 ]; then

@@ -1,0 +1,135 @@
+package main
+
+// Tests of what scripts/install.sh puts in place: the binaries (found
+// even when PATH lost the go command, as under sudo), the systemd units
+// (systemd-analyze verify), man pages and completions, and --uninstall.
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// installed lists the files install.sh puts under DESTDIR.
+var installed = []string{
+	"usr/local/bin/wirelane",
+	"usr/local/bin/wirelaned",
+	"usr/local/lib/systemd/system/wirelane@.service",
+	"usr/local/lib/systemd/system/wirelane-gateway@.service",
+	"usr/local/lib/systemd/system/wirelane-ovpn@.service",
+	"usr/local/lib/systemd/system/wirelaned.service",
+	"usr/local/lib/systemd/system/wirelane.target",
+	"usr/local/share/man/man8/wirelane.8",
+	"usr/local/share/man/man8/wirelaned.8",
+	"usr/local/share/bash-completion/completions/wirelane",
+	"usr/local/share/zsh/site-functions/_wirelane",
+	"usr/local/share/fish/vendor_completions.d/wirelane.fish",
+}
+
+// TestInstallScript installs into a temporary DESTDIR with a PATH like
+// sudo's secure_path (no go on it), checks the files, the binaries'
+// --version, the units with systemd-analyze verify and the man pages with
+// man, then uninstalls.
+func TestInstallScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	if filepath.Dir(goBin) != "/usr/local/go/bin" {
+		// The script must find go without PATH: only the standard
+		// places are searched, so tell it where this one is.
+		t.Setenv("GO", goBin)
+	}
+	script, _ := filepath.Abs(filepath.Join("..", "..", "scripts", "install.sh"))
+	dest := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(script, args...)
+		cmd.Env = append(os.Environ(), "DESTDIR="+dest, "PATH=/usr/sbin:/usr/bin:/sbin:/bin")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("install.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	out := run()
+	for _, f := range installed {
+		if _, err := os.Stat(filepath.Join(dest, f)); err != nil {
+			t.Errorf("not installed: %v", err)
+		}
+	}
+	bin := filepath.Join(dest, "usr/local/bin")
+	if !strings.Contains(out, "wirelane ") || !strings.Contains(out, "(revision ") {
+		t.Errorf("install.sh did not print a version with the revision:\n%s", out)
+	}
+	v, err := exec.Command(filepath.Join(bin, "wirelaned"), "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(v), "(revision ") {
+		t.Errorf("installed wirelaned --version: %v %q", err, v)
+	}
+	unit, _ := os.ReadFile(filepath.Join(dest, "usr/local/lib/systemd/system/wirelane@.service"))
+	if !strings.Contains(string(unit), "ExecStart=/usr/local/bin/wirelane up %i") {
+		t.Errorf("installed wirelane@.service does not start /usr/local/bin/wirelane:\n%s", unit)
+	}
+
+	t.Run("systemd-analyze verify", func(t *testing.T) { verifyUnits(t, dest) })
+	t.Run("man", func(t *testing.T) {
+		for _, p := range []string{"wirelane.8", "wirelaned.8"} {
+			checkManPage(t, filepath.Join(dest, "usr/local/share/man/man8", p), "SYNOPSIS")
+		}
+	})
+
+	run("--uninstall")
+	for _, f := range installed {
+		if _, err := os.Stat(filepath.Join(dest, f)); err == nil {
+			t.Errorf("left behind by --uninstall: %s", f)
+		}
+	}
+}
+
+// verifyUnits runs systemd-analyze verify on an instance of every unit
+// installed under dest, with their binaries pointed at dest's and their
+// man pages on MANPATH (verify checks Documentation= with man).
+func verifyUnits(t *testing.T, dest string) {
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("systemd-analyze is not installed (scripts/test.sh installs the systemd package as root)")
+	}
+	dir := t.TempDir()
+	units := map[string]string{
+		"wirelane@.service":         "wirelane@wg0.service",
+		"wirelane-gateway@.service": "wirelane-gateway@site.service",
+		"wirelane-ovpn@.service":    "wirelane-ovpn@office.service",
+		"wirelaned.service":         "wirelaned.service",
+		"wirelane.target":           "wirelane.target",
+	}
+	args := []string{"verify"}
+	for file, instance := range units {
+		data, err := os.ReadFile(filepath.Join(dest, "usr/local/lib/systemd/system", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(data), "/usr/local/bin/", filepath.Join(dest, "usr/local/bin")+"/")
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, filepath.Join(dir, instance))
+	}
+	cmd := exec.Command("systemd-analyze", args...)
+	cmd.Env = append(os.Environ(), "MANPATH="+filepath.Join(dest, "usr/local/share/man"))
+	out, err := cmd.CombinedOutput()
+	// systemd-analyze also reports on units it pulls in from the host;
+	// only lines about ours count, and a failed verify always does.
+	var ours []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "wirelane") {
+			ours = append(ours, line)
+		}
+	}
+	if err != nil || len(ours) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}

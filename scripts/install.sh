@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Builds Wirelane and installs it (run as root, or with DESTDIR as anyone):
+#
+#   sudo ./scripts/install.sh              build and install
+#   sudo ./scripts/install.sh --uninstall  remove what install put there
+#
+#   $PREFIX/bin/wirelane, $PREFIX/bin/wirelaned      the binaries
+#   $UNITDIR/wirelane@.service, wirelane-gateway@.service,
+#     wirelane-ovpn@.service, wirelaned.service, wirelane.target
+#   $PREFIX/share/man/man8/wirelane.8, wirelaned.8
+#   $PREFIX/share/bash-completion/completions/wirelane
+#   $PREFIX/share/zsh/site-functions/_wirelane
+#   $PREFIX/share/fish/vendor_completions.d/wirelane.fish
+#
+# PREFIX defaults to /usr/local and UNITDIR to $PREFIX/lib/systemd/system
+# (both places systemd, man, bash-completion, zsh and fish search).
+# DESTDIR=DIR puts everything under DIR instead of / (for packaging and the
+# tests); the units still name $PREFIX/bin. The go command is found even
+# when sudo's secure_path hid it (scripts/lib/find-go.sh; GO=/path/to/go
+# chooses one). Needs Go 1.26 or later and nothing else.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PREFIX="${PREFIX:-/usr/local}"
+UNITDIR="${UNITDIR:-$PREFIX/lib/systemd/system}"
+DESTDIR="${DESTDIR:-}"
+BINDIR="$PREFIX/bin"
+MANDIR="$PREFIX/share/man/man8"
+BASHDIR="$PREFIX/share/bash-completion/completions"
+ZSHDIR="$PREFIX/share/zsh/site-functions"
+FISHDIR="$PREFIX/share/fish/vendor_completions.d"
+
+units=(wirelane@.service wirelane-gateway@.service wirelane-ovpn@.service wirelaned.service wirelane.target)
+
+# installed lists every file install.sh puts in place, as SOURCE DEST.
+installed() {
+	local u
+	echo "- $BINDIR/wirelane"
+	echo "- $BINDIR/wirelaned"
+	for u in "${units[@]}"; do echo "packaging/systemd/$u $UNITDIR/$u"; done
+	echo "packaging/man/wirelane.8 $MANDIR/wirelane.8"
+	echo "packaging/man/wirelaned.8 $MANDIR/wirelaned.8"
+	echo "packaging/completions/wirelane.bash $BASHDIR/wirelane"
+	echo "packaging/completions/_wirelane $ZSHDIR/_wirelane"
+	echo "packaging/completions/wirelane.fish $FISHDIR/wirelane.fish"
+}
+
+# reload tells a running systemd about changed units (not under DESTDIR).
+reload() {
+	if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+		systemctl daemon-reload || true
+	fi
+}
+
+case "${1:-}" in
+--uninstall)
+	installed | while read -r _ dest; do
+		if [ -e "$DESTDIR$dest" ]; then
+			rm -f "$DESTDIR$dest"
+			echo "removed $DESTDIR$dest"
+		fi
+	done
+	reload
+	exit 0
+	;;
+"") ;;
+-h | --help)
+	sed -n '2,22p' "$0"
+	exit 0
+	;;
+*)
+	echo "install.sh: unknown argument $1 (want nothing or --uninstall)" >&2
+	exit 2
+	;;
+esac
+
+if [ -z "$DESTDIR" ] && [ "$(id -u)" != 0 ]; then
+	echo "install.sh: installing into $PREFIX needs root: sudo $0 (or DESTDIR=DIR $0)" >&2
+	exit 1
+fi
+
+# shellcheck source=lib/find-go.sh
+. scripts/lib/find-go.sh
+find_go
+
+# The version and revision from git, for checkouts the go command does not
+# stamp itself (git worktrees, a checkout owned by another user under sudo).
+ldflags=()
+vcs=-buildvcs=auto
+if git rev-parse HEAD >/dev/null 2>&1; then
+	pkg=github.com/wirelane/wirelane/internal/sys/buildinfo
+	x="-X $pkg.Revision=$(git rev-parse HEAD)"
+	if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+		x="$x -X $pkg.Modified=true"
+	fi
+	if v=$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null); then
+		x="$x -X $pkg.Version=$v"
+	fi
+	ldflags=(-ldflags "$x")
+else
+	vcs=-buildvcs=false
+fi
+
+build=$(mktemp -d)
+trap 'rm -rf "$build"' EXIT
+echo "== building wirelane and wirelaned with $(go version)"
+go build "$vcs" -trimpath "${ldflags[@]}" -o "$build/" ./cmd/wirelane ./cmd/wirelaned
+
+echo "== installing into ${DESTDIR:-/}"
+installed | while read -r src dest; do
+	if [ "$src" = - ]; then
+		src="$build/$(basename "$dest")"
+		mode=0755
+	else
+		mode=0644
+	fi
+	install -d "$DESTDIR$(dirname "$dest")"
+	case $dest in
+	"$UNITDIR"/*)
+		# The units name the binaries where they are installed.
+		sed "s|/usr/local/bin/|$BINDIR/|g" "$src" >"$build/unit"
+		install -m "$mode" "$build/unit" "$DESTDIR$dest"
+		;;
+	*) install -m "$mode" "$src" "$DESTDIR$dest" ;;
+	esac
+	echo "   $DESTDIR$dest"
+done
+reload
+"$DESTDIR$BINDIR/wirelane" --version
+echo "== done: try 'wirelane list', 'man wirelane', or 'systemctl enable --now wirelane@wg0'"
