@@ -6,16 +6,23 @@ package main
 //	ConfigDir/*.conf ──┐
 //	UAPI sockets ──────┼─> one row per name: up/down, kind, config, address
 //	ovpn status files ─┘
+//
+// Without root, /etc/wireguard (mode 0700) cannot be read and the sockets
+// (mode 0600) do not answer: list then shows what it can (the running
+// tunnels, by their socket names) and says plainly what it could not see.
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"golang.zx2c4.com/wireguard/wgctrl"
@@ -31,12 +38,19 @@ it, "wirelane down NAME" stops it), every running WireGuard interface (also
 those started without a file), and the OpenVPN tunnels of "wirelane ovpn
 connect|serve" (stopped by signalling their pid).
 
+Without root it shows what it can: the running tunnels by name, but not
+the tunnels that are down (their files in /etc/wireguard are readable by
+root only) nor peers and handshakes (the daemons' sockets answer root
+only), and it says so.
+
 --json prints one document for programs, with a stable schema (fields are
 only ever added):
   {"schema": 1, "tunnels": [{"name", "kind" (wireguard|openvpn-client|
     openvpn-server), "state" (up|down), "config" (path or ""),
     "pid" (openvpn only, else 0), "peers" (wireguard, up only),
-    "latest_handshake_unix" (newest of its peers, 0 = never)}]}`
+    "latest_handshake_unix" (newest of its peers, 0 = never),
+    "restricted" (true: running, but peers and handshake need root)}],
+   "notes": ["what could not be seen, and why", ...] (absent when none)}`
 
 // listEntry is one row of `wirelane list`.
 type listEntry struct {
@@ -47,6 +61,9 @@ type listEntry struct {
 	PID             int    `json:"pid"`
 	Peers           int    `json:"peers"`
 	LatestHandshake int64  `json:"latest_handshake_unix"`
+	// Restricted marks a running tunnel whose daemon would not answer
+	// (its socket is root's): Peers and LatestHandshake are unknown.
+	Restricted bool `json:"restricted,omitempty"`
 }
 
 func cmdList(args []string) int {
@@ -55,29 +72,87 @@ func cmdList(args []string) int {
 	if _, st := parseFlags(flags, "list", args, 0, 0); st >= 0 {
 		return st
 	}
-	var devs []*wgtypes.Device
 	c, err := wgctrl.New()
 	if err != nil {
 		return fail(err)
 	}
 	defer c.Close()
-	devs, err = listDevices(c)
+	devs, noAccess, err := listRunning(c)
 	if err != nil {
 		return fail(fmt.Errorf("unable to list interfaces: %w", err))
 	}
+	var notes []string
 	ovpns, oerr := ovpncli.Status()
 	if oerr != nil {
-		fmt.Fprintf(os.Stderr, "%s: warning: OpenVPN tunnel status: %v\n", prog, oerr)
+		notes = append(notes, fmt.Sprintf("OpenVPN tunnels are not listed: %v", oerr))
 	}
 	confs, cerr := configFiles(wgquick.ConfigDir)
-	if cerr != nil {
-		fmt.Fprintf(os.Stderr, "%s: warning: %v\n", prog, cerr)
+	switch {
+	case errors.Is(cerr, fs.ErrPermission):
+		notes = append(notes, fmt.Sprintf("tunnels that are down are not listed: only root can read %s", wgquick.ConfigDir))
+	case cerr != nil:
+		notes = append(notes, fmt.Sprintf("tunnels that are down are not listed: %v", cerr))
+	}
+	if len(noAccess) > 0 {
+		notes = append(notes, fmt.Sprintf("peers and handshakes of %s are not shown: only root may talk to the daemons (%s/NAME.sock)", strings.Join(noAccess, ", "), socketDir))
+	}
+	if len(notes) > 0 && os.Geteuid() != 0 {
+		notes = append(notes, "'sudo "+prog+" list' shows everything")
+	}
+	for _, n := range noAccess {
+		devs = append(devs, &wgtypes.Device{Name: n})
 	}
 	entries := listEntries(confs, devs, ovpns)
-	if *asJSON {
-		return writeOrFail(writeListJSON(os.Stdout, entries))
+	for i := range entries {
+		for _, n := range noAccess {
+			if entries[i].Name == n && entries[i].Kind == "wireguard" {
+				entries[i].Restricted = true
+			}
+		}
 	}
-	return writeOrFail(writeListText(os.Stdout, entries))
+	if *asJSON {
+		return writeOrFail(writeListJSON(os.Stdout, entries, notes...))
+	}
+	if err := writeListText(os.Stdout, entries, cerr == nil); err != nil {
+		return fail(err)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(os.Stderr, "%s list: %s\n", prog, n)
+	}
+	return 0
+}
+
+// listRunning returns the running WireGuard interfaces (listDevices), and
+// when some daemons refuse to answer (their sockets are root's) the names
+// of those, which are up but whose peers are unknown.
+func listRunning(c *wgctrl.Client) (devs []*wgtypes.Device, noAccess []string, err error) {
+	devs, err = listDevices(c)
+	if err == nil || !errors.Is(err, fs.ErrPermission) {
+		return devs, nil, err
+	}
+	socks, err := filepath.Glob(filepath.Join(socketDir, "*.sock"))
+	if err != nil {
+		return nil, nil, err
+	}
+	devs = nil
+	for _, s := range socks {
+		name := strings.TrimSuffix(filepath.Base(s), ".sock")
+		d, err := c.Device(name)
+		switch {
+		case err == nil:
+			devs = append(devs, d)
+		case errors.Is(err, fs.ErrPermission):
+			// A socket without its interface is a dead daemon's.
+			if _, err := os.Stat(filepath.Join("/sys/class/net", name)); err == nil {
+				noAccess = append(noAccess, name)
+			}
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ECONNREFUSED):
+			// Gone meanwhile, or a stale socket only root may remove.
+		default:
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return devs, noAccess, nil
 }
 
 func writeOrFail(err error) int {
@@ -154,7 +229,9 @@ func listEntries(confs map[string]string, devs []*wgtypes.Device, ovpns []ovpncl
 	return out
 }
 
-func writeListJSON(w io.Writer, entries []listEntry) error {
+// writeListJSON writes the --json document; notes say what could not be
+// seen.
+func writeListJSON(w io.Writer, entries []listEntry, notes ...string) error {
 	if entries == nil {
 		entries = []listEntry{}
 	}
@@ -163,12 +240,21 @@ func writeListJSON(w io.Writer, entries []listEntry) error {
 	return enc.Encode(struct {
 		Schema  int         `json:"schema"`
 		Tunnels []listEntry `json:"tunnels"`
-	}{1, entries})
+		Notes   []string    `json:"notes,omitempty"`
+	}{1, entries, notes})
 }
 
-func writeListText(w io.Writer, entries []listEntry) error {
+// writeListText writes the table. filesRead says whether the
+// configuration directory could be read: "no tunnels" claims no files only
+// when it could.
+func writeListText(w io.Writer, entries []listEntry, filesRead bool) error {
 	if len(entries) == 0 {
-		_, err := fmt.Fprintf(w, "no tunnels (no files in %s, none running)\n", wgquick.ConfigDir)
+		var err error
+		if filesRead {
+			_, err = fmt.Fprintf(w, "no tunnels (no files in %s, none running)\n", wgquick.ConfigDir)
+		} else {
+			_, err = fmt.Fprintf(w, "no running tunnels\n")
+		}
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -177,6 +263,9 @@ func writeListText(w io.Writer, entries []listEntry) error {
 		cfg := e.Config
 		if cfg == "" {
 			cfg = "-"
+		}
+		if e.Config == "" && e.Restricted {
+			cfg = "? (root only)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.State, e.Kind, cfg)
 	}

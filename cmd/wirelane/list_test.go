@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 	"github.com/wirelane/wirelane/ovpn/ovpncli"
 )
 
@@ -82,7 +86,7 @@ func TestListMergesFilesInterfacesAndOpenVPN(t *testing.T) {
 		t.Errorf("empty list is not []:\n%s", buf.String())
 	}
 	buf.Reset()
-	writeListText(&buf, got)
+	writeListText(&buf, got, true)
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 6 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[2], "home") || !strings.Contains(lines[2], "down") || !strings.HasSuffix(lines[1], " -") {
 		t.Errorf("text:\n%s", buf.String())
@@ -95,5 +99,82 @@ func TestListRejectsArguments(t *testing.T) {
 	}
 	if _, _, code := wl(t, "", "list", "--bogus"); code != 2 {
 		t.Errorf("list --bogus: exit %d, want 2", code)
+	}
+}
+
+func TestListTextSaysNoFilesOnlyWhenItCouldLook(t *testing.T) {
+	var buf bytes.Buffer
+	writeListText(&buf, nil, true)
+	if !strings.Contains(buf.String(), "no files in") {
+		t.Errorf("readable directory: %q", buf.String())
+	}
+	buf.Reset()
+	writeListText(&buf, nil, false)
+	if got := buf.String(); got != "no running tunnels\n" {
+		t.Errorf("unreadable directory: %q, want no claim about the files", got)
+	}
+}
+
+// TestListAsNonRoot runs list as nobody while a tunnel is up (a TUN
+// interface with a root-only socket, as a daemon makes): it must show the
+// tunnel, exit 0, and say what it could not see instead of failing on the
+// socket.
+func TestListAsNonRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates an interface and a socket in /var/run/wireguard, then drops to nobody")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("setpriv is not installed")
+	}
+	name := fmt.Sprintf("wlnr%d", os.Getpid()%100000)
+	if out, err := exec.Command("ip", "tuntap", "add", "dev", name, "mode", "tun").CombinedOutput(); err != nil {
+		t.Skipf("cannot create a TUN interface: %v %s", err, out)
+	}
+	defer exec.Command("ip", "link", "del", name).Run()
+	if err := os.MkdirAll(socketDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(socketDir, name+".sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	os.Chmod(sock, 0o600)
+	// The test binary, where nobody may run it.
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "wirelane")
+	data, err := os.ReadFile(self(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"list"}, {"list", "--json"}} {
+		cmd := exec.Command("setpriv", append([]string{"--reuid=nobody", "--regid=nogroup", "--clear-groups", bin}, args...)...)
+		cmd.Env = append(os.Environ(), cliEnv)
+		cmd.Dir = "/"
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s as nobody: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
+		}
+		text := out.String() + errb.String()
+		if strings.Contains(text, "permission denied") {
+			t.Errorf("%s as nobody reports a bare permission error:\n%s", strings.Join(args, " "), text)
+		}
+		if !strings.Contains(out.String(), name) {
+			t.Errorf("%s as nobody does not show the running tunnel %s:\n%s", strings.Join(args, " "), name, text)
+		}
+		if !strings.Contains(text, "peers and handshakes of") || !strings.Contains(text, "sudo wirelane list") {
+			t.Errorf("%s as nobody does not say what it could not see:\n%s", strings.Join(args, " "), text)
+		}
+		if fi, err := os.Stat(wgquick.ConfigDir); err == nil && fi.Mode().Perm()&0o005 == 0 {
+			if !strings.Contains(text, "only root can read "+wgquick.ConfigDir) || strings.Contains(text, "no files in") {
+				t.Errorf("%s as nobody: unreadable %s not explained, or 'no files' claimed:\n%s", strings.Join(args, " "), wgquick.ConfigDir, text)
+			}
+		}
 	}
 }
