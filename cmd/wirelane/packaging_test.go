@@ -133,3 +133,31 @@ func verifyUnits(t *testing.T, dest string) {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }
+
+// TestFindGoWithoutPath sources scripts/lib/find-go.sh with a PATH like
+// sudo's secure_path: go and gofmt must be found (test.sh and install.sh
+// rely on it).
+func TestFindGoWithoutPath(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	lib, _ := filepath.Abs(filepath.Join("..", "..", "scripts", "lib", "find-go.sh"))
+	cmd := exec.Command("bash", "-c", `. "$1" && find_go && command -v go && command -v gofmt`, "bash", lib)
+	env := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + t.TempDir()}
+	if filepath.Dir(goBin) != "/usr/local/go/bin" {
+		env = append(env, "GO="+goBin)
+	}
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Count(string(out), "\n") != 2 {
+		t.Fatalf("find_go: %v\n%s", err, out)
+	}
+	cmd = exec.Command("bash", "-c", `. "$1" && find_go`, "bash", lib)
+	cmd.Env = []string{"PATH=/nonexistent", "HOME=" + t.TempDir()}
+	if out, err := cmd.CombinedOutput(); err == nil && filepath.Dir(goBin) != "/usr/local/go/bin" {
+		t.Errorf("find_go found a go where there is none:\n%s", out)
+	} else if err != nil && !strings.Contains(string(out), "Install Go 1.26") {
+		t.Errorf("find_go failed without saying what to install:\n%s", out)
+	}
+}
