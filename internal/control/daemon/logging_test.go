@@ -231,3 +231,19 @@ func TestDetachedDaemonLogsToSyslog(t *testing.T) {
 		t.Errorf("syslog got %q", line)
 	}
 }
+
+func FuzzParseLogTarget(f *testing.F) {
+	for _, s := range []string{"journal", "syslog", "stderr", "none", "file:/var/log/x.log", "file:", "file:rel", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseLogTarget(s)
+		if err != nil {
+			return
+		}
+		// Whatever is accepted goes back to the same text.
+		if got.String() != s {
+			t.Errorf("parseLogTarget(%q) = %q", s, got.String())
+		}
+	})
+}
