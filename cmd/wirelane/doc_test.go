@@ -283,6 +283,41 @@ func TestFishCompletion(t *testing.T) {
 	}
 }
 
+// TestZshCompletion runs the zsh completion function with stand-ins for
+// zsh's completion built-ins (compadd, _describe, _files) that print what
+// they are given.
+func TestZshCompletion(t *testing.T) {
+	if _, err := exec.LookPath("zsh"); err != nil {
+		t.Skip("zsh is not installed")
+	}
+	script, _ := filepath.Abs(filepath.Join("..", "..", "packaging", "completions", "_wirelane"))
+	harness := `compadd() { [[ $1 == -- ]] && shift; print -l -- "$@"; }
+_describe() { local n=$2; print -l -- ${(P)n}; }
+_files() { print -- "FILES $*"; }
+f=$1
+shift
+words=("$@")
+CURRENT=$#words
+source $f`
+	for _, tc := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"wirelane", "li"}, "list:list the tunnels"},
+		{[]string{"wirelane", "list", "--j"}, "--json"},
+		{[]string{"wirelane", "ovpn", ""}, "connect"},
+		{[]string{"wirelane", "ovpn", "connect", "--auth-file", ""}, "FILES"},
+		{[]string{"wirelane", "gateway", ""}, "check"},
+		{[]string{"wirelane", "gateway", "up", ""}, "FILES -g *.toml"},
+		{[]string{"wirelane", "show", ""}, "interfaces"},
+	} {
+		out, err := exec.Command("zsh", append([]string{"-f", "-c", harness, "zsh", script}, tc.words...)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("zsh completing %q: %v, want %q in:\n%s", tc.words, err, tc.want, out)
+		}
+	}
+}
+
 // TestZshAndFishCompletionsParse checks the other two scripts' syntax
 // with their shells, where installed.
 func TestZshAndFishCompletionsParse(t *testing.T) {

@@ -12,7 +12,7 @@ _wirelane_tunnels() {
 
 _wirelane() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-	local path='' npos=0 i w skip=0
+	local cmdpath='' npos=0 i w skip=0
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		w=${COMP_WORDS[i]}
 		if [ "$skip" = 1 ]; then skip=0; continue; fi
@@ -20,12 +20,12 @@ _wirelane() {
 		--auth-file|--dev|--dns|--duration|--mtu) skip=1; continue ;;
 		-*) continue ;;
 		esac
-		if [ -z "$path" ]; then path=$w
-		elif [ "$npos" = 0 ] && case $path in ovpn) true ;; *) false ;; esac; then path="$path $w"
+		if [ -z "$cmdpath" ]; then cmdpath=$w
+		elif [ "$npos" = 0 ] && case $cmdpath in ovpn) true ;; *) false ;; esac; then cmdpath="$cmdpath $w"
 		else npos=$((npos + 1)); fi
 	done
 	local flags='' valueflags='' first='' words='' tunnels=0 files=''
-	case $path in
+	case $cmdpath in
 	'')
 		flags='--help --version -V -h' valueflags='' first='up down strip save list show genkey pubkey genpsk gateway demo ovpn' words='' tunnels=0 files='' ;;
 	'up')
@@ -70,7 +70,7 @@ _wirelane() {
 		return 0
 	fi
 	if [ -n "$first" ]; then npos=$((npos - 1)); fi
-	[ "$npos" = 0 ] || [ -z "$path" ] || return 0
+	[ "$npos" = 0 ] || [ -z "$cmdpath" ] || return 0
 	local cands=$words
 	if [ "$tunnels" = 1 ]; then cands="$cands $(_wirelane_tunnels)"; fi
 	COMPREPLY=($(compgen -W "$cands" -- "$cur"))

@@ -64,7 +64,7 @@ func allValueFlags(ss []spec) []string {
 	return out
 }
 
-// hasSubcommands reports the command paths that take a subcommand word
+// subcommandParents returns the commands that take a subcommand word
 // (their spec has subcommands, not just fixed words).
 func subcommandParents(p *Program) []string {
 	var out []string
@@ -91,7 +91,7 @@ func WriteBash(w io.Writer, p *Program) error {
 	fmt.Fprintf(bw, "%s_tunnels() {\n\tlocal f\n\tfor f in /etc/wireguard/*.conf; do\n\t\t[ -e \"$f\" ] || continue\n\t\tf=${f##*/}\n\t\tprintf '%%s\\n' \"${f%%.conf}\"\n\tdone\n}\n\n", fn)
 	fmt.Fprintf(bw, "%s() {\n", fn)
 	fmt.Fprintf(bw, "\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n")
-	fmt.Fprintf(bw, "\tlocal path='' npos=0 i w skip=0\n")
+	fmt.Fprintf(bw, "\tlocal cmdpath='' npos=0 i w skip=0\n")
 	fmt.Fprintf(bw, "\tfor ((i = 1; i < COMP_CWORD; i++)); do\n\t\tw=${COMP_WORDS[i]}\n")
 	fmt.Fprintf(bw, "\t\tif [ \"$skip\" = 1 ]; then skip=0; continue; fi\n")
 	fmt.Fprintf(bw, "\t\tcase $w in\n")
@@ -99,12 +99,12 @@ func WriteBash(w io.Writer, p *Program) error {
 		fmt.Fprintf(bw, "\t\t%s) skip=1; continue ;;\n", strings.Join(vf, "|"))
 	}
 	fmt.Fprintf(bw, "\t\t-*) continue ;;\n\t\tesac\n")
-	fmt.Fprintf(bw, "\t\tif [ -z \"$path\" ]; then path=$w\n")
+	fmt.Fprintf(bw, "\t\tif [ -z \"$cmdpath\" ]; then cmdpath=$w\n")
 	if parents := subcommandParents(p); len(parents) > 0 {
-		fmt.Fprintf(bw, "\t\telif [ \"$npos\" = 0 ] && case $path in %s) true ;; *) false ;; esac; then path=\"$path $w\"\n", strings.Join(parents, "|"))
+		fmt.Fprintf(bw, "\t\telif [ \"$npos\" = 0 ] && case $cmdpath in %s) true ;; *) false ;; esac; then cmdpath=\"$cmdpath $w\"\n", strings.Join(parents, "|"))
 	}
 	fmt.Fprintf(bw, "\t\telse npos=$((npos + 1)); fi\n\tdone\n")
-	fmt.Fprintf(bw, "\tlocal flags='' valueflags='' first='' words='' tunnels=0 files=''\n\tcase $path in\n")
+	fmt.Fprintf(bw, "\tlocal flags='' valueflags='' first='' words='' tunnels=0 files=''\n\tcase $cmdpath in\n")
 	for _, s := range ss {
 		pat := "''"
 		if s.path != "" {
@@ -119,7 +119,7 @@ func WriteBash(w io.Writer, p *Program) error {
 	fmt.Fprintf(bw, "\tif [[ $cur == -* ]]; then\n\t\tCOMPREPLY=($(compgen -W \"$flags\" -- \"$cur\"))\n\t\treturn 0\n\tfi\n")
 	fmt.Fprintf(bw, "\tif [ \"$npos\" = 0 ] && [ -n \"$first\" ]; then\n\t\tCOMPREPLY=($(compgen -W \"$first\" -- \"$cur\"))\n\t\treturn 0\n\tfi\n")
 	fmt.Fprintf(bw, "\tif [ -n \"$first\" ]; then npos=$((npos - 1)); fi\n")
-	fmt.Fprintf(bw, "\t[ \"$npos\" = 0 ] || [ -z \"$path\" ] || return 0\n")
+	fmt.Fprintf(bw, "\t[ \"$npos\" = 0 ] || [ -z \"$cmdpath\" ] || return 0\n")
 	fmt.Fprintf(bw, "\tlocal cands=$words\n\tif [ \"$tunnels\" = 1 ]; then cands=\"$cands $(%s_tunnels)\"; fi\n", fn)
 	fmt.Fprintf(bw, "\tCOMPREPLY=($(compgen -W \"$cands\" -- \"$cur\"))\n")
 	fmt.Fprintf(bw, "\tif [ -n \"$files\" ]; then\n\t\tcompopt -o filenames 2>/dev/null\n\t\tCOMPREPLY+=($(compgen -d -- \"$cur\"))\n\t\tif [ \"$files\" = '*' ]; then COMPREPLY+=($(compgen -f -- \"$cur\")); else COMPREPLY+=($(compgen -f -X \"!$files\" -- \"$cur\")); fi\n\tfi\n")
@@ -143,17 +143,17 @@ func WriteZsh(w io.Writer, p *Program) error {
 	fmt.Fprintf(bw, "#compdef %s\n# zsh completion for %s. Generated from the program's own help\n# (internal/tools/clidoc); do not edit.\n\n", p.Name, p.Name)
 	fmt.Fprintf(bw, "%s_tunnels() {\n\tlocal f\n\tfor f in /etc/wireguard/*.conf(N); do\n\t\tf=${f:t}\n\t\tprint -r -- ${f%%.conf}\n\tdone\n}\n\n", fn)
 	fmt.Fprintf(bw, "%s() {\n", fn)
-	fmt.Fprintf(bw, "\tlocal cur=${words[CURRENT]} prev=${words[CURRENT-1]}\n\tlocal path='' npos=0 i w skip=0\n")
+	fmt.Fprintf(bw, "\tlocal cur=${words[CURRENT]} prev=${words[CURRENT-1]}\n\tlocal cmdpath='' npos=0 i w skip=0\n")
 	fmt.Fprintf(bw, "\tfor (( i = 2; i < CURRENT; i++ )); do\n\t\tw=${words[i]}\n\t\tif (( skip )); then skip=0; continue; fi\n\t\tcase $w in\n")
 	if vf := allValueFlags(ss); len(vf) > 0 {
 		fmt.Fprintf(bw, "\t\t(%s) skip=1; continue ;;\n", strings.Join(vf, "|"))
 	}
-	fmt.Fprintf(bw, "\t\t(-*) continue ;;\n\t\tesac\n\t\tif [[ -z $path ]]; then path=$w\n")
+	fmt.Fprintf(bw, "\t\t(-*) continue ;;\n\t\tesac\n\t\tif [[ -z $cmdpath ]]; then cmdpath=$w\n")
 	if parents := subcommandParents(p); len(parents) > 0 {
-		fmt.Fprintf(bw, "\t\telif (( npos == 0 )) && [[ $path == (%s) ]]; then path=\"$path $w\"\n", strings.Join(parents, "|"))
+		fmt.Fprintf(bw, "\t\telif (( npos == 0 )) && [[ $cmdpath == (%s) ]]; then cmdpath=\"$cmdpath $w\"\n", strings.Join(parents, "|"))
 	}
 	fmt.Fprintf(bw, "\t\telse (( npos++ )); fi\n\tdone\n")
-	fmt.Fprintf(bw, "\tlocal -a flags valueflags first argwords descr\n\tlocal tunnels=0 files=''\n\tcase $path in\n")
+	fmt.Fprintf(bw, "\tlocal -a flags valueflags first argwords descr\n\tlocal tunnels=0 files=''\n\tcase $cmdpath in\n")
 	for _, s := range ss {
 		pat := "('')"
 		if s.path != "" {
