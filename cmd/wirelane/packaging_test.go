@@ -161,3 +161,42 @@ func TestFindGoWithoutPath(t *testing.T) {
 		t.Errorf("find_go failed without saying what to install:\n%s", out)
 	}
 }
+
+// TestReadmeCommandsSurviveSudo reads the README's shell blocks: a command
+// run through sudo must not need go from the caller's PATH (sudo's
+// secure_path drops /usr/local/go/bin) unless it passes PATH on, and the
+// scripts it runs must exist and find go themselves.
+func TestReadmeCommandsSurviveSudo(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inBlock, sudoLines := false, 0
+	for i, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if !inBlock || !strings.HasPrefix(line, "sudo ") {
+			continue
+		}
+		sudoLines++
+		words := strings.Fields(line)
+		switch {
+		case words[1] == "go" || words[1] == "gofmt":
+			t.Errorf("README.md:%d: %q: sudo's secure_path hides %s", i+1, line, words[1])
+		case words[1] == "env" && (len(words) < 3 || words[2] != `"PATH=$PATH"`):
+			t.Errorf("README.md:%d: %q: env without PATH=$PATH", i+1, line)
+		case strings.HasPrefix(words[1], "./scripts/"):
+			script, err := os.ReadFile(filepath.Join("..", "..", words[1]))
+			if err != nil {
+				t.Errorf("README.md:%d: %v", i+1, err)
+			} else if !strings.Contains(string(script), "find_go") {
+				t.Errorf("README.md:%d: %s does not find go itself (scripts/lib/find-go.sh)", i+1, words[1])
+			}
+		}
+	}
+	if sudoLines < 3 {
+		t.Errorf("found %d sudo commands in README.md's shell blocks; the quick start has at least three", sudoLines)
+	}
+}
