@@ -83,7 +83,7 @@ func TestManPageStructure(t *testing.T) {
 	page := b.String()
 	for _, want := range []string{
 		".TH TOOL 8 ", ".SH NAME\ntool \\- does things\n", ".SH OPTIONS\n", ".B \\-\\-version\n",
-		".SH COMMANDS\n", ".B up \" NAME\"\n", ".B net join\n", ".B \\-\\-key\\-file\n.I FILE\n",
+		".SH COMMANDS\n", ".BI \"up\" \" NAME\"\n", ".B net join\n", ".BI \"\\-\\-key\\-file\" \" FILE\"\n",
 		".nf\n  kept as is\n  and this\n.fi\n", ".SH SEE ALSO\nother(8)\n",
 	} {
 		if !strings.Contains(page, want) {

@@ -17,6 +17,9 @@ func WriteMan(w io.Writer, p *Program) error {
 	upper := strings.ToUpper(p.Name)
 	fmt.Fprintf(bw, ".\\\" Generated from the program's own help (internal/tools/clidoc); do not edit.\n")
 	fmt.Fprintf(bw, ".TH %s %s \"\" \"Wirelane\" \"Wirelane Manual\"\n", upper, p.Section)
+	// No hyphenation and a ragged right margin: names such as AllowedIPs
+	// and paths must come out whole, to be searched and pasted.
+	fmt.Fprintf(bw, ".nh\n.ad l\n")
 	fmt.Fprintf(bw, ".SH NAME\n%s \\- %s\n", p.Name, roffText(p.Summary))
 	fmt.Fprintf(bw, ".SH SYNOPSIS\n")
 	for i, s := range p.Synopsis {
@@ -46,13 +49,14 @@ func WriteMan(w io.Writer, p *Program) error {
 
 func writeRoffCommand(w io.Writer, c *Command, parent string) {
 	name := strings.TrimSpace(parent + " " + c.Name)
-	fmt.Fprintf(w, ".TP\n.B %s", roffText(name))
 	if c.Synopsis != "" {
-		fmt.Fprintf(w, " \" %s\"", roffQuoted(c.Synopsis))
+		fmt.Fprintf(w, ".TP\n.BI \"%s\" \" %s\"\n", roffQuoted(name), roffQuoted(c.Synopsis))
+	} else {
+		fmt.Fprintf(w, ".TP\n.B %s\n", roffText(name))
 	}
-	fmt.Fprintf(w, "\n%s\n", roffText(c.Summary))
+	fmt.Fprintf(w, "%s\n", roffText(c.Summary))
 	if c.Help != "" || len(c.Flags) > 0 || len(visible(c.Subcommands)) > 0 {
-		fmt.Fprintf(w, ".RS\n")
+		fmt.Fprintf(w, ".RS\n.PP\n")
 		if c.Help != "" {
 			writeRoffText(w, c.Help)
 		}
@@ -66,9 +70,10 @@ func writeRoffCommand(w io.Writer, c *Command, parent string) {
 
 func writeRoffFlags(w io.Writer, flags []Flag) {
 	for _, f := range flags {
-		fmt.Fprintf(w, ".TP\n.B %s\n", roffText(f.Spelling()))
 		if f.Arg != "" {
-			fmt.Fprintf(w, ".I %s\n", roffText(f.Arg))
+			fmt.Fprintf(w, ".TP\n.BI \"%s\" \" %s\"\n", roffQuoted(f.Spelling()), roffQuoted(f.Arg))
+		} else {
+			fmt.Fprintf(w, ".TP\n.B %s\n", roffText(f.Spelling()))
 		}
 		u := f.Usage
 		if f.Default != "" {
