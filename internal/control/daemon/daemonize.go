@@ -138,7 +138,7 @@ func daemonize(ctx context.Context, cfg *Config) error {
 	case rep.line == readyOK:
 		// The child lives on in its own session; nothing to wait for.
 		// Say where its log is: nobody will see its standard error.
-		if logTo.kind != "stderr" {
+		if logTo.kind != "stderr" && logTo.kind != "none" {
 			prog := filepath.Base(args[0])
 			fmt.Fprintf(os.Stderr, "%s: %s: daemon (pid %d) logs to %s\n", prog, cfg.Interface, proc.Pid, logTo.describe(prog, proc.Pid))
 		}

@@ -70,6 +70,9 @@ func parseLogTarget(s string) (logTarget, error) {
 func (t logTarget) describe(prog string, pid int) string {
 	switch t.kind {
 	case "journal":
+		if unit := systemdUnit(); unit != "" {
+			return fmt.Sprintf("the journal (journalctl -u %s)", unit)
+		}
 		return fmt.Sprintf("the journal (journalctl _PID=%d)", pid)
 	case "syslog":
 		return fmt.Sprintf("syslog as %s[%d] (journalctl -t %s, or /var/log/syslog)", prog, pid, prog)
@@ -79,6 +82,33 @@ func (t logTarget) describe(prog string, pid int) string {
 		return "nowhere (LOG_LEVEL=silent)"
 	}
 	return "standard error"
+}
+
+// cgroupFile is where the process's cgroup is read; a variable for tests.
+var cgroupFile = "/proc/self/cgroup"
+
+// systemdUnit returns the service unit this process runs in
+// ("wirelane@wg0.service"), from the last component of its cgroup path
+// (the unified hierarchy's, or systemd's own under cgroup v1), or "" when
+// it is not in one.
+func systemdUnit() string {
+	data, err := os.ReadFile(cgroupFile)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		_, path, ok := strings.Cut(line, "::")
+		if !ok {
+			_, path, ok = strings.Cut(line, ":name=systemd:")
+		}
+		if !ok {
+			continue
+		}
+		if unit := filepath.Base(path); strings.HasSuffix(unit, ".service") {
+			return unit
+		}
+	}
+	return ""
 }
 
 // journalStream reports whether f is the stream systemd connected to the

@@ -88,6 +88,25 @@ func TestDetachedLogTargetChoice(t *testing.T) {
 	}
 }
 
+func TestJournalDescriptionNamesTheUnit(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "cgroup")
+	old := cgroupFile
+	cgroupFile = f
+	t.Cleanup(func() { cgroupFile = old })
+	os.WriteFile(f, []byte("0::/system.slice/system-wirelane.slice/wirelane@wg0.service\n"), 0o644)
+	if got := (logTarget{kind: "journal"}).describe("wirelane", 42); got != "the journal (journalctl -u wirelane@wg0.service)" {
+		t.Errorf("in a unit: %q", got)
+	}
+	os.WriteFile(f, []byte("4:memory:/x\n1:name=systemd:/system.slice/wirelane-ovpn@a.service\n0::/\n"), 0o644)
+	if got := (logTarget{kind: "journal"}).describe("wirelane", 42); got != "the journal (journalctl -u wirelane-ovpn@a.service)" {
+		t.Errorf("cgroup v1: %q", got)
+	}
+	os.WriteFile(f, []byte("0::/user.slice/user-0.slice/session-3.scope\n"), 0o644)
+	if got := (logTarget{kind: "journal"}).describe("wirelane", 42); got != "the journal (journalctl _PID=42)" {
+		t.Errorf("outside a unit: %q", got)
+	}
+}
+
 func TestParseLogTarget(t *testing.T) {
 	for _, s := range []string{"journal", "syslog", "stderr", "none", "file:/var/log/x.log"} {
 		got, err := parseLogTarget(s)
