@@ -80,7 +80,7 @@ func usage(w io.Writer) {
 			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 		}
 	}
-	fmt.Fprintf(w, "\nRun '%s <command> --help' for a command's details, '%s --version' for\nthe version; man wirelane(8) has it all.\n", prog, prog)
+	fmt.Fprintf(w, "\nRun '%s <command> --help' for a command's details, '%s --version' for\nthe version; 'man wirelane' has it all.\n", prog, prog)
 }
 
 func main() { os.Exit(run(os.Args[1:])) }

@@ -67,9 +67,15 @@ func TestInstallScript(t *testing.T) {
 	if !strings.Contains(out, "wirelane ") || !strings.Contains(out, "(revision ") {
 		t.Errorf("install.sh did not print a version with the revision:\n%s", out)
 	}
-	v, err := exec.Command(filepath.Join(bin, "wirelaned"), "--version").CombinedOutput()
-	if err != nil || !strings.Contains(string(v), "(revision ") {
-		t.Errorf("installed wirelaned --version: %v %q", err, v)
+	wantRev := "(revision " // at least the form, without git
+	if rev, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		wantRev = "(revision " + strings.TrimSpace(string(rev))[:12]
+	}
+	for _, b := range []string{"wirelane", "wirelaned"} {
+		v, err := exec.Command(filepath.Join(bin, b), "--version").CombinedOutput()
+		if err != nil || !strings.Contains(string(v), wantRev) {
+			t.Errorf("installed %s --version: %v %q, want %q in it", b, err, v, wantRev)
+		}
 	}
 	unit, _ := os.ReadFile(filepath.Join(dest, "usr/local/lib/systemd/system/wirelane@.service"))
 	if !strings.Contains(string(unit), "ExecStart=/usr/local/bin/wirelane up %i") {
