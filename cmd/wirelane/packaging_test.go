@@ -206,3 +206,33 @@ func TestReadmeCommandsSurviveSudo(t *testing.T) {
 		t.Errorf("found %d sudo commands in README.md's shell blocks; the quick start has at least three", sudoLines)
 	}
 }
+
+// TestGoFoundThroughRealSudo runs, through sudo itself (whose secure_path
+// hides /usr/local/go/bin), the README's way of passing PATH on and the
+// scripts' way of finding go and gofmt.
+func TestGoFoundThroughRealSudo(t *testing.T) {
+	if _, err := exec.LookPath("sudo"); err != nil {
+		t.Skip("sudo is not installed")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (sudo -n as root asks no password)")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	out, err := exec.Command("sudo", "-n", "env", "PATH="+os.Getenv("PATH"), "go", "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "go version") {
+		t.Errorf(`sudo env "PATH=$PATH" go version: %v\n%s`, err, out)
+	}
+	lib, _ := filepath.Abs(filepath.Join("..", "..", "scripts", "lib", "find-go.sh"))
+	args := []string{"-n"}
+	if filepath.Dir(goBin) != "/usr/local/go/bin" {
+		args = append(args, "GO="+goBin)
+	}
+	args = append(args, "bash", "-c", `. "$1" && find_go && go version && command -v gofmt`, "bash", lib)
+	out, err = exec.Command("sudo", args...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "go version") || !strings.Contains(string(out), "/gofmt") {
+		t.Errorf("find_go through sudo: %v\n%s", err, out)
+	}
+}
