@@ -266,3 +266,69 @@ func FuzzParseLogTarget(f *testing.F) {
 		}
 	})
 }
+
+// TestDetachedDaemonUnderTheJournal starts a daemon whose standard error
+// is the stream JOURNAL_STREAM names, as systemd sets it up: the detached
+// copy keeps that stream and writes its lines with journal priorities.
+func TestDetachedDaemonUnderTheJournal(t *testing.T) {
+	needRoot(t)
+	dir := withSocketDir(t)
+	name := uniqueIf()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(w.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	cmd := exec.Command(self, name)
+	cmd.Env = append(os.Environ(), envTestChild+"="+dir, fmt.Sprintf("JOURNAL_STREAM=%d:%d", st.Dev, st.Ino))
+	cmd.Stderr = w
+	err = cmd.Run()
+	w.Close()
+	if err != nil {
+		t.Fatalf("daemon: %v", err)
+	}
+	t.Cleanup(func() { exec.Command("ip", "link", "del", name).Run() })
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var said, ready bool
+	timeout := time.After(5 * time.Second)
+	for !said || !ready {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("stream closed; parent's line seen %v, daemon's start line seen %v", said, ready)
+			}
+			said = said || strings.Contains(l, "logs to the journal")
+			ready = ready || strings.HasPrefix(l, `<6>level=INFO msg="daemon ready"`)
+		case <-timeout:
+			t.Fatalf("after 5s: parent's line seen %v, daemon's <6> start line seen %v", said, ready)
+		}
+	}
+	// The journal stamps its own time: the lines carry none.
+	exec.Command("ip", "link", "del", name).Run()
+	timeout = time.After(5 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return // the daemon ended and closed the stream
+			}
+			if strings.Contains(l, "time=") {
+				t.Errorf("journal line with a time stamp: %q", l)
+			}
+		case <-timeout:
+			t.Fatal("the daemon kept the stream open 5s after its interface was deleted")
+		}
+	}
+}
