@@ -8,9 +8,9 @@
 #   $UNITDIR/wirelane@.service, wirelane-gateway@.service,
 #     wirelane-ovpn@.service, wirelaned.service, wirelane.target
 #   $PREFIX/share/man/man8/wirelane.8, wirelaned.8
-#   $PREFIX/share/bash-completion/completions/wirelane
-#   $PREFIX/share/zsh/site-functions/_wirelane
-#   $PREFIX/share/fish/vendor_completions.d/wirelane.fish
+#   $PREFIX/share/bash-completion/completions/wirelane, wirelaned
+#   $PREFIX/share/zsh/site-functions/_wirelane, _wirelaned
+#   $PREFIX/share/fish/vendor_completions.d/wirelane.fish, wirelaned.fish
 #
 # PREFIX defaults to /usr/local and UNITDIR to $PREFIX/lib/systemd/system
 # (both places systemd, man, bash-completion, zsh and fish search).
@@ -34,15 +34,17 @@ units=(wirelane@.service wirelane-gateway@.service wirelane-ovpn@.service wirela
 
 # installed lists every file install.sh puts in place, as SOURCE DEST.
 installed() {
-	local u
+	local u p
 	echo "- $BINDIR/wirelane"
 	echo "- $BINDIR/wirelaned"
 	for u in "${units[@]}"; do echo "packaging/systemd/$u $UNITDIR/$u"; done
 	echo "packaging/man/wirelane.8 $MANDIR/wirelane.8"
 	echo "packaging/man/wirelaned.8 $MANDIR/wirelaned.8"
-	echo "packaging/completions/wirelane.bash $BASHDIR/wirelane"
-	echo "packaging/completions/_wirelane $ZSHDIR/_wirelane"
-	echo "packaging/completions/wirelane.fish $FISHDIR/wirelane.fish"
+	for p in wirelane wirelaned; do
+		echo "packaging/completions/$p.bash $BASHDIR/$p"
+		echo "packaging/completions/_$p $ZSHDIR/_$p"
+		echo "packaging/completions/$p.fish $FISHDIR/$p.fish"
+	done
 }
 
 # reload tells a running systemd about changed units (not under DESTDIR).

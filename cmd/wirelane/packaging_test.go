@@ -26,6 +26,9 @@ var installed = []string{
 	"usr/local/share/bash-completion/completions/wirelane",
 	"usr/local/share/zsh/site-functions/_wirelane",
 	"usr/local/share/fish/vendor_completions.d/wirelane.fish",
+	"usr/local/share/bash-completion/completions/wirelaned",
+	"usr/local/share/zsh/site-functions/_wirelaned",
+	"usr/local/share/fish/vendor_completions.d/wirelaned.fish",
 }
 
 // TestInstallScript installs into a temporary DESTDIR with a PATH like

@@ -16,26 +16,45 @@ import (
 	"github.com/wirelane/wirelane/internal/tools/clidoc"
 )
 
-var update = flag.Bool("update", false, "rewrite packaging/man/wirelaned.8")
+var update = flag.Bool("update", false, "rewrite packaging/man/wirelaned.8 and the wirelaned completions")
 
 const manPage = "../../packaging/man/wirelaned.8"
 
-// TestManPageIsCurrent regenerates wirelaned(8) and fails when the
-// committed page differs (-update writes it).
+// TestManPageIsCurrent regenerates wirelaned(8) and its completions and
+// fails when the committed files differ (-update writes them).
 func TestManPageIsCurrent(t *testing.T) {
-	var b bytes.Buffer
-	if err := clidoc.WriteMan(&b, programDoc()); err != nil {
-		t.Fatal(err)
-	}
-	if *update {
-		if err := os.WriteFile(manPage, b.Bytes(), 0o644); err != nil {
+	for path, render := range map[string]func(*bytes.Buffer, *clidoc.Program) error{
+		manPage: func(b *bytes.Buffer, p *clidoc.Program) error { return clidoc.WriteMan(b, p) },
+		"../../packaging/completions/wirelaned.bash": func(b *bytes.Buffer, p *clidoc.Program) error { return clidoc.WriteBash(b, p) },
+		"../../packaging/completions/_wirelaned":      func(b *bytes.Buffer, p *clidoc.Program) error { return clidoc.WriteZsh(b, p) },
+		"../../packaging/completions/wirelaned.fish": func(b *bytes.Buffer, p *clidoc.Program) error { return clidoc.WriteFish(b, p) },
+	} {
+		var b bytes.Buffer
+		if err := render(&b, programDoc()); err != nil {
 			t.Fatal(err)
 		}
-		return
+		if *update {
+			if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		old, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(old, b.Bytes()) {
+			t.Errorf("%s is not what doc.go produces (err %v); run: go test ./cmd/wirelaned -update", filepath.Base(path), err)
+		}
 	}
-	old, err := os.ReadFile(manPage)
-	if err != nil || !bytes.Equal(old, b.Bytes()) {
-		t.Errorf("packaging/man/wirelaned.8 is not what doc.go produces (err %v); run: go test ./cmd/wirelaned -update", err)
+}
+
+// TestBashCompletion completes wirelaned's flags.
+func TestBashCompletion(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	script, _ := filepath.Abs("../../packaging/completions/wirelaned.bash")
+	out, err := exec.Command("bash", "-c", `source "$1" && complete -p wirelaned && COMP_WORDS=(wirelaned --l) COMP_CWORD=1 && _wirelaned && printf '%s\n' "${COMPREPLY[@]}"`, "bash", script).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "complete -F _wirelaned wirelaned") || !strings.Contains(string(out), "--log-file") {
+		t.Errorf("bash completion of wirelaned: %v\n%s", err, out)
 	}
 }
 

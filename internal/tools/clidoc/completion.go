@@ -200,6 +200,9 @@ func WriteFish(w io.Writer, p *Program) error {
 	for _, f := range p.Flags {
 		fmt.Fprintf(bw, "complete -c %s -n __fish_use_subcommand %s\n", n, fishFlag(f))
 	}
+	if p.Args.Tunnels {
+		fmt.Fprintf(bw, "complete -c %s -n __fish_use_subcommand -a '(%s_tunnels)' -d tunnel\n", n, fn)
+	}
 	cs := visible(p.Commands)
 	for _, c := range cs {
 		fmt.Fprintf(bw, "complete -c %s -n __fish_use_subcommand -a %s -d %s\n", n, c.Name, fishQuote(c.Summary))
