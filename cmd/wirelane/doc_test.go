@@ -233,9 +233,9 @@ func TestBashCompletion(t *testing.T) {
 	}
 }
 
-// TestBashCompletionOffersTunnelNames completes "up" with
-// /etc/wireguard replaced, in a private mount namespace, by a directory
-// holding two tunnel files.
+// TestBashCompletionOffersTunnelNames completes "up" with /etc/wireguard
+// and the socket directory replaced, in a private mount namespace, by
+// directories holding two tunnel files and two running tunnels' sockets.
 func TestBashCompletionOffersTunnelNames(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: mounts a private /etc/wireguard in a new mount namespace")
@@ -247,7 +247,11 @@ func TestBashCompletionOffersTunnelNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	script, _ := filepath.Abs(filepath.Join("..", "..", "packaging", "completions", "wirelane.bash"))
+	if err := os.MkdirAll(socketDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	sh := `mount -t tmpfs none /etc/wireguard && touch /etc/wireguard/wgtest1.conf /etc/wireguard/office.conf /etc/wireguard/readme.txt || exit 1
+mount -t tmpfs none ` + socketDir + ` && touch ` + socketDir + `/running1.sock ` + socketDir + `/office.sock || exit 1
 source "$1" || exit 1
 COMP_WORDS=(wirelane up '')
 COMP_CWORD=2
@@ -258,8 +262,8 @@ printf '%s\n' "${COMPREPLY[@]}"`
 		t.Fatalf("unshare: %v\n%s", err, out)
 	}
 	got := " " + strings.Join(strings.Fields(string(out)), " ") + " "
-	if !strings.Contains(got, " wgtest1 ") || !strings.Contains(got, " office ") || strings.Contains(got, "readme") {
-		t.Errorf("completing \"wirelane up\": %q, want the tunnels wgtest1 and office", got)
+	if !strings.Contains(got, " wgtest1 ") || strings.Count(got, " office ") != 1 || !strings.Contains(got, " running1 ") || strings.Contains(got, "readme") {
+		t.Errorf("completing \"wirelane up\": %q, want the tunnels wgtest1, office (once) and running1", got)
 	}
 }
 

@@ -3,11 +3,12 @@
 
 _wirelane_tunnels() {
 	local f
-	for f in /etc/wireguard/*.conf; do
+	for f in /etc/wireguard/*.conf /var/run/wireguard/*.sock; do
 		[ -e "$f" ] || continue
 		f=${f##*/}
-		printf '%s\n' "${f%.conf}"
-	done
+		f=${f%.conf}
+		printf '%s\n' "${f%.sock}"
+	done | sort -u
 }
 
 _wirelane() {

@@ -2,9 +2,9 @@
 # (internal/tools/clidoc); do not edit.
 
 function __wirelane_tunnels
-	for f in /etc/wireguard/*.conf
-		basename $f .conf
-	end
+	for f in /etc/wireguard/*.conf /var/run/wireguard/*.sock
+		string replace -r '.*/(.*)\\.(conf|sock)$' '$1' -- $f
+	end | sort -u
 end
 
 complete -c wirelane -f

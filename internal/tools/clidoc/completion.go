@@ -4,7 +4,9 @@ package clidoc
 // command path ("up", "ovpn connect"): its flags, which of them take a
 // value, the words its first argument may be (subcommands), and what its
 // arguments are (tunnel names from /etc/wireguard, files, fixed words).
-// Tunnel names are read when completing, so new files are offered at once.
+// Tunnel names are read when completing, so new files are offered at once:
+// those of /etc/wireguard/*.conf (root's) and of the running tunnels'
+// sockets in /var/run/wireguard (visible to everyone).
 
 import (
 	"bufio"
@@ -88,7 +90,7 @@ func WriteBash(w io.Writer, p *Program) error {
 	fn := "_" + shellFunc(p.Name)
 	ss := specs(p)
 	fmt.Fprintf(bw, "# bash completion for %s. Generated from the program's own help\n# (internal/tools/clidoc); do not edit.\n\n", p.Name)
-	fmt.Fprintf(bw, "%s_tunnels() {\n\tlocal f\n\tfor f in /etc/wireguard/*.conf; do\n\t\t[ -e \"$f\" ] || continue\n\t\tf=${f##*/}\n\t\tprintf '%%s\\n' \"${f%%.conf}\"\n\tdone\n}\n\n", fn)
+	fmt.Fprintf(bw, "%s_tunnels() {\n\tlocal f\n\tfor f in /etc/wireguard/*.conf /var/run/wireguard/*.sock; do\n\t\t[ -e \"$f\" ] || continue\n\t\tf=${f##*/}\n\t\tf=${f%%.conf}\n\t\tprintf '%%s\\n' \"${f%%.sock}\"\n\tdone | sort -u\n}\n\n", fn)
 	fmt.Fprintf(bw, "%s() {\n", fn)
 	fmt.Fprintf(bw, "\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n")
 	fmt.Fprintf(bw, "\tlocal cmdpath='' npos=0 i w skip=0\n")
@@ -141,7 +143,7 @@ func WriteZsh(w io.Writer, p *Program) error {
 	fn := "_" + shellFunc(p.Name)
 	ss := specs(p)
 	fmt.Fprintf(bw, "#compdef %s\n# zsh completion for %s. Generated from the program's own help\n# (internal/tools/clidoc); do not edit.\n\n", p.Name, p.Name)
-	fmt.Fprintf(bw, "%s_tunnels() {\n\tlocal f\n\tfor f in /etc/wireguard/*.conf(N); do\n\t\tf=${f:t}\n\t\tprint -r -- ${f%%.conf}\n\tdone\n}\n\n", fn)
+	fmt.Fprintf(bw, "%s_tunnels() {\n\tlocal -a names\n\tnames=(/etc/wireguard/*.conf(N:t:r) /var/run/wireguard/*.sock(N:t:r))\n\t(( $#names )) && print -rl -- ${(u)names}\n}\n\n", fn)
 	fmt.Fprintf(bw, "%s() {\n", fn)
 	fmt.Fprintf(bw, "\tlocal cur=${words[CURRENT]} prev=${words[CURRENT-1]}\n\tlocal cmdpath='' npos=0 i w skip=0\n")
 	fmt.Fprintf(bw, "\tfor (( i = 2; i < CURRENT; i++ )); do\n\t\tw=${words[i]}\n\t\tif (( skip )); then skip=0; continue; fi\n\t\tcase $w in\n")
@@ -195,7 +197,7 @@ func WriteFish(w io.Writer, p *Program) error {
 	n := p.Name
 	fn := "__" + shellFunc(n)
 	fmt.Fprintf(bw, "# fish completion for %s. Generated from the program's own help\n# (internal/tools/clidoc); do not edit.\n\n", n)
-	fmt.Fprintf(bw, "function %s_tunnels\n\tfor f in /etc/wireguard/*.conf\n\t\tbasename $f .conf\n\tend\nend\n\n", fn)
+	fmt.Fprintf(bw, "function %s_tunnels\n\tfor f in /etc/wireguard/*.conf /var/run/wireguard/*.sock\n\t\tstring replace -r '.*/(.*)\\\\.(conf|sock)$' '$1' -- $f\n\tend | sort -u\nend\n\n", fn)
 	fmt.Fprintf(bw, "complete -c %s -f\n", n)
 	for _, f := range p.Flags {
 		fmt.Fprintf(bw, "complete -c %s -n __fish_use_subcommand %s\n", n, fishFlag(f))
