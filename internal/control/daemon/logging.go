@@ -134,7 +134,12 @@ func detachedLogTarget(cfg *Config) logTarget {
 	case cfg.LogLevel == LogSilent:
 		return logTarget{kind: "none"}
 	case cfg.LogFile != "":
-		return logTarget{kind: "file", path: cfg.LogFile}
+		// The child runs in "/": a relative name would move.
+		p, err := filepath.Abs(cfg.LogFile)
+		if err != nil {
+			p = cfg.LogFile
+		}
+		return logTarget{kind: "file", path: p}
 	case journalStream(os.Stderr):
 		return logTarget{kind: "journal"}
 	case cfg.logLevelSet:
