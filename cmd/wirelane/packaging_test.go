@@ -205,6 +205,10 @@ func TestReadmeCommandsSurviveSudo(t *testing.T) {
 			}
 		}
 	}
+	// Inline commands too: `sudo go ...` anywhere in the README.
+	if i := strings.Index(string(data), "`sudo go "); i >= 0 {
+		t.Errorf("README.md:%d: `sudo go ...`: sudo's secure_path hides go", strings.Count(string(data[:i]), "\n")+1)
+	}
 	if sudoLines < 3 {
 		t.Errorf("found %d sudo commands in README.md's shell blocks; the quick start has at least three", sudoLines)
 	}
