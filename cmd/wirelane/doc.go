@@ -4,7 +4,7 @@ package main
 // completions are generated from (internal/tools/clidoc). Commands,
 // summaries and help texts come from the command table in main.go, flags
 // from the flag sets the commands really parse (collected through
-// describeFlags and ovpncli.DescribeFlags), so none of them can drift from
+// describeFlags and ovpntunnel.DescribeFlags), so none of them can drift from
 // --help. doc_test.go compares the committed files under packaging/ with
 // what this produces.
 
@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/wirelane/wirelane/internal/tools/clidoc"
-	"github.com/wirelane/wirelane/ovpn/ovpncli"
+	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 )
 
 const docDescription = `wirelane brings WireGuard tunnels up and down from wg-quick files, as
@@ -107,7 +107,7 @@ func commandFlags(c *command) []clidoc.Flag {
 	return flags
 }
 
-// ovpnDoc describes "ovpn connect" and "ovpn serve" from ovpncli's own
+// ovpnDoc describes "ovpn connect" and "ovpn serve" from ovpntunnel's own
 // usage texts and flag sets.
 func ovpnDoc() []*clidoc.Command {
 	summaries := map[string]string{
@@ -118,16 +118,16 @@ func ovpnDoc() []*clidoc.Command {
 	for _, sub := range []struct {
 		name string
 		run  func([]string) int
-	}{{"connect", ovpncli.Connect}, {"serve", ovpncli.Serve}} {
+	}{{"connect", ovpntunnel.Connect}, {"serve", ovpntunnel.Serve}} {
 		d := &clidoc.Command{Name: sub.name, Summary: summaries[sub.name], Args: clidoc.Args{Files: "*"}}
-		ovpncli.DescribeFlags = func(usage string, fs *flag.FlagSet) {
+		ovpntunnel.DescribeFlags = func(usage string, fs *flag.FlagSet) {
 			first, rest, _ := strings.Cut(usage, "\n")
 			d.Synopsis = strings.TrimSpace(strings.TrimPrefix(first, "Usage: "+prog+" ovpn "+sub.name))
 			d.Help = strings.TrimSpace(rest)
 			d.Flags = clidoc.FlagsOf(fs)
 		}
 		sub.run([]string{"--help"})
-		ovpncli.DescribeFlags = nil
+		ovpntunnel.DescribeFlags = nil
 		out = append(out, d)
 	}
 	return out

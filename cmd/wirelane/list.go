@@ -28,8 +28,8 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
-	"github.com/wirelane/wirelane/ovpn/ovpncli"
 )
 
 const listHelp = `Lists the tunnels you can switch on and off, and whether each is up:
@@ -82,7 +82,7 @@ func cmdList(args []string) int {
 		return fail(fmt.Errorf("unable to list interfaces: %w", err))
 	}
 	var notes []string
-	ovpns, oerr := ovpncli.Status()
+	ovpns, oerr := ovpntunnel.Status()
 	if oerr != nil {
 		notes = append(notes, fmt.Sprintf("OpenVPN tunnels are not listed: %v", oerr))
 	}
@@ -190,7 +190,7 @@ func configFiles(dir string) (map[string]string, error) {
 
 // listEntries merges configuration files, running interfaces and OpenVPN
 // tunnels into rows sorted by name (then kind).
-func listEntries(confs map[string]string, devs []*wgtypes.Device, ovpns []ovpncli.TunnelStatus) []listEntry {
+func listEntries(confs map[string]string, devs []*wgtypes.Device, ovpns []ovpntunnel.TunnelStatus) []listEntry {
 	byName := map[string]*listEntry{}
 	var out []listEntry
 	for name, path := range confs {

@@ -14,8 +14,8 @@ import (
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
-	"github.com/wirelane/wirelane/ovpn/ovpncli"
 )
 
 func TestListMergesFilesInterfacesAndOpenVPN(t *testing.T) {
@@ -50,7 +50,7 @@ func TestListMergesFilesInterfacesAndOpenVPN(t *testing.T) {
 		{Name: "office", Peers: []wgtypes.Peer{{LastHandshakeTime: hs.Add(-time.Minute)}, {LastHandshakeTime: hs}, {}}},
 		{Name: "adhoc"},
 	}
-	ovpns := []ovpncli.TunnelStatus{{Kind: "client", PID: 77, Interface: "tun3", Config: "/etc/openvpn/p.ovpn"},
+	ovpns := []ovpntunnel.TunnelStatus{{Kind: "client", PID: 77, Interface: "tun3", Config: "/etc/openvpn/p.ovpn"},
 		{Kind: "server", PID: 9, Config: "/etc/openvpn/s.conf"}} // dev null
 	got := listEntries(confs, devs, ovpns)
 	want := []listEntry{

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/wirelane/wirelane/internal/sys/procs"
-	"github.com/wirelane/wirelane/ovpn/ovpncli"
+	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 )
 
 const ovpnHelp = `
@@ -36,10 +36,10 @@ func cmdOvpn(args []string) int {
 	switch args[0] {
 	case "connect":
 		procs.Apply()
-		return ovpncli.Connect(args[1:])
+		return ovpntunnel.Connect(args[1:])
 	case "serve":
 		procs.Apply()
-		return ovpncli.Serve(args[1:])
+		return ovpntunnel.Serve(args[1:])
 	}
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "help" {

@@ -18,8 +18,8 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
-	"github.com/wirelane/wirelane/ovpn/ovpncli"
 )
 
 const showHelp = `Shows the state of WireGuard interfaces as 'wg show' does: keys (private and
@@ -59,7 +59,7 @@ func cmdShow(args []string) int {
 
 	// OpenVPN tunnels publish status files; one that cannot be read is
 	// reported and skipped rather than hiding the WireGuard interfaces.
-	ovpns, oerr := ovpncli.Status()
+	ovpns, oerr := ovpntunnel.Status()
 	if oerr != nil {
 		fmt.Fprintf(os.Stderr, "%s: warning: OpenVPN tunnel status: %v\n", prog, oerr)
 	}
@@ -122,7 +122,7 @@ func cmdShow(args []string) int {
 		if len(devs) > 0 {
 			fmt.Println()
 		}
-		if err := ovpncli.FormatStatus(os.Stdout, ovpns); err != nil {
+		if err := ovpntunnel.FormatStatus(os.Stdout, ovpns); err != nil {
 			return fail(err)
 		}
 	}
@@ -130,22 +130,22 @@ func cmdShow(args []string) int {
 }
 
 // findOvpn returns the OpenVPN tunnel on interface name.
-func findOvpn(ts []ovpncli.TunnelStatus, name string) (ovpncli.TunnelStatus, bool) {
+func findOvpn(ts []ovpntunnel.TunnelStatus, name string) (ovpntunnel.TunnelStatus, bool) {
 	for _, t := range ts {
 		if t.Interface == name {
 			return t, true
 		}
 	}
-	return ovpncli.TunnelStatus{}, false
+	return ovpntunnel.TunnelStatus{}, false
 }
 
 // showOvpn prints one OpenVPN tunnel, as text or as the JSON document.
-func showOvpn(t ovpncli.TunnelStatus, asJSON bool) int {
+func showOvpn(t ovpntunnel.TunnelStatus, asJSON bool) int {
 	var err error
 	if asJSON {
-		err = writeShowJSON(os.Stdout, nil, []ovpncli.TunnelStatus{t})
+		err = writeShowJSON(os.Stdout, nil, []ovpntunnel.TunnelStatus{t})
 	} else {
-		err = ovpncli.FormatStatus(os.Stdout, []ovpncli.TunnelStatus{t})
+		err = ovpntunnel.FormatStatus(os.Stdout, []ovpntunnel.TunnelStatus{t})
 	}
 	if err != nil {
 		return fail(err)
@@ -157,14 +157,14 @@ func showOvpn(t ovpncli.TunnelStatus, asJSON bool) int {
 // internal/tunnel/wgquick plus the OpenVPN tunnels.
 type showDocument struct {
 	wgquick.ShowJSON
-	OpenVPN []ovpncli.TunnelStatus `json:"openvpn"`
+	OpenVPN []ovpntunnel.TunnelStatus `json:"openvpn"`
 }
 
 // writeShowJSON writes the `show --json` document.
-func writeShowJSON(w io.Writer, devs []*wgtypes.Device, ovpns []ovpncli.TunnelStatus) error {
+func writeShowJSON(w io.Writer, devs []*wgtypes.Device, ovpns []ovpntunnel.TunnelStatus) error {
 	doc := showDocument{
 		ShowJSON: wgquick.ShowJSON{Schema: wgquick.ShowJSONSchema, Interfaces: []wgquick.InterfaceJSON{}},
-		OpenVPN:  append([]ovpncli.TunnelStatus{}, ovpns...),
+		OpenVPN:  append([]ovpntunnel.TunnelStatus{}, ovpns...),
 	}
 	for _, d := range devs {
 		doc.Interfaces = append(doc.Interfaces, wgquick.DeviceJSON(d))

@@ -6,15 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/ovpn/ovpncli"
+	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 )
 
 func TestShowJSONListsOpenVPNTunnelsBesideWireGuard(t *testing.T) {
 	since := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	tun := ovpncli.TunnelStatus{Kind: "client", PID: 42, Interface: "tun7", Remote: "192.0.2.1:1194",
+	tun := ovpntunnel.TunnelStatus{Kind: "client", PID: 42, Interface: "tun7", Remote: "192.0.2.1:1194",
 		Proto: "udp", Cipher: "AES-256-GCM", Address: "10.8.0.2/24", Since: since, RxBytes: 10, TxBytes: 20}
 	var buf bytes.Buffer
-	if err := writeShowJSON(&buf, nil, []ovpncli.TunnelStatus{tun}); err != nil {
+	if err := writeShowJSON(&buf, nil, []ovpntunnel.TunnelStatus{tun}); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -46,10 +46,10 @@ func TestShowJSONListsOpenVPNTunnelsBesideWireGuard(t *testing.T) {
 	if !bytes.Contains(buf.Bytes(), []byte(`"openvpn": []`)) {
 		t.Errorf("no empty openvpn list:\n%s", buf.Bytes())
 	}
-	if _, ok := findOvpn([]ovpncli.TunnelStatus{tun}, "tun7"); !ok {
+	if _, ok := findOvpn([]ovpntunnel.TunnelStatus{tun}, "tun7"); !ok {
 		t.Error("findOvpn missed tun7")
 	}
-	if _, ok := findOvpn([]ovpncli.TunnelStatus{tun}, "wg0"); ok {
+	if _, ok := findOvpn([]ovpntunnel.TunnelStatus{tun}, "wg0"); ok {
 		t.Error("findOvpn found wg0")
 	}
 }

@@ -19,11 +19,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/internal/testlog"
-	"github.com/wirelane/wirelane/ovpn/internal/testnet"
-	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 

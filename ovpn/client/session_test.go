@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/data"
-	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 )
 
 func testConfig(t *testing.T, extra string) *config.Config {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirelane/wirelane/ovpn/internal/testpki"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 )
 
 func TestCRLVerifyFile(t *testing.T) {

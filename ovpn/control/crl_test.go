@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/ovpn/internal/testpki"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 )
 
 // crlFixture is a CA with a good and a revoked client certificate.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/testkit/netns"
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/ovpn/client"
-	"github.com/wirelane/wirelane/ovpn/internal/testnet"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/ovpn/data"
-	"github.com/wirelane/wirelane/ovpn/internal/testnet"
 	"github.com/wirelane/wirelane/ovpn/keys"
 	"github.com/wirelane/wirelane/ovpn/wire"
 	"github.com/wirelane/wirelane/tun/memtun"

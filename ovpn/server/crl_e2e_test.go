@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/testkit/netns"
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/internal/testlog"
-	"github.com/wirelane/wirelane/ovpn/internal/testnet"
-	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 )
 
 // Revocation (crl-verify) in server mode: configuration parsing, then

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/internal/testlog"
-	"github.com/wirelane/wirelane/ovpn/internal/testnet"
-	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 

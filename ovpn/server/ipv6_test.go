@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/ovpn/client"
-	"github.com/wirelane/wirelane/ovpn/internal/testnet"
 )
 
 // ipv6Packet builds an IPv6 packet from src to dst carrying payload with

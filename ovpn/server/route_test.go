@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/ovpn/data"
-	"github.com/wirelane/wirelane/ovpn/internal/testnet"
 	"github.com/wirelane/wirelane/ovpn/keys"
 	"github.com/wirelane/wirelane/ovpn/wire"
 )

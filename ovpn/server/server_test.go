@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/data"
-	"github.com/wirelane/wirelane/ovpn/internal/testnet"
-	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 	"github.com/wirelane/wirelane/ovpn/wire"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )

@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 // Reconnecting `wirelane ovpn connect` the way OpenVPN's client restarts
 // (SIGUSR1) while the TUN device stays up:

@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 // `wirelane ovpn connect` survives what OpenVPN's client survives, against
 // a real OpenVPN 2.6 server:

@@ -1,8 +1,8 @@
-package ovpncli
+package ovpntunnel
 
 // Throughput comparison, run only on request:
 //
-//	WIRELANE_OVPN_BENCH=1 go test ./ovpn/ovpncli -run Throughput -v
+//	WIRELANE_OVPN_BENCH=1 go test ./internal/tunnel/ovpntunnel -run Throughput -v
 //
 // Topology (two namespaces joined by one veth pair, both tunnels up at
 // once, AES-256-GCM over UDP on both). Wirelane's TUN MTU is 1400 so that

@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 // Shared set-up of the end-to-end tests (e2e_test.go, iperf_e2e_test.go,
 // throughput_test.go):
@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/testkit/netns"
-	"github.com/wirelane/wirelane/ovpn/internal/testpki"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 )
 
 // testbed is two namespaces joined by a veth pair and the certificates of

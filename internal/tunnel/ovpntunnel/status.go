@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 // Status files: how `wirelane show` learns about running OpenVPN tunnels.
 //

@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
-	"github.com/wirelane/wirelane/ovpn/internal/testpki"
 )
 
 func TestRestartable(t *testing.T) {

@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 // `wirelane ovpn connect` takes the IPv6 configuration a real OpenVPN 2.6
 // server pushes (server-ipv6), and replaces it when the server comes back

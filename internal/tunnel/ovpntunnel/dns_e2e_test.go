@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 // `wirelane ovpn connect` registers the DNS servers a real OpenVPN 2.6
 // server pushes with resolvconf, and removes them again:

@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 // block-ipv6 on the client, as OpenVPN 2.6 defines it: IPv6 packets that
 // reach the tunnel are not sent to the server but answered on the device

@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 // Wirelane's client against a real OpenVPN 2.6 server, as a user runs it:
 //

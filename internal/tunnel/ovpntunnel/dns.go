@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 // Pushed DNS settings to resolvconf(8), the way wg-quick and `wirelane up`
 // apply a configuration's DNS line:

@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 import (
 	"context"

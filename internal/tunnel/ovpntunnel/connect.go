@@ -1,4 +1,4 @@
-// Package ovpncli holds the `wirelane ovpn` commands:
+// Package ovpntunnel holds the `wirelane ovpn` commands:
 //
 //	wirelane ovpn connect [--dev NAME] [--mtu N] [--auth-file FILE] [--no-routes] [--dns auto|off] [--block-ipv6] [-v] FILE.ovpn
 //	wirelane ovpn serve [--dev NAME] [-v] CONFIG
@@ -14,7 +14,7 @@
 //
 // Exit status: 0 after a clean shutdown, 1 when the tunnel failed or
 // ended for good (AUTH_FAILED, HALT), 2 for a usage error.
-package ovpncli
+package ovpntunnel
 
 import (
 	"context"

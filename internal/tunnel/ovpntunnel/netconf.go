@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 // Interface configuration through netlink: MTU, address, link up, routes,
 // each recorded so that teardown removes exactly what was added.

@@ -1,4 +1,4 @@
-package ovpncli
+package ovpntunnel
 
 // block-ipv6 against a real OpenVPN 2.6 server that has no IPv6 for its
 // clients, on a client host that has IPv6 of its own (the leak):
