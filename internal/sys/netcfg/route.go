@@ -1,6 +1,7 @@
 package netcfg
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -13,6 +14,17 @@ import (
 // as `ip route add P dev NAME [table T]` does: link scope for IPv4,
 // protocol "boot". Removed on undo.
 func (c *Conf) AddRoute(name string, p netip.Prefix, table int) error {
+	return c.addRoute(name, p, netip.Addr{}, table)
+}
+
+// AddRouteVia adds a route for p through the interface and the gateway gw
+// in the main table, as `ip route add P via GW dev NAME` does; an invalid
+// gw makes it AddRoute. p is masked first. Removed on undo.
+func (c *Conf) AddRouteVia(name string, p netip.Prefix, gw netip.Addr) error {
+	return c.addRoute(name, p.Masked(), gw, 0)
+}
+
+func (c *Conf) addRoute(name string, p netip.Prefix, gw netip.Addr, table int) error {
 	l, err := c.Link(name)
 	if err != nil {
 		return err
@@ -24,18 +36,49 @@ func (c *Conf) AddRoute(name string, p netip.Prefix, table int) error {
 		Protocol:  unix.RTPROT_BOOT,
 		Table:     table,
 	}
-	if p.Addr().Is4() {
+	via := ""
+	if gw.IsValid() {
+		r.Gw = gw.AsSlice()
+		via = " via " + gw.String()
+	} else if p.Addr().Is4() {
 		r.Scope = netlink.SCOPE_LINK
 	}
 	if table != 0 {
-		c.logf("ip %s route add %s dev %s table %d", famFlag(r.Family), p, name, table)
+		c.logf("ip %s route add %s%s dev %s table %d", famFlag(r.Family), p, via, name, table)
 	} else {
-		c.logf("ip %s route add %s dev %s", famFlag(r.Family), p, name)
+		c.logf("ip %s route add %s%s dev %s", famFlag(r.Family), p, via, name)
 	}
 	if err := c.h.RouteAdd(r); err != nil {
-		return fmt.Errorf("add route %s dev %s: %w", p, name, err)
+		return fmt.Errorf("add route %s%s dev %s: %w", p, via, name, err)
 	}
 	c.Undo.Push("route "+p.String(), func() error { return ignoreGone(c.h.RouteDel(r)) })
+	return nil
+}
+
+// PinHostRoute adds a host route for dst through whatever route reaches
+// it now (same interface, same gateway), so that dst stays reachable
+// outside a tunnel that is about to take the default route (a VPN
+// server's own address). A host route that already exists is left alone
+// and not recorded. Removed on undo.
+func (c *Conf) PinHostRoute(dst netip.Addr) error {
+	rs, err := c.h.RouteGet(dst.AsSlice())
+	if err != nil || len(rs) == 0 {
+		return fmt.Errorf("no route to %s: %v", dst, err)
+	}
+	cur := rs[0]
+	r := &netlink.Route{LinkIndex: cur.LinkIndex, Dst: ipNet(netip.PrefixFrom(dst, dst.BitLen())), Gw: cur.Gw, Protocol: unix.RTPROT_BOOT}
+	if cur.Gw != nil {
+		c.logf("ip %s route add %s via %v (outside the tunnel)", famFlag(family(dst)), dst, cur.Gw)
+	} else {
+		c.logf("ip %s route add %s dev index %d (outside the tunnel)", famFlag(family(dst)), dst, cur.LinkIndex)
+	}
+	if err := c.h.RouteAdd(r); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return nil
+		}
+		return fmt.Errorf("host route to %s: %w", dst, err)
+	}
+	c.Undo.Push("route "+dst.String(), func() error { return ignoreGone(c.h.RouteDel(r)) })
 	return nil
 }
 

@@ -167,7 +167,7 @@ func installRoutes(nc *netConf, server netip.Addr, push *control.PushReply, bloc
 	if !push.Local6.IsValid() && slices.ContainsFunc(p.routes, func(r routeSpec) bool { return r.dst.Addr().Is6() }) {
 		// IPv6 routes without an IPv6 address (block-ipv6): the device
 		// must have IPv6 enabled to take them.
-		if err := enableIPv6(nc.link.Attrs().Name); err != nil {
+		if err := nc.nc.EnableIPv6(nc.name); err != nil {
 			return err
 		}
 	}
