@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wirelane/wirelane/internal/tools/demo"
+	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
 )
 
 const demoHelp = `Builds a WireGuard tunnel between two fresh network namespaces with freshly
@@ -39,12 +40,12 @@ func cmdDemo(args []string) int {
 	defer stop()
 	_, ttyErr := unix.IoctlGetTermios(int(os.Stdout.Fd()), unix.TCGETS)
 	_, err := demo.Run(ctx, demo.Options{
-		Duration:    *dur,
-		MTU:         *mtu,
-		Keep:        *keep,
-		Out:         os.Stdout,
-		Progress:    ttyErr == nil,
-		StartDaemon: startDaemonQuiet,
+		Duration: *dur,
+		MTU:      *mtu,
+		Keep:     *keep,
+		Out:      os.Stdout,
+		Progress: ttyErr == nil,
+		Engine:   &wgtunnel.Daemon{Prog: prog},
 	})
 	if err != nil {
 		return failCtx(ctx, "demo", err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/tools/clidoc"
 )
 
@@ -247,11 +248,11 @@ func TestBashCompletionOffersTunnelNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	script, _ := filepath.Abs(filepath.Join("..", "..", "packaging", "completions", "wirelane.bash"))
-	if err := os.MkdirAll(socketDir, 0o755); err != nil {
+	if err := os.MkdirAll(uapi.SocketDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sh := `mount -t tmpfs none /etc/wireguard && touch /etc/wireguard/wgtest1.conf /etc/wireguard/office.conf /etc/wireguard/readme.txt || exit 1
-mount -t tmpfs none ` + socketDir + ` && touch ` + socketDir + `/running1.sock ` + socketDir + `/office.sock || exit 1
+mount -t tmpfs none ` + uapi.SocketDir + ` && touch ` + uapi.SocketDir + `/running1.sock ` + uapi.SocketDir + `/office.sock || exit 1
 source "$1" || exit 1
 COMP_WORDS=(wirelane up '')
 COMP_CWORD=2

@@ -7,8 +7,8 @@ package main
 //
 //	check: parse -> read key files -> print the summary
 //	show:  parse -> read key files if possible -> print the summary
-//	up:    parse -> read key files -> gateway.Config -> up (quick.go)
-//	down:  parse (or a bare interface name) -> gateway.Config -> down (quick.go)
+//	up:    parse -> read key files -> gateway.Config -> wgtunnel.Up
+//	down:  parse (or a bare interface name) -> gateway.Config -> wgtunnel.Down
 
 import (
 	"errors"
@@ -16,10 +16,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
+	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/tunnel/gateway"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
 )
 
 const gatewayHelp = `Subcommands:
@@ -80,12 +81,12 @@ func cmdGateway(args []string) int {
 		}
 		ctx, stop := signalContext()
 		defer stop()
-		if err := up(ctx, g.Config()); err != nil {
+		if err := upTunnel(ctx, g.Config()); err != nil {
 			return failCtx(ctx, "gateway", err)
 		}
 		return 0
 	default: // down
-		if err := down(g.Config()); err != nil {
+		if err := wgtunnel.Down(g.Config(), tunnelOptions()); err != nil {
 			return fail(err)
 		}
 		return 0
@@ -118,11 +119,11 @@ func loadGatewayKeys(g *gateway.Gateway) error {
 func gatewayDownByName(name, path string) int {
 	// Without a file, only an interface that has a WireGuard socket is
 	// taken down: a typo must not delete an unrelated link (eth0).
-	if _, err := os.Stat(filepath.Join(socketDir, name+".sock")); err != nil {
-		return fail(fmt.Errorf("`%s' does not exist, and %s is not a WireGuard interface (no %s/%s.sock)", path, name, socketDir, name))
+	if !wgtunnel.HasSocket(name) {
+		return fail(fmt.Errorf("`%s' does not exist, and %s is not a WireGuard interface (no %s)", path, name, uapi.SocketPath(name)))
 	}
 	fmt.Fprintf(os.Stderr, "Note: `%s' does not exist; removing interface %s without running hooks\n", path, name)
-	if err := down(&wgquick.Config{Name: name, Path: path}); err != nil {
+	if err := wgtunnel.Down(&wgquick.Config{Name: name, Path: path}, tunnelOptions()); err != nil {
 		return fail(err)
 	}
 	return 0

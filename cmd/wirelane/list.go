@@ -25,11 +25,12 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
 )
 
 const listHelp = `Lists the tunnels you can switch on and off, and whether each is up:
@@ -72,12 +73,9 @@ func cmdList(args []string) int {
 	if _, st := parseFlags(flags, "list", args, 0, 0); st >= 0 {
 		return st
 	}
-	c, err := wgctrl.New()
-	if err != nil {
-		return fail(err)
-	}
-	defer c.Close()
-	devs, noAccess, err := listRunning(c)
+	eng := &wgtunnel.Daemon{}
+	defer eng.Close()
+	devs, noAccess, err := listRunning(eng)
 	if err != nil {
 		return fail(fmt.Errorf("unable to list interfaces: %w", err))
 	}
@@ -94,7 +92,7 @@ func cmdList(args []string) int {
 		notes = append(notes, fmt.Sprintf("tunnels that are down are not listed: %v", cerr))
 	}
 	if len(noAccess) > 0 {
-		notes = append(notes, fmt.Sprintf("peers and handshakes of %s are not shown: only root may talk to the daemons (%s/NAME.sock)", strings.Join(noAccess, ", "), socketDir))
+		notes = append(notes, fmt.Sprintf("peers and handshakes of %s are not shown: only root may talk to the daemons (%s)", strings.Join(noAccess, ", "), uapi.SocketPath("NAME")))
 	}
 	if len(notes) > 0 && os.Geteuid() != 0 {
 		notes = append(notes, "'sudo "+prog+" list' shows everything")
@@ -122,22 +120,22 @@ func cmdList(args []string) int {
 	return 0
 }
 
-// listRunning returns the running WireGuard interfaces (listDevices), and
-// when some daemons refuse to answer (their sockets are root's) the names
-// of those, which are up but whose peers are unknown.
-func listRunning(c *wgctrl.Client) (devs []*wgtypes.Device, noAccess []string, err error) {
-	devs, err = listDevices(c)
+// listRunning returns the running WireGuard interfaces (Daemon.Devices),
+// and when some daemons refuse to answer (their sockets are root's) the
+// names of those, which are up but whose peers are unknown.
+func listRunning(eng *wgtunnel.Daemon) (devs []*wgtypes.Device, noAccess []string, err error) {
+	devs, err = eng.Devices()
 	if err == nil || !errors.Is(err, fs.ErrPermission) {
 		return devs, nil, err
 	}
-	socks, err := filepath.Glob(filepath.Join(socketDir, "*.sock"))
+	socks, err := filepath.Glob(uapi.SocketPath("*"))
 	if err != nil {
 		return nil, nil, err
 	}
 	devs = nil
 	for _, s := range socks {
 		name := strings.TrimSuffix(filepath.Base(s), ".sock")
-		d, err := c.Device(name)
+		d, err := eng.Device(name)
 		switch {
 		case err == nil:
 			devs = append(devs, d)

@@ -14,6 +14,7 @@ import (
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 )
@@ -131,10 +132,10 @@ func TestListAsNonRoot(t *testing.T) {
 		t.Skipf("cannot create a TUN interface: %v %s", err, out)
 	}
 	defer exec.Command("ip", "link", "del", name).Run()
-	if err := os.MkdirAll(socketDir, 0o755); err != nil {
+	if err := os.MkdirAll(uapi.SocketDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(socketDir, name+".sock")
+	sock := uapi.SocketPath(name)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

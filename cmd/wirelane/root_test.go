@@ -25,8 +25,10 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/wirelane/wirelane/internal/control/uapi"
 	tnetns "github.com/wirelane/wirelane/internal/testkit/netns"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
 )
 
 var (
@@ -56,7 +58,7 @@ func daemonEnv(t *testing.T) []string {
 		out, err := cmd.CombinedOutput()
 		if err == nil {
 			exec.Command("ip", "-n", ns, "link", "del", name).Run()
-			waitSocketGone(name, 2*time.Second) // stops the probe daemon
+			(&wgtunnel.Daemon{}).Stopped(name, 2*time.Second) // stops the probe daemon
 			daemonDesc = "built-in daemon (wirelane daemon)"
 			return
 		}
@@ -214,7 +216,7 @@ func peerState(t *testing.T, ns *tnetns.NS, ifname string) string {
 }
 
 func socketGone(ifname string) error {
-	if _, err := os.Stat(filepath.Join(socketDir, ifname+".sock")); err == nil {
+	if _, err := os.Stat(uapi.SocketPath(ifname)); err == nil {
 		return fmt.Errorf("%s.sock still exists", ifname)
 	}
 	return nil
@@ -572,7 +574,7 @@ func TestDemoRunsToCompletion(t *testing.T) {
 		t.Errorf("demo left interfaces:\n%s", links)
 	}
 	tnetns.Eventually(t, 5*time.Second, "demo daemons exit", func() error {
-		m, _ := filepath.Glob(filepath.Join(socketDir, fmt.Sprintf("wldemo%d*", cmd.Process.Pid%1000000)))
+		m, _ := filepath.Glob(uapi.SocketPath(fmt.Sprintf("wldemo%d*", cmd.Process.Pid%1000000)))
 		if len(m) > 0 {
 			return fmt.Errorf("sockets left: %v", m)
 		}
@@ -732,13 +734,13 @@ func TestShowSkipsStaleSockets(t *testing.T) {
 	defer wlIn(t, ns, "down", conf)
 	// A socket nobody accepts on, as a crashed daemon leaves it.
 	stale := tnetns.Unique("wlst")
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(socketDir, stale+".sock"), Net: "unix"})
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: uapi.SocketPath(stale), Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ln.SetUnlinkOnClose(false)
 	ln.Close()
-	defer os.Remove(filepath.Join(socketDir, stale+".sock"))
+	defer os.Remove(uapi.SocketPath(stale))
 
 	out, err := tnetns.Try(nil, env, self(t), "show", "--json")
 	if err != nil {
@@ -796,7 +798,7 @@ func TestCrashedDaemon(t *testing.T) {
 				if err := noDaemonIn(ns); err != nil {
 					return err
 				}
-				c, err := net.Dial("unix", filepath.Join(socketDir, ifname+".sock"))
+				c, err := net.Dial("unix", uapi.SocketPath(ifname))
 				if err == nil {
 					c.Close()
 					return errors.New("the socket still accepts connections")
@@ -1020,7 +1022,7 @@ func TestDemoInterruptedCleansUp(t *testing.T) {
 		t.Errorf("interfaces left:\n%s", links)
 	}
 	tnetns.Eventually(t, 5*time.Second, "demo daemons exit", func() error {
-		if m, _ := filepath.Glob(filepath.Join(socketDir, "wldemo"+tag+"*")); len(m) > 0 {
+		if m, _ := filepath.Glob(uapi.SocketPath("wldemo" + tag + "*")); len(m) > 0 {
 			return fmt.Errorf("sockets left: %v", m)
 		}
 		return nil

@@ -7,19 +7,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
 )
 
 const showHelp = `Shows the state of WireGuard interfaces as 'wg show' does: keys (private and
@@ -51,11 +48,8 @@ func cmdShow(args []string) int {
 	if len(rest) == 1 {
 		what = rest[0]
 	}
-	c, err := wgctrl.New()
-	if err != nil {
-		return fail(err)
-	}
-	defer c.Close()
+	eng := &wgtunnel.Daemon{}
+	defer eng.Close()
 
 	// OpenVPN tunnels publish status files; one that cannot be read is
 	// reported and skipped rather than hiding the WireGuard interfaces.
@@ -65,16 +59,17 @@ func cmdShow(args []string) int {
 	}
 
 	var devs []*wgtypes.Device
+	var err error
 	switch what {
 	case "all", "interfaces":
-		devs, err = listDevices(c)
+		devs, err = eng.Devices()
 		if err != nil {
 			return fail(fmt.Errorf("unable to list interfaces: %w", err))
 		}
 	default:
-		d, err := c.Device(what)
+		d, err := eng.Device(what)
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return fail(fmt.Errorf("unable to access interface %s: its daemon is not running (%s)", what, removeStaleSocket(what)))
+			return fail(fmt.Errorf("unable to access interface %s: its daemon is not running (%s)", what, wgtunnel.RemoveStaleSocket(what)))
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			if t, ok := findOvpn(ovpns, what); ok {
@@ -172,53 +167,4 @@ func writeShowJSON(w io.Writer, devs []*wgtypes.Device, ovpns []ovpntunnel.Tunne
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
-}
-
-// listDevices returns every userspace interface whose UAPI socket answers,
-// sorted by name. A socket left behind by a daemon that died (nobody
-// accepts on it) is skipped, and removed as wg does, instead of failing the
-// whole listing, so one crashed tunnel cannot hide the others from `show`
-// and its JSON users.
-func listDevices(c *wgctrl.Client) ([]*wgtypes.Device, error) {
-	socks, err := filepath.Glob(filepath.Join(socketDir, "*.sock"))
-	if err != nil {
-		return nil, err
-	}
-	var devs []*wgtypes.Device
-	for _, s := range socks {
-		name := strings.TrimSuffix(filepath.Base(s), ".sock")
-		d, err := c.Device(name)
-		if err != nil {
-			if errors.Is(err, syscall.ECONNREFUSED) {
-				removeStaleSocket(name)
-				continue
-			}
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // gone meanwhile
-			}
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		devs = append(devs, d)
-	}
-	sort.Slice(devs, func(i, j int) bool { return devs[i].Name < devs[j].Name })
-	return devs, nil
-}
-
-// removeStaleSocket removes the UAPI socket of ifname if nobody accepts
-// connections on it any more (its daemon died), as wg does, and says what
-// it did.
-func removeStaleSocket(ifname string) string {
-	p := filepath.Join(socketDir, ifname+".sock")
-	c, err := net.DialTimeout("unix", p, time.Second)
-	if err == nil {
-		c.Close()
-		return "its socket " + p + " answers again"
-	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return "socket " + p + ": " + err.Error()
-	}
-	if err := os.Remove(p); err != nil {
-		return "cannot remove the stale socket: " + err.Error()
-	}
-	return "removed the stale socket " + p
 }

@@ -13,12 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/testkit/netns"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
-
-// socketDir is where the daemons put their UAPI sockets.
-const socketDir = "/var/run/wireguard"
 
 // impl is one userspace WireGuard implementation under test.
 type impl struct {
@@ -114,7 +112,7 @@ func stopDaemon(t *testing.T, ns *netns.NS, ifname string) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	os.Remove(filepath.Join(socketDir, ifname+".sock"))
+	os.Remove(uapi.SocketPath(ifname))
 }
 
 // waitGone reports whether process pid ends within d. The daemons are not

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/testkit/netns"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
@@ -31,7 +32,7 @@ func TestDaemonExits(t *testing.T) {
 			netns.Run(t, ns1, "ip", "link", "del", ifname)
 		}},
 		{name: "when the socket file is removed", end: func(t *testing.T, ns1 *netns.NS, ifname string, pid int) {
-			if err := os.Remove(filepath.Join(socketDir, ifname+".sock")); err != nil {
+			if err := os.Remove(uapi.SocketPath(ifname)); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -68,7 +69,7 @@ func TestDaemonExits(t *testing.T) {
 			if !waitGone(pid, wait) {
 				t.Fatalf("daemon %d still running %v later; its TUN descriptors: %s", pid, wait, tunFDInfo(pid))
 			}
-			sock := filepath.Join(socketDir, ifname+".sock")
+			sock := uapi.SocketPath(ifname)
 			if _, err := os.Stat(sock); err == nil {
 				t.Errorf("socket %s left behind", sock)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/testkit/netns"
 )
 
@@ -75,7 +76,7 @@ func TestWGQuickUpDown(t *testing.T) {
 		if !waitGone(pid, 5*time.Second) {
 			t.Fatalf("daemon for %s still running 5s after wg-quick down", x.s.ifname)
 		}
-		if _, err := os.Stat(filepath.Join(socketDir, x.s.ifname+".sock")); err == nil {
+		if _, err := os.Stat(uapi.SocketPath(x.s.ifname)); err == nil {
 			t.Errorf("socket of %s left behind after wg-quick down", x.s.ifname)
 		}
 	}

@@ -29,6 +29,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 // netnsMTU is the MTU of every tunnel and veth interface.
@@ -250,7 +252,7 @@ func (p *netnsPair) startTunnel(bins netnsBins, keyDir string) error {
 			return err
 		}
 		p.children = append(p.children, c)
-		sock := filepath.Join("/var/run/wireguard", ifname+".sock")
+		sock := uapi.SocketPath(ifname)
 		deadline := time.Now().Add(15 * time.Second)
 		for {
 			if _, err := os.Stat(sock); err == nil {

@@ -13,7 +13,7 @@
 // route is needed, the host's own interfaces are never touched, and the
 // only way from A to B is through the tunnel.
 //
-// Run's pipeline: keys -> namespaces -> daemons + configuration over UAPI
+// Run's pipeline: keys -> namespaces -> devices started and configured through the engine
 // -> move TUNs, address, up -> first ping (handshake) -> ping -> TCP
 // throughput -> cleanup (always, also on error or cancellation, unless
 // Keep).
@@ -27,16 +27,15 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/wirelane/wirelane/internal/sys/netcfg"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
 )
 
 // Addresses inside the tunnel (the ones WireGuard's kernel tests use).
@@ -58,9 +57,9 @@ type Options struct {
 	Out io.Writer
 	// Progress rewrites a live throughput line with '\r' (for terminals).
 	Progress bool
-	// StartDaemon starts the userspace daemon for ifname in the host
-	// namespace and returns once its UAPI socket answers.
-	StartDaemon func(ctx context.Context, ifname string) error
+	// Engine runs the two WireGuard devices in the host namespace (the
+	// command line passes a wgtunnel.Daemon that logs nothing).
+	Engine wgtunnel.Engine
 }
 
 // Report holds what Run measured.
@@ -88,8 +87,8 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	if o.MTU == 0 {
 		o.MTU = 1420
 	}
-	if o.StartDaemon == nil {
-		return nil, errors.New("demo: no daemon starter")
+	if o.Engine == nil {
+		return nil, errors.New("demo: no engine to run the devices")
 	}
 	if geteuid() != 0 {
 		return nil, errors.New("wirelane demo must run as root: it creates network namespaces and TUN interfaces (try: sudo wirelane demo)")
@@ -107,7 +106,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			if cerr := undo.Rollback(); cerr != nil {
 				err = errors.Join(err, cerr)
 			}
-			waitSocketsGone(2*time.Second, a.ifname, b.ifname)
+			for _, s := range []*side{a, b} {
+				o.Engine.Stopped(s.ifname, 2*time.Second)
+			}
 		}
 	}()
 
@@ -144,17 +145,12 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	if a.port, b.port, err = freeUDPPorts(); err != nil {
 		return rep, err
 	}
-	wc, err := wgctrl.New()
-	if err != nil {
-		return rep, fmt.Errorf("open UAPI client: %w", err)
-	}
-	defer wc.Close()
 	for _, s := range []*side{a, b} {
 		peer := b
 		if s == b {
 			peer = a
 		}
-		if err := o.StartDaemon(ctx, s.ifname); err != nil {
+		if err := o.Engine.Start(ctx, s.ifname); err != nil {
 			return rep, fmt.Errorf("start daemon for %s: %w", s.ifname, err)
 		}
 		s := s
@@ -170,7 +166,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 				AllowedIPs:        []net.IPNet{{IP: peer.addr.AsSlice(), Mask: net.CIDRMask(32, 32)}},
 			}},
 		}
-		if err := wc.ConfigureDevice(s.ifname, cfg); err != nil {
+		if err := o.Engine.Configure(s.ifname, cfg); err != nil {
 			return rep, fmt.Errorf("configure %s: %w", s.ifname, err)
 		}
 		host, err := netcfg.New()
@@ -206,7 +202,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	if len(first) == 0 || !first[0].OK {
 		return rep, fmt.Errorf("no reply from %s through the tunnel within 5s (no handshake?)", b.addr)
 	}
-	dev, err := wc.Device(a.ifname)
+	dev, err := o.Engine.Device(a.ifname)
 	if err != nil {
 		return rep, fmt.Errorf("read %s: %w", a.ifname, err)
 	}
@@ -260,7 +256,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	}
 
 	// 7. What `wirelane show` says about A.
-	if dev, err = wc.Device(a.ifname); err == nil {
+	if dev, err = o.Engine.Device(a.ifname); err == nil {
 		fmt.Fprintln(out)
 		wgquick.FormatDevice(out, dev, time.Now())
 		fmt.Fprintln(out)
@@ -306,34 +302,6 @@ func deleteLinkAnywhere(s *side) error {
 		return err
 	}
 	return nil
-}
-
-// waitSocketsGone waits until the daemons removed their UAPI sockets. A
-// daemon still there after d is stopped by removing its socket file (the
-// protocol's other way to end a daemon), then given d again.
-func waitSocketsGone(d time.Duration, names ...string) {
-	path := func(n string) string { return filepath.Join("/var/run/wireguard", n+".sock") }
-	wait := func() bool {
-		for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			left := 0
-			for _, n := range names {
-				if _, err := os.Stat(path(n)); err == nil {
-					left++
-				}
-			}
-			if left == 0 {
-				return true
-			}
-		}
-		return false
-	}
-	if wait() {
-		return
-	}
-	for _, n := range names {
-		os.Remove(path(n))
-	}
-	wait()
 }
 
 // freeUDPPorts returns two ports free just now on IPv4 and, where the

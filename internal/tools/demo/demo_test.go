@@ -3,6 +3,8 @@ package demo
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/wirelane/wirelane/internal/sys/netcfg"
 )
@@ -191,7 +194,7 @@ func TestRunNeedsStarterAndRoot(t *testing.T) {
 	geteuid = func() int { return 1000 }
 	defer func() { geteuid = old }()
 	started := false
-	_, err := Run(context.Background(), Options{StartDaemon: func(context.Context, string) error { started = true; return nil }})
+	_, err := Run(context.Background(), Options{Engine: &fakeEngine{start: func(string) error { started = true; return nil }}})
 	if err == nil || !strings.Contains(err.Error(), "must run as root") || started {
 		t.Errorf("as a normal user: err = %v, daemon started %v", err, started)
 	}
@@ -212,10 +215,10 @@ func TestRunCleansUpWhenTheDaemonFails(t *testing.T) {
 	_, err := Run(context.Background(), Options{
 		Keep: true, // named namespaces, so their removal can be observed
 		Out:  &out,
-		StartDaemon: func(ctx context.Context, ifname string) error {
+		Engine: &fakeEngine{start: func(string) error {
 			started++
 			return errors.New("no daemon today")
-		},
+		}},
 	})
 	if err == nil || !strings.Contains(err.Error(), "no daemon today") || started != 1 {
 		t.Fatalf("err = %v after %d starts", err, started)
@@ -230,3 +233,19 @@ func TestRunCleansUpWhenTheDaemonFails(t *testing.T) {
 		t.Errorf("no cleanup reported:\n%s", out.String())
 	}
 }
+
+// fakeEngine is an engine whose Start is the test's; its devices never
+// exist.
+type fakeEngine struct{ start func(name string) error }
+
+func (f *fakeEngine) Start(_ context.Context, name string) error { return f.start(name) }
+func (f *fakeEngine) Device(name string) (*wgtypes.Device, error) {
+	return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+}
+func (f *fakeEngine) Devices() ([]*wgtypes.Device, error) { return nil, nil }
+func (f *fakeEngine) Configure(name string, _ wgtypes.Config) error {
+	return fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+}
+func (f *fakeEngine) Stopped(string, time.Duration) {}
+func (f *fakeEngine) InUse(string) bool             { return false }
+func (f *fakeEngine) Close() error                  { return nil }

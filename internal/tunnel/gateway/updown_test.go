@@ -22,13 +22,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/testkit/netns"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 )
-
-// socketDir is where userspace daemons put their UAPI sockets; it is shared
-// by all network namespaces.
-const socketDir = "/var/run/wireguard"
 
 // wirelaneBin returns a wirelane binary: $WIRELANE_TEST_BIN, else one built
 // from cmd/wirelane. It skips when that binary has no gateway command.
@@ -76,8 +73,8 @@ func daemonEnv(t *testing.T, bin string) []string {
 func waitGone(t *testing.T, ifname string) {
 	t.Helper()
 	netns.Eventually(t, 5*time.Second, "socket of "+ifname+" removed", func() error {
-		if _, err := os.Stat(filepath.Join(socketDir, ifname+".sock")); err == nil {
-			return fmt.Errorf("%s/%s.sock still exists", socketDir, ifname)
+		if _, err := os.Stat(uapi.SocketPath(ifname)); err == nil {
+			return fmt.Errorf("%s still exists", uapi.SocketPath(ifname))
 		}
 		return nil
 	})
@@ -181,7 +178,7 @@ persistent_keepalive = 5
 		}
 		// If the test stops half way, the namespaces go (and with them
 		// the interfaces and daemons); the shared socket must go too.
-		t.Cleanup(func() { os.Remove(filepath.Join(socketDir, s.ifname+".sock")) })
+		t.Cleanup(func() { os.Remove(uapi.SocketPath(s.ifname)) })
 	}
 
 	before := [2]string{netState(t, gwA), netState(t, gwB)}

@@ -1,0 +1,32 @@
+// Package wgtunnel brings WireGuard tunnels up and down: a wg-quick file
+// (or a gateway file turned into one) becomes an interface with its keys,
+// peers, addresses, MTU, DNS, routes, policy rules and firewall, and goes
+// away again. The command line, the gateway, the demo and a long-running
+// service all use it; none of them touches netlink itself.
+//
+// Up runs these steps, pushing the inverse of each change on an undo
+// stack; a failed step, or a cancelled context between steps, rolls the
+// stack back, so a failed Up leaves no interface, route, rule, firewall
+// table or DNS entry behind:
+//
+//	check the interface is free -> PreUp hooks
+//	-> Engine.Start (the daemon: wirelane daemon IFNAME)              [undo: delete link]
+//	-> Engine.Configure: keys, port, fwmark, peers (endpoints resolved)
+//	-> addresses -> MTU (given, or route MTU to the endpoints - 80) -> link up
+//	-> DNS through resolvconf                                          [undo: resolvconf -d]
+//	-> routes for every peer's AllowedIPs, longest prefix first;
+//	   a /0 gets fwmark + table + "not fwmark" and suppress rules      [undo: delete rules]
+//	   and the nftables table wg-quick-IFNAME of its family
+//	   (anti-spoofing drop + fwmark save/restore)                     [undo: delete table]
+//	-> PostUp hooks -> done (undo stack discarded)
+//
+// Down runs PreDown, saves (SaveConfig), deletes the rules, the nftables
+// tables and the link (the engine stops when its interface goes), removes
+// DNS and runs PostDown. A tunnel whose engine is gone (crashed, killed)
+// is cleaned up without hooks. Save writes the running configuration back
+// to the file; Status says whether a tunnel is up.
+//
+// The Engine interface is what runs the WireGuard device: Daemon starts
+// a userspace daemon process per interface and speaks UAPI to it; an
+// in-process service can implement the same interface.
+package wgtunnel

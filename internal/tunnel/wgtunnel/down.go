@@ -1,0 +1,137 @@
+package wgtunnel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wirelane/wirelane/internal/sys/netcfg"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
+)
+
+// Down takes the tunnel of cfg down: PreDown hooks, SaveConfig, the
+// policy rules of a default route, the nftables tables, the link (its
+// engine stops when it goes), DNS, then PostDown hooks. A tunnel whose
+// engine is gone is cleaned up without hooks (downOrphan). It refuses to
+// touch an interface whose device answers but that lives in another
+// network namespace.
+func Down(cfg *wgquick.Config, o Options) error {
+	name := cfg.Name
+	eng, release := o.engine()
+	defer release()
+	dev, err := eng.Device(name)
+	if err != nil {
+		return downOrphan(eng, cfg, &o)
+	}
+	nc, err := netcfg.New()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	nc.Log = o.Log
+	nc.Undo = nil
+	if !nc.LinkExists(name) {
+		// The device answered, but sockets are shared by all network
+		// namespaces: the interface lives in another one. Touch nothing
+		// (removing the socket would stop that tunnel).
+		return fmt.Errorf("`%s' is not an interface in this network namespace (a daemon for it answers, so it probably lives in another one)", name)
+	}
+	ctx := context.Background()
+	if err := runHooks(ctx, &o, cfg.Interface.PreDown, name); err != nil {
+		return err
+	}
+	if cfg.Interface.SaveConfig {
+		if err := saveDevice(cfg, dev, nc, &o); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	if t := cfg.Interface.Table; (t == "" || t == "auto") && dev.FirewallMark != 0 && hasDefault(dev) {
+		for _, fam := range netcfg.Families {
+			if _, err := nc.DeleteDefaultRouteRules(fam, dev.FirewallMark); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if _, err := nc.Firewall().DeleteFirewall(name); err != nil {
+		errs = append(errs, err)
+	}
+	if err := nc.DeleteLink(name); err != nil {
+		errs = append(errs, err)
+	}
+	if len(cfg.Interface.DNS) > 0 {
+		if err := nc.UnsetDNS(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	eng.Stopped(name, 2*time.Second)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return runHooks(ctx, &o, cfg.Interface.PostDown, name)
+}
+
+// downOrphan cleans up after a tunnel whose engine is gone (it crashed or
+// was killed): the interface if it is still there, the stale socket, the
+// policy rules of a default route (only those no live tunnel needs), the
+// firewall and the DNS record. Hooks are not run: the tunnel they belong
+// to is already down. With nothing left to remove it fails as wg-quick
+// does.
+func downOrphan(eng Engine, cfg *wgquick.Config, o *Options) error {
+	name := cfg.Name
+	nc, err := netcfg.New()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	nc.Log = o.Log
+	nc.Undo = nil
+	removed := 0
+	var errs []error
+	if nc.LinkExists(name) {
+		if err := nc.DeleteLink(name); err != nil {
+			errs = append(errs, err)
+		} else {
+			removed++
+		}
+	}
+	if sr, ok := eng.(staleRemover); ok {
+		if ok, err := sr.RemoveStale(name); err != nil {
+			errs = append(errs, err)
+		} else if ok {
+			removed++
+		}
+	}
+	if t := cfg.Interface.Table; (t == "" || t == "auto") && cfg.HasDefaultRoute() {
+		mark := defaultTable
+		if m := cfg.Interface.FwMark; m != nil && *m != 0 {
+			mark = int(*m)
+		}
+		for _, fam := range netcfg.Families {
+			n, err := nc.DeleteOrphanedDefaultRouteRules(fam, mark)
+			removed += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	n, err := nc.Firewall().DeleteFirewall(name)
+	removed += n
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if removed > 0 && len(cfg.Interface.DNS)+len(cfg.Interface.DNSSearch) > 0 {
+		if err := nc.UnsetDNS(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if removed == 0 {
+		return fmt.Errorf("`%s' is not a WireGuard interface", name)
+	}
+	o.warnf("the daemon for %s was not running; removed what it left behind (PreDown/PostDown not run)", name)
+	return nil
+}

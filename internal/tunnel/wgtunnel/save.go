@@ -1,0 +1,129 @@
+package wgtunnel
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/wirelane/wirelane/internal/sys/netcfg"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
+)
+
+// Save writes the running tunnel's configuration (keys, peers, endpoints,
+// addresses, MTU when the file set one) back to cfg.Path, keeping the
+// file's DNS, Table, hooks and SaveConfig.
+func Save(cfg *wgquick.Config, o Options) error {
+	eng, release := o.engine()
+	defer release()
+	dev, err := eng.Device(cfg.Name)
+	if err != nil {
+		return fmt.Errorf("`%s' is not a WireGuard interface", cfg.Name)
+	}
+	nc, err := netcfg.New()
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return saveDevice(cfg, dev, nc, &o)
+}
+
+// RunningConfig returns the file that describes the running device dev:
+// its keys, port, fwmark and peers, the interface's addresses (and MTU
+// when cfg sets one) read through nc, and cfg's wg-quick-only settings.
+func RunningConfig(cfg *wgquick.Config, dev *wgtypes.Device, nc *netcfg.Conf) (*wgquick.Config, error) {
+	out := &wgquick.Config{Name: cfg.Name, Path: cfg.Path}
+	in := &out.Interface
+	if dev.PrivateKey != (wgtypes.Key{}) {
+		k := wgquick.Key(dev.PrivateKey)
+		in.PrivateKey = &k
+	}
+	if dev.ListenPort != 0 {
+		p := uint16(dev.ListenPort)
+		in.ListenPort = &p
+	}
+	if dev.FirewallMark != 0 {
+		m := uint32(dev.FirewallMark)
+		in.FwMark = &m
+	}
+	addrs, err := nc.Addresses(cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	in.Addresses = addrs
+	in.DNS, in.DNSSearch = cfg.Interface.DNS, cfg.Interface.DNSSearch
+	if cfg.Interface.MTU != 0 {
+		if l, err := nc.Link(cfg.Name); err == nil {
+			in.MTU = l.Attrs().MTU
+		}
+	}
+	in.Table, in.SaveConfig = cfg.Interface.Table, cfg.Interface.SaveConfig
+	in.PreUp, in.PostUp, in.PreDown, in.PostDown = cfg.Interface.PreUp, cfg.Interface.PostUp, cfg.Interface.PreDown, cfg.Interface.PostDown
+	for _, p := range dev.Peers {
+		q := wgquick.Peer{PublicKey: wgquick.Key(p.PublicKey)}
+		if p.PresharedKey != (wgtypes.Key{}) {
+			k := wgquick.Key(p.PresharedKey)
+			q.PresharedKey = &k
+		}
+		for _, n := range p.AllowedIPs {
+			a, _ := netip.AddrFromSlice(n.IP)
+			if n.IP.To4() != nil {
+				a = a.Unmap()
+			}
+			ones, _ := n.Mask.Size()
+			q.AllowedIPs = append(q.AllowedIPs, netip.PrefixFrom(a, ones))
+		}
+		if p.Endpoint != nil {
+			ap := p.Endpoint.AddrPort()
+			q.Endpoint = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
+		}
+		if p.PersistentKeepaliveInterval > 0 {
+			s := uint16(p.PersistentKeepaliveInterval / time.Second)
+			q.PersistentKeepalive = &s
+		}
+		out.Peers = append(out.Peers, q)
+	}
+	return out, nil
+}
+
+// saveDevice writes the running configuration to cfg.Path.
+func saveDevice(cfg *wgquick.Config, dev *wgtypes.Device, nc *netcfg.Conf, o *Options) error {
+	out, err := RunningConfig(cfg, dev, nc)
+	if err != nil {
+		return err
+	}
+	o.logf("wg showconf %s > %s", cfg.Name, cfg.Path)
+	if err := writeConfigFile(cfg.Path, out.Marshal()); err != nil {
+		return fmt.Errorf("could not write configuration file: %w", err)
+	}
+	return nil
+}
+
+// writeConfigFile replaces path with data atomically: a new file with a
+// random name (O_EXCL, mode 0600) beside it, synced, then renamed over
+// path. A fixed temporary name could be a symbolic link someone planted
+// next to a file in a shared directory, and root would write through it.
+func writeConfigFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
