@@ -1,0 +1,83 @@
+package wgtunnel
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"sync"
+	"time"
+
+	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+)
+
+// fakeEngine is an in-memory Engine: devices are records in a map, and
+// each method can be made to fail.
+type fakeEngine struct {
+	mu       sync.Mutex // guards every field below
+	devs     map[string]*wgtypes.Device
+	startErr error
+	devErr   error // returned by Device for a name that is not running
+	inUse    bool
+	calls    []string
+}
+
+func (f *fakeEngine) record(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeEngine) Start(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("start %s", name)
+	if f.startErr != nil {
+		return f.startErr
+	}
+	if f.devs == nil {
+		f.devs = map[string]*wgtypes.Device{}
+	}
+	f.devs[name] = &wgtypes.Device{Name: name}
+	return nil
+}
+
+func (f *fakeEngine) Device(name string) (*wgtypes.Device, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d, ok := f.devs[name]; ok {
+		return d, nil
+	}
+	if f.devErr != nil {
+		return nil, f.devErr
+	}
+	return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+}
+
+func (f *fakeEngine) Devices() ([]*wgtypes.Device, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*wgtypes.Device
+	for _, d := range f.devs {
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func (f *fakeEngine) Configure(name string, cfg wgtypes.Config) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("configure %s", name)
+	if _, ok := f.devs[name]; !ok {
+		return fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+	}
+	return nil
+}
+
+func (f *fakeEngine) Stopped(name string, _ time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("stopped %s", name)
+	delete(f.devs, name)
+}
+
+func (f *fakeEngine) InUse(string) bool { return f.inUse }
+
+func (f *fakeEngine) Close() error { return nil }
