@@ -9,8 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
@@ -24,7 +22,8 @@ const upHelp = `Creates the interface: starts the userspace daemon, applies the 
 peers, then Address, MTU, DNS, Table, routes for AllowedIPs (policy routing
 and an nftables anti-spoofing firewall for a default route) and the
 PreUp/PostUp hooks (%i = interface name).
-If any step fails, or on Ctrl-C, everything done so far is undone.
+If any step fails, or on Ctrl-C (or SIGTERM, SIGHUP, SIGPIPE), everything
+done so far is undone.
 
 ` + quickFileHelp + `
 
@@ -73,8 +72,11 @@ func loadConfig(name string, args []string) (*wgquick.Config, int) {
 	return cfg, -1
 }
 
+// signalContext is done when an interrupt arrives (wgtunnel.Interrupts:
+// SIGINT, SIGTERM, SIGHUP, SIGPIPE); up, gateway up and demo then undo
+// what they did.
 func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	return wgtunnel.NotifyContext(context.Background())
 }
 
 func cmdUp(args []string) int {

@@ -18,10 +18,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
@@ -626,37 +628,44 @@ func TestTableAndMTUChoices(t *testing.T) {
 	}
 }
 
+// TestInterruptedUpRollsBack interrupts `up` inside its PostUp hook with
+// every signal that can reach it there (Ctrl-C, kill, a closed terminal, a
+// closed output pipe): each must undo everything and exit 130.
 func TestInterruptedUpRollsBack(t *testing.T) {
 	env := logDaemon(t)
-	ns := tnetns.New(t, "wli")
-	ifname := tnetns.Unique("wli")
-	body, _ := fullTunnelConf(t, "PostUp = sleep 30")
-	conf := writeConf(t, ifname, body)
-	before := netState(t, ns)
-	p := tnetns.StartEnv(t, ns, env, self(t), "up", conf)
-	// Wait until up is inside its PostUp hook (the routes exist by then).
-	tnetns.Eventually(t, 10*time.Second, "up reaching PostUp", func() error {
-		if s := netState(t, ns); !strings.Contains(s, "table 51820") {
-			return fmt.Errorf("no policy route yet")
-		}
-		return nil
-	})
-	time.Sleep(100 * time.Millisecond)
-	p.Cmd.Process.Signal(os.Interrupt) // ip netns exec runs the command in place: this is wirelane
-	out, err := p.Wait(t, 10*time.Second)
-	if err == nil {
-		t.Fatalf("interrupted up exited 0:\n%s", out)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE} {
+		t.Run(unix.SignalName(sig), func(t *testing.T) {
+			ns := tnetns.New(t, "wli")
+			ifname := tnetns.Unique("wli")
+			body, _ := fullTunnelConf(t, "PostUp = sleep 30")
+			conf := writeConf(t, ifname, body)
+			before := netState(t, ns)
+			p := tnetns.StartEnv(t, ns, env, self(t), "up", conf)
+			// Wait until up is inside its PostUp hook (the routes exist by then).
+			tnetns.Eventually(t, 10*time.Second, "up reaching PostUp", func() error {
+				if s := netState(t, ns); !strings.Contains(s, "table 51820") {
+					return fmt.Errorf("no policy route yet")
+				}
+				return nil
+			})
+			time.Sleep(100 * time.Millisecond)
+			p.Cmd.Process.Signal(sig) // ip netns exec runs the command in place: this is wirelane
+			out, err := p.Wait(t, 10*time.Second)
+			if err == nil {
+				t.Fatalf("interrupted up exited 0:\n%s", out)
+			}
+			if !strings.Contains(out, "undoing") || !strings.Contains(out, "wirelane up: interrupted; everything it had set up was removed") {
+				t.Errorf("no rollback reported:\n%s", out)
+			}
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+				t.Errorf("interrupted up: %v, want exit status %d", err, exitInterrupted)
+			}
+			if after := netState(t, ns); after != before {
+				t.Errorf("state after interrupted up:\n%s\nwant:\n%s", after, before)
+			}
+			tnetns.Eventually(t, 5*time.Second, "daemon exit", func() error { return socketGone(ifname) })
+		})
 	}
-	if !strings.Contains(out, "undoing") || !strings.Contains(out, "wirelane up: interrupted; everything it had set up was removed") {
-		t.Errorf("no rollback reported:\n%s", out)
-	}
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
-		t.Errorf("interrupted up: %v, want exit status %d", err, exitInterrupted)
-	}
-	if after := netState(t, ns); after != before {
-		t.Errorf("state after interrupted up:\n%s\nwant:\n%s", after, before)
-	}
-	tnetns.Eventually(t, 5*time.Second, "daemon exit", func() error { return socketGone(ifname) })
 }
 
 func TestDNSWithoutResolvconf(t *testing.T) {

@@ -1,10 +1,13 @@
 package wgtunnel
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
@@ -89,8 +92,17 @@ func RunningConfig(cfg *wgquick.Config, dev *wgtypes.Device, nc *netcfg.Conf) (*
 	return out, nil
 }
 
-// saveDevice writes the running configuration to cfg.Path.
+// ErrNoPrivateKey is returned by Save (and Down with SaveConfig) when
+// the running interface has no private key: writing that state would
+// lose the key for good, so the file is left as it is.
+var ErrNoPrivateKey = errors.New("the running interface has no private key")
+
+// saveDevice writes the running configuration to cfg.Path (writeConfigFile),
+// refusing a state without the private key.
 func saveDevice(cfg *wgquick.Config, dev *wgtypes.Device, nc *netcfg.Conf, o *Options) error {
+	if dev.PrivateKey == (wgtypes.Key{}) {
+		return fmt.Errorf("not saving %s to %s: %w (the file keeps its contents)", cfg.Name, cfg.Path, ErrNoPrivateKey)
+	}
 	out, err := RunningConfig(cfg, dev, nc)
 	if err != nil {
 		return err
@@ -102,17 +114,55 @@ func saveDevice(cfg *wgquick.Config, dev *wgtypes.Device, nc *netcfg.Conf, o *Op
 	return nil
 }
 
-// writeConfigFile replaces path with data atomically: a new file with a
-// random name (O_EXCL, mode 0600) beside it, synced, then renamed over
-// path. A fixed temporary name could be a symbolic link someone planted
-// next to a file in a shared directory, and root would write through it.
+// BackupSuffix is appended to a configuration file's name for the copy of
+// its previous contents that Save keeps (wg0.conf -> wg0.conf.bak).
+const BackupSuffix = ".bak"
+
+// writeConfigFile replaces path with data so that a crash at any moment
+// leaves either the old file or the new one, whole: the data goes to a new
+// file beside it, is synced, and is renamed over path, and the directory
+// is synced. The new file gets the old one's mode and owner (0600 and the
+// caller's for a new file), and the old contents are kept in
+// path+BackupSuffix, replaced the same way. The temporary file has a
+// random name (O_EXCL): a fixed name could be a symbolic link someone
+// planted next to a file in a shared directory, and root would write
+// through it.
 func writeConfigFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	old, err := os.ReadFile(path)
+	var fi os.FileInfo
+	switch {
+	case err == nil:
+		if fi, err = os.Stat(path); err != nil {
+			return err
+		}
+		if err := replaceFile(path+BackupSuffix, old, fi); err != nil {
+			return fmt.Errorf("keep the previous contents: %w", err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return err
+	}
+	return replaceFile(path, data, fi)
+}
+
+// replaceFile writes data to path atomically (see writeConfigFile), with
+// the mode and owner of like when like is not nil.
+func replaceFile(path string, data []byte, like os.FileInfo) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	_, err = f.Write(data)
+	if like != nil {
+		err = f.Chmod(like.Mode().Perm())
+		if st, ok := like.Sys().(*syscall.Stat_t); ok && err == nil {
+			err = f.Chown(int(st.Uid), int(st.Gid))
+		}
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -124,6 +174,15 @@ func writeConfigFile(path string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
+		return err
 	}
-	return err
+	// The rename is durable only once the directory is.
+	if d, err := os.Open(dir); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", dir, err)
+		}
+	}
+	return nil
 }
