@@ -47,7 +47,10 @@ MTU, Table, hooks, SaveConfig), in a form 'wg setconf' accepts.
 ` + quickFileHelp
 
 const saveHelp = `Writes the running interface's configuration (keys, peers, endpoints,
-addresses) back to its file, keeping the file's DNS, Table and hooks.
+addresses) back to its file, keeping the file's DNS, Table and hooks. The
+file is replaced atomically, keeps its mode and owner, and its previous
+contents are kept in NAME.conf.bak; an interface without a private key is
+not saved.
 
 ` + quickFileHelp
 

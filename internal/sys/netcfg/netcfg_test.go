@@ -286,3 +286,56 @@ func FuzzParseRTTables(f *testing.F) {
 		}
 	})
 }
+
+// TestTunnelAddressesAndRoutesVia covers what an OpenVPN client needs: a
+// tunnel address, a route through a gateway, a host route pinned to the
+// route that reaches it now, and an address swapped on reconnect.
+func TestTunnelAddressesAndRoutesVia(t *testing.T) {
+	c, _ := freshNS(t)
+	if err := c.SetUp("dum0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddTunnelAddress("dum0", netip.MustParsePrefix("10.8.0.6/24")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddRouteVia("dum0", netip.MustParsePrefix("10.9.1.7/16"), netip.MustParseAddr("10.8.0.1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PinHostRoute(netip.MustParseAddr("10.9.3.3")); err != nil {
+		t.Fatal(err)
+	}
+	// Pinning a host route that exists already changes and records nothing.
+	n := c.Undo.Len()
+	if err := c.PinHostRoute(netip.MustParseAddr("10.9.3.3")); err != nil || c.Undo.Len() != n {
+		t.Errorf("second PinHostRoute: %v, %d inverses (want %d)", err, c.Undo.Len(), n)
+	}
+	rs, err := c.h.RouteListFiltered(unix.AF_INET, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		if r.Protocol == unix.RTPROT_BOOT {
+			got = append(got, r.Dst.String()+" via "+r.Gw.String())
+		}
+	}
+	want := "10.9.0.0/16 via 10.8.0.1,10.9.3.3/32 via 10.8.0.1"
+	if strings.Join(got, ",") != want {
+		t.Errorf("routes = %q, want %q", got, want)
+	}
+	if err := c.DeleteAddress("dum0", netip.MustParsePrefix("10.8.0.6/24")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteAddress("dum0", netip.MustParsePrefix("10.8.0.6/24")); err != nil {
+		t.Errorf("deleting an address that is gone: %v", err)
+	}
+	if addrs, _ := c.Addresses("dum0"); len(addrs) != 0 {
+		t.Errorf("addresses left: %v", addrs)
+	}
+	if err := c.Undo.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRoutes(t, c, unix.RT_TABLE_MAIN); n != 0 {
+		t.Errorf("%d routes left after rollback", n)
+	}
+}
