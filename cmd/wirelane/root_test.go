@@ -6,6 +6,7 @@ package main
 // unique per test.
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -626,6 +627,50 @@ func TestTableAndMTUChoices(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUpIntoAClosedPipeRollsBack is `wirelane up X 2>&1 | head -1`: the
+// reader goes away while up still has lines to print. The write that
+// meets the closed pipe must undo up, not kill it half way.
+func TestUpIntoAClosedPipeRollsBack(t *testing.T) {
+	env := logDaemon(t)
+	ns := tnetns.New(t, "wlpp")
+	ifname := tnetns.Unique("wlpp")
+	// The second hook's "[#]" line is printed after the reader is gone.
+	body, _ := fullTunnelConf(t, "PostUp = sleep 1\nPostUp = true")
+	conf := writeConf(t, ifname, body)
+	before := netState(t, ns)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := tnetns.Command(ns, self(t), "up", conf)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	first, err := bufio.NewReader(r).ReadString('\n')
+	r.Close() // as head -1 does
+	if err != nil {
+		t.Fatalf("first line: %q, %v", first, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("up did not end after its output pipe closed")
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Errorf("up into a closed pipe: %v, want exit status %d (first line %q)", err, exitInterrupted, first)
+	}
+	if after := netState(t, ns); after != before {
+		t.Errorf("state after up into a closed pipe:\n%s\nwant:\n%s", after, before)
+	}
+	tnetns.Eventually(t, 5*time.Second, "daemon exit", func() error { return socketGone(ifname) })
 }
 
 // TestInterruptedUpRollsBack interrupts `up` inside its PostUp hook with
