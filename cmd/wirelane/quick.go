@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/wirelane/wirelane/internal/tunnel/interrupt"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
 )
@@ -75,11 +76,11 @@ func loadConfig(name string, args []string) (*wgquick.Config, int) {
 	return cfg, -1
 }
 
-// signalContext is done when an interrupt arrives (wgtunnel.Interrupts:
+// signalContext is done when an interrupt arrives (interrupt.Signals:
 // SIGINT, SIGTERM, SIGHUP, SIGPIPE); up, gateway up and demo then undo
 // what they did.
 func signalContext() (context.Context, context.CancelFunc) {
-	return wgtunnel.NotifyContext(context.Background())
+	return interrupt.NotifyContext(context.Background())
 }
 
 func cmdUp(args []string) int {

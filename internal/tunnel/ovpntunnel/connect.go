@@ -6,7 +6,7 @@
 // Connect dials an OpenVPN server with ovpn/client, creates a TUN device,
 // gives it the pushed address and routes through netlink, registers the
 // pushed DNS servers with resolvconf (dns.go) and moves
-// packets until Ctrl-C (or SIGTERM), then tells the server and removes
+// packets until Ctrl-C (or another of interrupt.Signals), then tells the server and removes
 // what it added. When a session ends the way OpenVPN's client restarts
 // after (ping-restart, a transport error, RESTART), it reconnects with
 // the device kept up (reconnect.go). Serve runs ovpn/server on a TUN device carrying the
@@ -24,13 +24,12 @@ import (
 	"io"
 	"net/netip"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/tunnel/interrupt"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
@@ -193,7 +192,7 @@ func Connect(args []string) int {
 		ifname = "tun%d"
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := interrupt.NotifyContext(context.Background())
 	defer stop()
 	for i, r := range cfg.Remotes {
 		progress("remote %d of %d: %s %s", i+1, len(cfg.Remotes), r.Proto, r.Address())

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"os/signal"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/tunnel/interrupt"
 	"github.com/wirelane/wirelane/ovpn/server"
 	"github.com/wirelane/wirelane/tun"
 )
@@ -116,7 +115,7 @@ func Serve(args []string) int {
 	}
 	defer pub.close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := interrupt.NotifyContext(context.Background())
 	defer stop()
 	attached := make(chan error, 1)
 	go func() { attached <- s.AttachTUN(d) }()
