@@ -19,6 +19,9 @@ type fakeEngine struct {
 	devErr   error // returned by Device for a name that is not running
 	inUse    bool
 	calls    []string
+	// create, when set, makes the interface for Start (tests that
+	// change a real network namespace).
+	create func(name string) error
 }
 
 func (f *fakeEngine) record(format string, args ...any) {
@@ -31,6 +34,11 @@ func (f *fakeEngine) Start(_ context.Context, name string) error {
 	f.record("start %s", name)
 	if f.startErr != nil {
 		return f.startErr
+	}
+	if f.create != nil {
+		if err := f.create(name); err != nil {
+			return err
+		}
 	}
 	if f.devs == nil {
 		f.devs = map[string]*wgtypes.Device{}
@@ -65,8 +73,21 @@ func (f *fakeEngine) Configure(name string, cfg wgtypes.Config) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("configure %s", name)
-	if _, ok := f.devs[name]; !ok {
+	d, ok := f.devs[name]
+	if !ok {
 		return fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+	}
+	if cfg.ReplacePeers {
+		d.Peers = nil
+	}
+	for _, pc := range cfg.Peers {
+		d.Peers = append(d.Peers, wgtypes.Peer{PublicKey: pc.PublicKey, AllowedIPs: pc.AllowedIPs})
+	}
+	if cfg.PrivateKey != nil {
+		d.PrivateKey = *cfg.PrivateKey
+	}
+	if cfg.FirewallMark != nil {
+		d.FirewallMark = *cfg.FirewallMark
 	}
 	return nil
 }
