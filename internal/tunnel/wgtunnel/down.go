@@ -24,13 +24,11 @@ func Down(cfg *wgquick.Config, o Options) error {
 	if err != nil {
 		return downOrphan(eng, cfg, &o)
 	}
-	nc, err := netcfg.New()
+	nc, err := o.netConf(false)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	nc.Log = o.Log
-	nc.Undo = nil
 	if !nc.LinkExists(name) {
 		// The device answered, but sockets are shared by all network
 		// namespaces: the interface lives in another one. Touch nothing
@@ -80,13 +78,11 @@ func Down(cfg *wgquick.Config, o Options) error {
 // does.
 func downOrphan(eng Engine, cfg *wgquick.Config, o *Options) error {
 	name := cfg.Name
-	nc, err := netcfg.New()
+	nc, err := o.netConf(false)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	nc.Log = o.Log
-	nc.Undo = nil
 	removed := 0
 	var errs []error
 	if nc.LinkExists(name) {

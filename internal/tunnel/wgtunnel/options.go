@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/wirelane/wirelane/internal/sys/netcfg"
 )
 
 // Options says how Up, Down and Save run and report. The zero value
@@ -53,6 +55,21 @@ func (o *Options) engine() (Engine, func()) {
 	}
 	d := &Daemon{Log: o.Log}
 	return d, func() { d.Close() }
+}
+
+// netConf opens netlink in the calling thread's network namespace, logging
+// through o.Log; record keeps the undo stack (Up), else changes are not
+// recorded (Down, Save).
+func (o *Options) netConf(record bool) (*netcfg.Conf, error) {
+	nc, err := netcfg.New()
+	if err != nil {
+		return nil, err
+	}
+	nc.Log = o.Log
+	if !record {
+		nc.Undo = nil
+	}
+	return nc, nil
 }
 
 // FirewallEnv names the variable that turns the nftables firewall of a

@@ -26,7 +26,7 @@ func Save(cfg *wgquick.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("`%s' is not a WireGuard interface", cfg.Name)
 	}
-	nc, err := netcfg.New()
+	nc, err := o.netConf(false)
 	if err != nil {
 		return err
 	}

@@ -26,12 +26,11 @@ func Up(ctx context.Context, cfg *wgquick.Config, o Options) (err error) {
 	name := cfg.Name
 	eng, release := o.engine()
 	defer release()
-	nc, err := netcfg.New()
+	nc, err := o.netConf(true)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	nc.Log = o.Log
 	if nc.LinkExists(name) {
 		return fmt.Errorf("`%s' already exists", name)
 	}
