@@ -2,14 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
@@ -67,20 +64,19 @@ func cmdShow(args []string) int {
 			return fail(fmt.Errorf("unable to list interfaces: %w", err))
 		}
 	default:
-		d, err := eng.Device(what)
-		if errors.Is(err, syscall.ECONNREFUSED) {
+		st, err := wgtunnel.Status(what, wgtunnel.Options{Engine: eng})
+		switch {
+		case err != nil:
+			return fail(fmt.Errorf("unable to access interface %s: %w", what, err))
+		case st.Stale:
 			return fail(fmt.Errorf("unable to access interface %s: its daemon is not running (%s)", what, wgtunnel.RemoveStaleSocket(what)))
-		}
-		if errors.Is(err, fs.ErrNotExist) {
+		case !st.Up:
 			if t, ok := findOvpn(ovpns, what); ok {
 				return showOvpn(t, *asJSON)
 			}
 			return fail(fmt.Errorf("unable to access interface %s: no such WireGuard interface", what))
 		}
-		if err != nil {
-			return fail(fmt.Errorf("unable to access interface %s: %w", what, err))
-		}
-		devs = []*wgtypes.Device{d}
+		devs = []*wgtypes.Device{st.Device}
 		ovpns = nil // one WireGuard interface was asked for
 	}
 	if *asJSON {

@@ -67,6 +67,9 @@ const DaemonEnv = "WIRELANE_DAEMON"
 // detaches, and exits when its interface is deleted or its socket
 // removed. Configuration goes over the UAPI socket.
 type Daemon struct {
+	// Log, Stderr and Prog are set before first use and not changed
+	// after.
+
 	// Log receives the command line that starts a daemon; nil = silent.
 	Log func(string)
 	// Stderr receives the starting daemon's output; nil = os.Stderr.
