@@ -461,6 +461,9 @@ func TestSaveConfig(t *testing.T) {
 	if fi, _ := os.Stat(conf); fi.Mode().Perm() != 0o600 {
 		t.Errorf("saved file mode %v", fi.Mode())
 	}
+	if bak, err := os.ReadFile(conf + ".bak"); err != nil || string(bak) != body {
+		t.Errorf("%s.bak = %q, %v; want the file as it was before save", conf, bak, err)
+	}
 	if c.Interface.MTU != 1300 || !c.Interface.SaveConfig || len(c.Interface.PostUp) != 1 || *c.Interface.FwMark != 51820 || *c.Interface.ListenPort != 51999 {
 		t.Errorf("interface part: %+v", c.Interface)
 	}
@@ -493,6 +496,43 @@ func TestSaveConfig(t *testing.T) {
 	if c, err = wgquick.Parse(conf, b); err != nil || len(c.Peers) != 2 || strings.Contains(string(b), newPeer) {
 		t.Errorf("down did not save the running state (%v):\n%s", err, b)
 	}
+}
+
+// TestSaveRefusesAStateWithoutTheKey is the lost-key case: a daemon that
+// has lost its private key (here: removed over UAPI) must not have its
+// empty state written over the file, neither by save nor by down with
+// SaveConfig = true.
+func TestSaveRefusesAStateWithoutTheKey(t *testing.T) {
+	logDaemon(t)
+	ns := tnetns.New(t, "wlk")
+	ifname := tnetns.Unique("wlk")
+	body, _ := fullTunnelConf(t, "SaveConfig = true")
+	conf := writeConf(t, ifname, body)
+	if out, err := wlIn(t, ns, "up", conf); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	wc, err := wgctrl.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	var none wgtypes.Key
+	if err := wc.ConfigureDevice(ifname, wgtypes.Config{PrivateKey: &none}); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"save", "down"} {
+		out, err := wlIn(t, ns, cmd, conf)
+		if err == nil || !strings.Contains(out, "has no private key") {
+			t.Errorf("%s of a keyless state: %v\n%s", cmd, err, out)
+		}
+		if b, _ := os.ReadFile(conf); string(b) != body {
+			t.Errorf("%s changed the file:\n%s", cmd, b)
+		}
+	}
+	if _, err := os.Stat(conf + ".bak"); err == nil {
+		t.Errorf("a refused save left %s.bak", conf)
+	}
+	// The tunnel is still up (down refused); deleting the namespace ends it.
 }
 
 // TestSameStateAsWGQuick brings the same files up with the real wg-quick
