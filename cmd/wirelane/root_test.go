@@ -532,7 +532,10 @@ func TestSaveRefusesAStateWithoutTheKey(t *testing.T) {
 	if _, err := os.Stat(conf + ".bak"); err == nil {
 		t.Errorf("a refused save left %s.bak", conf)
 	}
-	// The tunnel is still up (down refused); deleting the namespace ends it.
+	// The tunnel is still up (down refused): deleting its interface ends
+	// the daemon, which removes its socket.
+	tnetns.Run(t, ns, "ip", "link", "del", ifname)
+	tnetns.Eventually(t, 5*time.Second, "daemon exit", func() error { return socketGone(ifname) })
 }
 
 // TestSameStateAsWGQuick brings the same files up with the real wg-quick
