@@ -39,13 +39,15 @@ func cmdDemo(args []string) int {
 	ctx, stop := signalContext()
 	defer stop()
 	_, ttyErr := unix.IoctlGetTermios(int(os.Stdout.Fd()), unix.TCGETS)
+	eng := &wgtunnel.Daemon{Prog: prog} // logs nothing: the demo tells its own story
+	defer eng.Close()
 	_, err := demo.Run(ctx, demo.Options{
 		Duration: *dur,
 		MTU:      *mtu,
 		Keep:     *keep,
 		Out:      os.Stdout,
 		Progress: ttyErr == nil,
-		Engine:   &wgtunnel.Daemon{Prog: prog},
+		Engine:   eng,
 	})
 	if err != nil {
 		return failCtx(ctx, "demo", err)

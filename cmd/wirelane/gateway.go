@@ -86,7 +86,7 @@ func cmdGateway(args []string) int {
 		}
 		return 0
 	default: // down
-		if err := wgtunnel.Down(g.Config(), tunnelOptions()); err != nil {
+		if err := downTunnel(g.Config()); err != nil {
 			return fail(err)
 		}
 		return 0
@@ -123,7 +123,7 @@ func gatewayDownByName(name, path string) int {
 		return fail(fmt.Errorf("`%s' does not exist, and %s is not a WireGuard interface (no %s)", path, name, uapi.SocketPath(name)))
 	}
 	fmt.Fprintf(os.Stderr, "Note: `%s' does not exist; removing interface %s without running hooks\n", path, name)
-	if err := wgtunnel.Down(&wgquick.Config{Name: name, Path: path}, tunnelOptions()); err != nil {
+	if err := downTunnel(&wgquick.Config{Name: name, Path: path}); err != nil {
 		return fail(err)
 	}
 	return 0

@@ -101,7 +101,7 @@ func cmdDown(args []string) int {
 	if st >= 0 {
 		return st
 	}
-	if err := wgtunnel.Down(cfg, tunnelOptions()); err != nil {
+	if err := downTunnel(cfg); err != nil {
 		return fail(err)
 	}
 	return 0
@@ -121,26 +121,38 @@ func cmdSave(args []string) int {
 	if st >= 0 {
 		return st
 	}
-	if err := wgtunnel.Save(cfg, tunnelOptions()); err != nil {
+	o, done := tunnelOptions()
+	defer done()
+	if err := wgtunnel.Save(cfg, o); err != nil {
 		return fail(err)
 	}
 	return 0
 }
 
 // tunnelOptions prints what the tunnel library reports as wg-quick does:
-// "[#] " before every change, "Warning: " before warnings.
-func tunnelOptions() wgtunnel.Options {
+// "[#] " before every change, "Warning: " before warnings. The engine
+// starts daemons (wgtunnel.Daemon); done releases it.
+func tunnelOptions() (o wgtunnel.Options, done func()) {
+	eng := &wgtunnel.Daemon{Log: logCmd, Prog: prog}
 	return wgtunnel.Options{
-		Engine: &wgtunnel.Daemon{Log: logCmd, Prog: prog},
+		Engine: eng,
 		Log:    logCmd,
 		Warn:   func(s string) { fmt.Fprintf(os.Stderr, "Warning: %s\n", s) },
 		Note:   func(s string) { fmt.Fprintf(os.Stderr, "%s: %s\n", prog, s) },
-	}
+	}, func() { eng.Close() }
+}
+
+// downTunnel takes cfg's tunnel down.
+func downTunnel(cfg *wgquick.Config) error {
+	o, done := tunnelOptions()
+	defer done()
+	return wgtunnel.Down(cfg, o)
 }
 
 // upTunnel brings cfg up with the firewall choice of WIRELANE_FIREWALL.
 func upTunnel(ctx context.Context, cfg *wgquick.Config) error {
-	o := tunnelOptions()
+	o, done := tunnelOptions()
+	defer done()
 	noFW, err := wgtunnel.FirewallFromEnv()
 	if err != nil {
 		return err
