@@ -56,6 +56,8 @@ type Engine interface {
 	Close() error
 }
 
+var _ Engine = (*Daemon)(nil)
+
 // DaemonEnv names the variable that makes Daemon run another userspace
 // implementation: WIRELANE_DAEMON=PATH runs "PATH IFNAME".
 const DaemonEnv = "WIRELANE_DAEMON"
