@@ -339,3 +339,66 @@ func TestTunnelAddressesAndRoutesVia(t *testing.T) {
 		t.Errorf("%d routes left after rollback", n)
 	}
 }
+
+// TestTunnelAddressEnablesIPv6 gives an interface whose host disabled
+// IPv6 on it an IPv6 tunnel address: IPv6 is enabled first, and the
+// address skips duplicate address detection. /proc/sys/net is the
+// namespace of the thread that opens it, so the test moves its thread.
+func TestTunnelAddressEnablesIPv6(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates a network namespace and links in it")
+	}
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := netns.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := netns.Set(orig); err != nil {
+			t.Errorf("cannot return to the original namespace: %v", err) // thread stays locked
+			return
+		}
+		runtime.UnlockOSThread()
+		orig.Close()
+		ns.Close()
+	}()
+	c, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "dum0"}, PeerName: "dum1"}); err != nil {
+		t.Fatal(err)
+	}
+	const sysctl = "/proc/sys/net/ipv6/conf/dum0/disable_ipv6"
+	if err := os.WriteFile(sysctl, []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddTunnelAddress("dum0", netip.MustParsePrefix("fd08::6/64")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(sysctl); strings.TrimSpace(string(b)) != "0" {
+		t.Errorf("disable_ipv6 = %q after adding an IPv6 tunnel address", b)
+	}
+	l, _ := c.Link("dum0")
+	as, err := c.h.AddrList(l, netlink.FAMILY_V6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, a := range as {
+		if a.IPNet.String() == "fd08::6/64" {
+			found = true
+			if a.Flags&unix.IFA_F_NODAD == 0 {
+				t.Errorf("address flags %#x: no IFA_F_NODAD", a.Flags)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("fd08::6/64 not on dum0: %v", as)
+	}
+}
