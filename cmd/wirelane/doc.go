@@ -4,8 +4,8 @@ package main
 // completions are generated from (internal/tools/clidoc). Commands,
 // summaries and help texts come from the command table in main.go, flags
 // from the flag sets the commands really parse (collected through
-// describeFlags and ovpntunnel.DescribeFlags), so none of them can drift from
-// --help. doc_test.go compares the committed files under packaging/ with
+// describeFlags, and ovpnConnectFlags and ovpnServeFlags for ovpn), so
+// none of them can drift from --help. doc_test.go compares the committed files under packaging/ with
 // what this produces.
 
 import (
@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/wirelane/wirelane/internal/tools/clidoc"
-	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 )
 
 const docDescription = `wirelane brings WireGuard tunnels up and down from wg-quick files, as
@@ -107,28 +106,29 @@ func commandFlags(c *command) []clidoc.Flag {
 	return flags
 }
 
-// ovpnDoc describes "ovpn connect" and "ovpn serve" from ovpntunnel's own
-// usage texts and flag sets.
+// ovpnDoc describes "ovpn connect" and "ovpn serve" from their own usage
+// texts and flag sets (ovpn.go).
 func ovpnDoc() []*clidoc.Command {
 	summaries := map[string]string{
 		"connect": "join an OpenVPN 2.6 server as a client",
 		"serve":   "run an OpenVPN server that OpenVPN 2.6 clients join",
 	}
+	connect, _, _ := ovpnConnectFlags()
+	serve, _ := ovpnServeFlags()
 	var out []*clidoc.Command
 	for _, sub := range []struct {
-		name string
-		run  func([]string) int
-	}{{"connect", ovpntunnel.Connect}, {"serve", ovpntunnel.Serve}} {
-		d := &clidoc.Command{Name: sub.name, Summary: summaries[sub.name], Args: clidoc.Args{Files: "*"}}
-		ovpntunnel.DescribeFlags = func(usage string, fs *flag.FlagSet) {
-			first, rest, _ := strings.Cut(usage, "\n")
-			d.Synopsis = strings.TrimSpace(strings.TrimPrefix(first, "Usage: "+prog+" ovpn "+sub.name))
-			d.Help = strings.TrimSpace(rest)
-			d.Flags = clidoc.FlagsOf(fs)
-		}
-		sub.run([]string{"--help"})
-		ovpntunnel.DescribeFlags = nil
-		out = append(out, d)
+		name, usage string
+		fs          *flag.FlagSet
+	}{{"connect", ovpnConnectUsage, connect}, {"serve", ovpnServeUsage, serve}} {
+		first, rest, _ := strings.Cut(sub.usage, "\n")
+		out = append(out, &clidoc.Command{
+			Name:     sub.name,
+			Summary:  summaries[sub.name],
+			Args:     clidoc.Args{Files: "*"},
+			Synopsis: strings.TrimSpace(strings.TrimPrefix(first, "Usage: "+prog+" ovpn "+sub.name)),
+			Help:     strings.TrimSpace(rest),
+			Flags:    clidoc.FlagsOf(sub.fs),
+		})
 	}
 	return out
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/wirelane/wirelane/internal/sys/procs"
 	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
@@ -25,9 +28,10 @@ func ovpnUsage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: %s ovpn connect|serve [flags] FILE\n%s\n", prog, ovpnHelp)
 }
 
-// cmdOvpn dispatches `wirelane ovpn connect|serve` to the OpenVPN front end.
-// Both run their data path in this process, so they choose its threads
-// as the WireGuard daemon does (internal/sys/procs).
+// cmdOvpn dispatches `wirelane ovpn connect|serve`: their flags are
+// parsed here, and the tunnel is run by internal/tunnel/ovpntunnel. Both
+// run their data path in this process, so they choose its threads as the
+// WireGuard daemon does (internal/sys/procs).
 func cmdOvpn(args []string) int {
 	if len(args) == 0 {
 		ovpnUsage(os.Stderr)
@@ -35,11 +39,9 @@ func cmdOvpn(args []string) int {
 	}
 	switch args[0] {
 	case "connect":
-		procs.Apply()
-		return ovpntunnel.Connect(args[1:])
+		return ovpnConnect(args[1:])
 	case "serve":
-		procs.Apply()
-		return ovpntunnel.Serve(args[1:])
+		return ovpnServe(args[1:])
 	}
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "help" {
@@ -50,4 +52,132 @@ func cmdOvpn(args []string) int {
 	fmt.Fprintf(os.Stderr, "%s ovpn: unknown subcommand %q\n", prog, args[0])
 	ovpnUsage(os.Stderr)
 	return 2
+}
+
+const ovpnConnectUsage = `Usage: wirelane ovpn connect [flags] FILE.ovpn
+
+Connects to the OpenVPN server of a client configuration file, brings up a
+TUN device with the pushed address and routes, registers the pushed DNS
+servers and search domains with resolvconf(8) when it is installed (as
+wg-quick does), and keeps the tunnel up until Ctrl-C. Needs root
+(CAP_NET_ADMIN).`
+
+const ovpnServeUsage = `Usage: wirelane ovpn serve [flags] CONFIG
+
+Runs an OpenVPN 2.6 server from an OpenVPN-style server configuration
+(port, proto, server NET MASK, ca/cert/key, tls-auth or tls-crypt,
+data-ciphers, push "route ...", keepalive, client-to-client). Creates the
+TUN device with the server's tunnel address and serves until Ctrl-C.
+Needs root (CAP_NET_ADMIN).`
+
+// devUsage documents --dev of both subcommands.
+const devUsage = "TUN interface name (default: the file's dev, tun means the kernel picks tunN)"
+
+// ovpnConnectFlags returns the flag set of `ovpn connect`, filling o (and
+// dns, the --dns text) as it parses.
+func ovpnConnectFlags() (fs *flag.FlagSet, o *ovpntunnel.ConnectOptions, dns *string) {
+	fs = flag.NewFlagSet("wirelane ovpn connect", flag.ContinueOnError)
+	o = &ovpntunnel.ConnectOptions{}
+	fs.StringVar(&o.Dev, "dev", "", devUsage)
+	fs.IntVar(&o.MTU, "mtu", 1500, "TUN MTU")
+	fs.StringVar(&o.AuthFile, "auth-file", "", "`file` with the username and password lines for auth-user-pass")
+	fs.BoolVar(&o.NoRoutes, "no-routes", false, "do not install pushed routes (addresses only)")
+	fs.BoolVar(&o.BlockIPv6, "block-ipv6", false, "answer IPv6 packets into the tunnel with ICMPv6 no-route instead of sending them (as the block-ipv6 directive; with redirect-gateway, global IPv6 is routed into the tunnel)")
+	dns = fs.String("dns", "auto", "pushed DNS servers: auto (register them with resolvconf when it is installed, else warn) or off")
+	fs.BoolVar(&o.Verbose, "v", false, "log protocol details to stderr")
+	return fs, o, dns
+}
+
+// ovpnServeFlags returns the flag set of `ovpn serve`, filling o.
+func ovpnServeFlags() (fs *flag.FlagSet, o *ovpntunnel.ServeOptions) {
+	fs = flag.NewFlagSet("wirelane ovpn serve", flag.ContinueOnError)
+	o = &ovpntunnel.ServeOptions{}
+	fs.StringVar(&o.Dev, "dev", "", devUsage)
+	fs.BoolVar(&o.Verbose, "v", false, "log protocol details to stderr")
+	return fs, o
+}
+
+// ovpnConnect parses `wirelane ovpn connect`'s flags and runs the client.
+func ovpnConnect(args []string) int {
+	fs, o, dns := ovpnConnectFlags()
+	file, code, ok := ovpnArgs(fs, ovpnConnectUsage, args)
+	if !ok {
+		return code
+	}
+	o.File = file
+	if o.MTU < 576 || o.MTU > 65535 {
+		fmt.Fprintf(os.Stderr, "wirelane ovpn connect: --mtu %d out of range 576..65535\n", o.MTU)
+		return 2
+	}
+	var err error
+	if o.DNS, err = ovpntunnel.ParseDNSMode(*dns); err != nil {
+		fmt.Fprintf(os.Stderr, "wirelane ovpn connect: %v\n", err)
+		return 2
+	}
+	procs.Apply()
+	return ovpntunnel.Connect(*o)
+}
+
+// ovpnServe parses `wirelane ovpn serve`'s flags and runs the server.
+func ovpnServe(args []string) int {
+	fs, o := ovpnServeFlags()
+	file, code, ok := ovpnArgs(fs, ovpnServeUsage, args)
+	if !ok {
+		return code
+	}
+	o.File = file
+	procs.Apply()
+	return ovpntunnel.Serve(*o)
+}
+
+// ovpnPrintUsage prints usage and the flags in the style of every
+// wirelane command's --help: long flags with two dashes, one-letter ones
+// with one.
+func ovpnPrintUsage(w io.Writer, usage string, fs *flag.FlagSet) {
+	fmt.Fprintln(w, usage)
+	fmt.Fprintln(w, "\nFlags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, text := flag.UnquoteUsage(f)
+		name := "--" + f.Name
+		if len(f.Name) == 1 {
+			name = "-" + f.Name
+		}
+		if kind != "" {
+			name += " " + strings.ToUpper(kind)
+		}
+		if d := f.DefValue; d != "" && d != "false" && d != "0" {
+			text += " (default " + d + ")"
+		}
+		fmt.Fprintf(w, "  %s\n        %s\n", name, text)
+	})
+}
+
+// ovpnArgs parses flags placed before or after the one positional
+// argument. It returns the argument, or an exit status (0 after --help,
+// which prints the usage on standard output).
+func ovpnArgs(fs *flag.FlagSet, usage string, args []string) (string, int, bool) {
+	fs.SetOutput(io.Discard) // errors and --help are printed below
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				ovpnPrintUsage(os.Stdout, usage, fs)
+				return "", 0, false
+			}
+			fmt.Fprintf(os.Stderr, "%s: %v\n", fs.Name(), err)
+			ovpnPrintUsage(os.Stderr, usage, fs)
+			return "", 2, false
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(os.Stderr, "%s: want exactly one file argument, got %d\n", fs.Name(), len(pos))
+		ovpnPrintUsage(os.Stderr, usage, fs)
+		return "", 2, false
+	}
+	return pos[0], 0, true
 }

@@ -2,6 +2,7 @@ package ovpntunnel
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -17,7 +18,7 @@ func TestMain(m *testing.M) {
 	if d := os.Getenv("WIRELANE_OVPNCLI_STATUS_DIR"); d != "" {
 		StatusDir = d
 	}
-	helper := map[string]func([]string) int{"connect": Connect, "serve": Serve}[os.Getenv("WIRELANE_OVPNCLI_HELPER")]
+	helper := map[string]func([]string) int{"connect": helperConnect, "serve": helperServe}[os.Getenv("WIRELANE_OVPNCLI_HELPER")]
 	if helper != nil {
 		procs.Apply() // as `wirelane ovpn connect|serve` does
 		// WIRELANE_OVPNCLI_CPUPROFILE=PREFIX writes PREFIX.connect and
@@ -44,41 +45,50 @@ func capture(t *testing.T) (out, errOut *bytes.Buffer) {
 	return out, errOut
 }
 
-func TestUsageErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		fn   func([]string) int
-		args []string
-		code int
-		want string
-	}{
-		{"connect without a file", Connect, nil, 2, "want exactly one file argument, got 0"},
-		{"connect with two files", Connect, []string{"a.ovpn", "b.ovpn"}, 2, "got 2"},
-		{"connect with an unknown flag", Connect, []string{"--bogus", "a.ovpn"}, 2, "flag provided but not defined"},
-		{"connect with a bad MTU", Connect, []string{"--mtu", "10", "a.ovpn"}, 2, "--mtu 10 out of range"},
-		{"connect with a bad --dns", Connect, []string{"--dns", "yes", "a.ovpn"}, 2, `--dns "yes": want auto or off`},
-		{"connect help", Connect, []string{"--help"}, 0, "Usage: wirelane ovpn connect"},
-		{"connect help spells long flags with two dashes", Connect, []string{"--help"}, 0, "\n  --auth-file FILE\n"},
-		{"connect help spells one-letter flags with one", Connect, []string{"--help"}, 0, "\n  -v\n"},
-		{"serve without a file", Serve, nil, 2, "want exactly one file argument"},
-		{"serve help", Serve, []string{"-h"}, 0, "Usage: wirelane ovpn serve"},
-		{"connect to a missing file", Connect, []string{"/nonexistent/x.ovpn"}, 1, "no such file"},
-		{"serve a missing file", Serve, []string{"/nonexistent/server.conf"}, 1, "no such file"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, errOut := capture(t)
-			if code := tc.fn(tc.args); code != tc.code {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, errOut)
-			}
-			// --help is what was asked for: it goes to standard output.
-			got, stream := errOut, "stderr"
-			if tc.code == 0 {
-				got, stream = out, "stdout"
-			}
-			if !strings.Contains(got.String(), tc.want) {
-				t.Fatalf("%s lacks %q:\n%s", stream, tc.want, got)
-			}
-		})
+// helperConnect runs Connect with the flags the end-to-end tests give
+// (cmd/wirelane parses the real command line; its tests cover the flags).
+func helperConnect(args []string) int {
+	o := ConnectOptions{MTU: 1500}
+	fs := flag.NewFlagSet("connect", flag.ContinueOnError)
+	fs.StringVar(&o.Dev, "dev", "", "")
+	fs.IntVar(&o.MTU, "mtu", o.MTU, "")
+	fs.StringVar(&o.AuthFile, "auth-file", "", "")
+	fs.BoolVar(&o.NoRoutes, "no-routes", false, "")
+	fs.BoolVar(&o.BlockIPv6, "block-ipv6", false, "")
+	fs.BoolVar(&o.Verbose, "v", false, "")
+	dns := fs.String("dns", "auto", "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		return 2
+	}
+	var err error
+	if o.DNS, err = ParseDNSMode(*dns); err != nil {
+		return 2
+	}
+	o.File = fs.Arg(0)
+	return Connect(o)
+}
+
+// helperServe runs Serve with the flags the end-to-end tests give.
+func helperServe(args []string) int {
+	var o ServeOptions
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&o.Dev, "dev", "", "")
+	fs.BoolVar(&o.Verbose, "v", false, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		return 2
+	}
+	o.File = fs.Arg(0)
+	return Serve(o)
+}
+
+func TestMissingFiles(t *testing.T) {
+	_, errOut := capture(t)
+	if code := Connect(ConnectOptions{File: "/nonexistent/x.ovpn", MTU: 1500}); code != 1 || !strings.Contains(errOut.String(), "no such file") {
+		t.Errorf("connect to a missing file: exit %d, stderr:\n%s", code, errOut)
+	}
+	errOut.Reset()
+	if code := Serve(ServeOptions{File: "/nonexistent/server.conf"}); code != 1 || !strings.Contains(errOut.String(), "no such file") {
+		t.Errorf("serve a missing file: exit %d, stderr:\n%s", code, errOut)
 	}
 }
 
@@ -89,11 +99,11 @@ func TestConfigErrorsNameTheLine(t *testing.T) {
 	cli := filepath.Join(dir, "c.ovpn")
 	os.WriteFile(cli, []byte("client\nremote 192.0.2.1 1194\nfragment 1300\n"), 0o600)
 	_, errOut := capture(t)
-	if code := Serve([]string{srv}); code != 1 || !strings.Contains(errOut.String(), "server.conf:4: comp-lzo") {
+	if code := Serve(ServeOptions{File: srv}); code != 1 || !strings.Contains(errOut.String(), "server.conf:4: comp-lzo") {
 		t.Fatalf("serve: exit %d, stderr:\n%s", code, errOut)
 	}
 	errOut.Reset()
-	if code := Connect([]string{cli}); code != 1 || !strings.Contains(errOut.String(), "c.ovpn:3: fragment") {
+	if code := Connect(ConnectOptions{File: cli, MTU: 1500}); code != 1 || !strings.Contains(errOut.String(), "c.ovpn:3: fragment") {
 		t.Fatalf("connect: exit %d, stderr:\n%s", code, errOut)
 	}
 }

@@ -1,7 +1,6 @@
-// Package ovpntunnel holds the `wirelane ovpn` commands:
-//
-//	wirelane ovpn connect [--dev NAME] [--mtu N] [--auth-file FILE] [--no-routes] [--dns auto|off] [--block-ipv6] [-v] FILE.ovpn
-//	wirelane ovpn serve [--dev NAME] [-v] CONFIG
+// Package ovpntunnel brings OpenVPN tunnels up and down: what
+// `wirelane ovpn connect` and `wirelane ovpn serve` run once cmd/wirelane
+// has parsed their flags (ConnectOptions, ServeOptions).
 //
 // Connect dials an OpenVPN server with ovpn/client, creates a TUN device,
 // gives it the pushed address and routes through netlink, registers the
@@ -13,13 +12,13 @@
 // server's tunnel address.
 //
 // Exit status: 0 after a clean shutdown, 1 when the tunnel failed or
-// ended for good (AUTH_FAILED, HALT), 2 for a usage error.
+// ended for good (AUTH_FAILED, HALT), 2 for a usage error (a file that
+// asks for credentials the options do not give).
 package ovpntunnel
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -42,82 +41,6 @@ var (
 	stderr io.Writer = os.Stderr
 )
 
-const connectUsage = `Usage: wirelane ovpn connect [flags] FILE.ovpn
-
-Connects to the OpenVPN server of a client configuration file, brings up a
-TUN device with the pushed address and routes, registers the pushed DNS
-servers and search domains with resolvconf(8) when it is installed (as
-wg-quick does), and keeps the tunnel up until Ctrl-C. Needs root
-(CAP_NET_ADMIN).`
-
-// DescribeFlags, when set, is called by Connect and Serve with their usage
-// text and flag set instead of running: cmd/wirelane builds its man page
-// and shell completions from them, so those cannot drift from the flags.
-var DescribeFlags func(usage string, fs *flag.FlagSet)
-
-// newFlags returns a flag set that prints usage text plus the flags.
-func newFlags(name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { printUsage(fs.Output(), usage, fs) }
-	return fs
-}
-
-// printUsage prints usage and the flags in the style of every wirelane
-// command's --help: long flags with two dashes, one-letter ones with one.
-func printUsage(w io.Writer, usage string, fs *flag.FlagSet) {
-	fmt.Fprintln(w, usage)
-	fmt.Fprintln(w, "\nFlags:")
-	fs.VisitAll(func(f *flag.Flag) {
-		kind, text := flag.UnquoteUsage(f)
-		name := "--" + f.Name
-		if len(f.Name) == 1 {
-			name = "-" + f.Name
-		}
-		if kind != "" {
-			name += " " + strings.ToUpper(kind)
-		}
-		if d := f.DefValue; d != "" && d != "false" && d != "0" {
-			text += " (default " + d + ")"
-		}
-		fmt.Fprintf(w, "  %s\n        %s\n", name, text)
-	})
-}
-
-// parseArgs parses flags placed before or after the one positional
-// argument. It returns the argument, or an exit status (0 after --help,
-// which prints the usage on standard output).
-func parseArgs(fs *flag.FlagSet, usage string, args []string) (string, int, bool) {
-	if DescribeFlags != nil {
-		DescribeFlags(usage, fs)
-		return "", 0, false
-	}
-	fs.SetOutput(io.Discard) // errors and --help are printed below
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				printUsage(stdout, usage, fs)
-				return "", 0, false
-			}
-			fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-			printUsage(stderr, usage, fs)
-			return "", 2, false
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	if len(pos) != 1 {
-		fmt.Fprintf(stderr, "%s: want exactly one file argument, got %d\n", fs.Name(), len(pos))
-		printUsage(stderr, usage, fs)
-		return "", 2, false
-	}
-	return pos[0], 0, true
-}
-
 func progress(format string, args ...any) {
 	fmt.Fprintf(stdout, "ovpn: "+format+"\n", args...)
 }
@@ -127,31 +50,34 @@ func warn(format string, args ...any) {
 	fmt.Fprintf(stderr, "wirelane ovpn connect: "+format+"\n", args...)
 }
 
-// Connect implements `wirelane ovpn connect`. It returns the exit status.
-func Connect(args []string) int {
-	fs := newFlags("wirelane ovpn connect", connectUsage)
-	dev := fs.String("dev", "", "TUN interface name (default: the file's dev, tun means the kernel picks tunN)")
-	mtu := fs.Int("mtu", 1500, "TUN MTU")
-	authFile := fs.String("auth-file", "", "`file` with the username and password lines for auth-user-pass")
-	noRoutes := fs.Bool("no-routes", false, "do not install pushed routes (addresses only)")
-	blockFlag := fs.Bool("block-ipv6", false, "answer IPv6 packets into the tunnel with ICMPv6 no-route instead of sending them (as the block-ipv6 directive; with redirect-gateway, global IPv6 is routed into the tunnel)")
-	dnsFlag := fs.String("dns", "auto", "pushed DNS servers: auto (register them with resolvconf when it is installed, else warn) or off")
-	verbose := fs.Bool("v", false, "log protocol details to stderr")
-	file, code, ok := parseArgs(fs, connectUsage, args)
-	if !ok {
-		return code
-	}
-	if *mtu < 576 || *mtu > 65535 {
-		fmt.Fprintf(stderr, "wirelane ovpn connect: --mtu %d out of range 576..65535\n", *mtu)
-		return 2
-	}
-	dnsMode, err := parseDNSMode(*dnsFlag)
-	if err != nil {
-		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
-		return 2
-	}
+// ConnectOptions is what `wirelane ovpn connect` was asked to do.
+type ConnectOptions struct {
+	// File is the client configuration (.ovpn).
+	File string
+	// Dev names the TUN device: "" takes the file's dev, and "tun" (or
+	// none in the file) lets the kernel pick tunN.
+	Dev string
+	// MTU of the TUN device, 576 to 65535.
+	MTU int
+	// AuthFile holds the username and password lines for auth-user-pass.
+	AuthFile string
+	// NoRoutes installs no pushed routes (addresses only).
+	NoRoutes bool
+	// BlockIPv6 answers IPv6 packets into the tunnel with ICMPv6 no-route
+	// instead of sending them, as the block-ipv6 directive does.
+	BlockIPv6 bool
+	// DNS says what to do with pushed DNS servers.
+	DNS DNSMode
+	// Verbose logs protocol details to stderr.
+	Verbose bool
+}
+
+// Connect runs an OpenVPN client until it is interrupted or the tunnel
+// ends for good, and returns the exit status.
+func Connect(o ConnectOptions) int {
+	file := o.File
 	logf := func(string, ...any) {}
-	if *verbose {
+	if o.Verbose {
 		logf = func(format string, a ...any) {
 			fmt.Fprintf(stderr, time.Now().Format("15:04:05.000 ")+format+"\n", a...)
 		}
@@ -161,29 +87,29 @@ func Connect(args []string) int {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
-	cfgBlock := *blockFlag || cfg.BlockIPv6
+	cfgBlock := o.BlockIPv6 || cfg.BlockIPv6
 	for _, w := range cfg.Warnings {
 		logf("%s: %s", file, w)
 	}
-	opts := client.Options{Logger: protocolLogger(*verbose)}
+	opts := client.Options{Logger: protocolLogger(o.Verbose)}
 	if cfg.AuthUserPass && cfg.Username == "" {
-		if *authFile == "" {
+		if o.AuthFile == "" {
 			fmt.Fprintf(stderr, "wirelane ovpn connect: %s uses auth-user-pass without credentials; pass --auth-file FILE (username line, password line)\n", file)
 			return 2
 		}
-		b, err := os.ReadFile(*authFile)
+		b, err := os.ReadFile(o.AuthFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 			return 1
 		}
 		lines := strings.Split(strings.ReplaceAll(string(b), "\r", ""), "\n")
 		if len(lines) < 2 || lines[0] == "" {
-			fmt.Fprintf(stderr, "wirelane ovpn connect: %s: want a username line and a password line\n", *authFile)
+			fmt.Fprintf(stderr, "wirelane ovpn connect: %s: want a username line and a password line\n", o.AuthFile)
 			return 1
 		}
 		opts.Username, opts.Password = lines[0], lines[1]
 	}
-	ifname := *dev
+	ifname := o.Dev
 	if ifname == "" {
 		ifname = cfg.Dev
 	}
@@ -240,7 +166,7 @@ func Connect(args []string) int {
 		}
 		return waitSession(ctx, sess, pub.close)
 	}
-	d, err := tun.CreateTUN(ifname, *mtu)
+	d, err := tun.CreateTUN(ifname, o.MTU)
 	if err != nil {
 		sess.Close()
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
@@ -249,7 +175,7 @@ func Connect(args []string) int {
 	name, _ := d.Name()
 	nc, err := openLink(name, logf)
 	if err == nil {
-		err = nc.up(push.Local, push.Local6, *mtu)
+		err = nc.up(push.Local, push.Local6, o.MTU)
 	}
 	if err != nil {
 		sess.Close()
@@ -257,8 +183,8 @@ func Connect(args []string) int {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
-	progress("device %s: %s, mtu %d, up", name, bothString(push.Local, push.Local6), *mtu)
-	dns := &dnsApplier{ifname: name, mode: dnsMode, local: cfg.DHCPOptions, res: newResolvconf(logf), progress: progress, warn: warn}
+	progress("device %s: %s, mtu %d, up", name, bothString(push.Local, push.Local6), o.MTU)
+	dns := &dnsApplier{ifname: name, mode: o.DNS, local: cfg.DHCPOptions, res: newResolvconf(logf), progress: progress, warn: warn}
 	teardown := func() {
 		dns.remove()
 		nc.teardown()
@@ -270,7 +196,7 @@ func Connect(args []string) int {
 	if b := block.Load(); b != nil {
 		progress("block-ipv6: IPv6 packets into the tunnel are answered with ICMPv6 no-route from %s, not sent", b.src)
 	}
-	if !*noRoutes {
+	if !o.NoRoutes {
 		if err := installRoutes(nc, sess.RemoteAddr().Addr(), push, block.Load() != nil); err != nil {
 			sess.Close()
 			teardown()
@@ -288,7 +214,7 @@ func Connect(args []string) int {
 	// a receive batch per write, so the device can coalesce it (GRO).
 	sess.DeliverTo(d, tunOffset)
 	progress("tunnel up; press Ctrl-C to disconnect")
-	r := &reconnector{ctx: ctx, cfg: cfg, opts: opts, dev: d, nc: nc, dns: dns, routes: !*noRoutes, cur: &cur, applied: push,
+	r := &reconnector{ctx: ctx, cfg: cfg, opts: opts, dev: d, nc: nc, dns: dns, routes: !o.NoRoutes, cur: &cur, applied: push,
 		blockCfg: cfgBlock, block: &block}
 	return r.run(func() { pub.close(); teardown() })
 }

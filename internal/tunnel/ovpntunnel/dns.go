@@ -28,21 +28,24 @@ import (
 	"github.com/wirelane/wirelane/ovpn/control"
 )
 
-// dnsMode is the value of --dns.
-type dnsMode int
+// DNSMode says what Connect does with pushed DNS servers (--dns).
+type DNSMode int
 
 const (
-	dnsAuto dnsMode = iota // apply pushed DNS through resolvconf when installed
-	dnsOff                 // leave the host's resolver alone
+	// DNSAuto registers the pushed DNS servers with resolvconf when it is
+	// installed, else warns.
+	DNSAuto DNSMode = iota
+	// DNSOff leaves the host's resolver alone.
+	DNSOff
 )
 
-// parseDNSMode reads a --dns value.
-func parseDNSMode(s string) (dnsMode, error) {
+// ParseDNSMode reads a --dns value: auto or off.
+func ParseDNSMode(s string) (DNSMode, error) {
 	switch s {
 	case "auto":
-		return dnsAuto, nil
+		return DNSAuto, nil
 	case "off":
-		return dnsOff, nil
+		return DNSOff, nil
 	}
 	return 0, fmt.Errorf("--dns %q: want auto or off", s)
 }
@@ -80,7 +83,7 @@ func joinAddrs(as []netip.Addr) string {
 // --dns=off or when no server was pushed (search domains alone would
 // send lookups of short names to the host's resolvers), else the pushed
 // servers and search list. notes say what was left out and why.
-func planDNS(mode dnsMode, push *control.PushReply) (s dnsSettings, notes []string) {
+func planDNS(mode DNSMode, push *control.PushReply) (s dnsSettings, notes []string) {
 	for _, ig := range push.Ignored {
 		notes = append(notes, "pushed option skipped: "+ig)
 	}
@@ -88,7 +91,7 @@ func planDNS(mode dnsMode, push *control.PushReply) (s dnsSettings, notes []stri
 	switch {
 	case len(push.DNS) == 0 && len(search) == 0:
 		return dnsSettings{}, notes
-	case mode == dnsOff:
+	case mode == DNSOff:
 		return dnsSettings{}, append(notes, fmt.Sprintf("pushed DNS (%s) not applied: --dns=off", dnsSettings{push.DNS, search}))
 	case len(push.DNS) == 0:
 		return dnsSettings{}, append(notes, fmt.Sprintf("pushed search domains %s not applied: no DNS server pushed", strings.Join(search, " ")))
@@ -130,7 +133,7 @@ type resolver interface {
 // session's push. It is used from the connect command's goroutine only.
 type dnsApplier struct {
 	ifname   string
-	mode     dnsMode
+	mode     DNSMode
 	local    []string // the .ovpn file's own dhcp-option lines (config.Config.DHCPOptions)
 	res      resolver
 	progress func(string, ...any) // progress lines (stdout)

@@ -47,22 +47,22 @@ func mustPush(t *testing.T, opts ...string) *control.PushReply {
 func TestPlanDNS(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		mode    dnsMode
+		mode    DNSMode
 		opts    []string
 		servers string // joined, "" for nothing applied
 		search  []string
 		note    string // a note that must be printed ("" for none at all)
 	}{
-		{"nothing pushed", dnsAuto, nil, "", nil, ""},
-		{"one server", dnsAuto, []string{"dhcp-option DNS 10.8.0.1"}, "10.8.0.1", nil, ""},
-		{"both families and domains", dnsAuto, []string{"dhcp-option DNS 10.8.0.1", "dhcp-option DNS6 fd00::53",
+		{"nothing pushed", DNSAuto, nil, "", nil, ""},
+		{"one server", DNSAuto, []string{"dhcp-option DNS 10.8.0.1"}, "10.8.0.1", nil, ""},
+		{"both families and domains", DNSAuto, []string{"dhcp-option DNS 10.8.0.1", "dhcp-option DNS6 fd00::53",
 			"dhcp-option DOMAIN-SEARCH lab.example", "dhcp-option DOMAIN corp.example"},
 			"10.8.0.1 fd00::53", []string{"corp.example", "lab.example"}, ""},
-		{"off", dnsOff, []string{"dhcp-option DNS 10.8.0.1", "dhcp-option DOMAIN corp.example"}, "", nil,
+		{"off", DNSOff, []string{"dhcp-option DNS 10.8.0.1", "dhcp-option DOMAIN corp.example"}, "", nil,
 			"pushed DNS (10.8.0.1, search corp.example) not applied: --dns=off"},
-		{"search domains without a server", dnsAuto, []string{"dhcp-option DOMAIN corp.example"}, "", nil,
+		{"search domains without a server", DNSAuto, []string{"dhcp-option DOMAIN corp.example"}, "", nil,
 			"pushed search domains corp.example not applied: no DNS server pushed"},
-		{"malformed server", dnsAuto, []string{"dhcp-option DNS 10.8.0.1", "dhcp-option DNS nonsense"}, "10.8.0.1", nil,
+		{"malformed server", DNSAuto, []string{"dhcp-option DNS 10.8.0.1", "dhcp-option DNS nonsense"}, "10.8.0.1", nil,
 			`pushed option skipped: "dhcp-option DNS nonsense": not a server address`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,7 +78,7 @@ func TestPlanDNS(t *testing.T) {
 }
 
 // newTestApplier returns an applier on a fake resolver and what it printed.
-func newTestApplier(mode dnsMode, res resolver) (*dnsApplier, *[]string) {
+func newTestApplier(mode DNSMode, res resolver) (*dnsApplier, *[]string) {
 	var out []string
 	pr := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
 	return &dnsApplier{ifname: "tun7", mode: mode, res: res, progress: pr, warn: pr}, &out
@@ -90,7 +90,7 @@ func newTestApplier(mode dnsMode, res resolver) (*dnsApplier, *[]string) {
 // teardown.
 func TestDNSApplierFollowsPushes(t *testing.T) {
 	res := &fakeResolver{}
-	d, out := newTestApplier(dnsAuto, res)
+	d, out := newTestApplier(DNSAuto, res)
 	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DOMAIN corp.example"))
 	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DOMAIN corp.example")) // reconnect, same push
 	d.apply(mustPush(t, "dhcp-option DNS 10.9.0.1", "dhcp-option DOMAIN corp.example")) // another server
@@ -112,7 +112,7 @@ func TestDNSApplierFollowsPushes(t *testing.T) {
 
 func TestDNSApplierOff(t *testing.T) {
 	res := &fakeResolver{}
-	d, out := newTestApplier(dnsOff, res)
+	d, out := newTestApplier(DNSOff, res)
 	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1"))
 	d.apply(mustPush(t, "dhcp-option DNS 10.9.0.1"))
 	d.remove()
@@ -129,7 +129,7 @@ func TestDNSApplierOff(t *testing.T) {
 // different one does. Other resolvconf failures are warnings too.
 func TestDNSApplierWithoutResolvconf(t *testing.T) {
 	res := &fakeResolver{missing: true}
-	d, out := newTestApplier(dnsAuto, res)
+	d, out := newTestApplier(DNSAuto, res)
 	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DNS6 fd00::53"))
 	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DNS6 fd00::53"))
 	if len(*out) != 1 || !strings.Contains((*out)[0], "resolvconf is not installed; the DNS servers the server pushed (10.8.0.1 fd00::53) were not applied") {
@@ -142,7 +142,7 @@ func TestDNSApplierWithoutResolvconf(t *testing.T) {
 	}
 
 	res = &fakeResolver{fail: fmt.Errorf("resolvconf -a tun7: exit status 1")}
-	d, out = newTestApplier(dnsAuto, res)
+	d, out = newTestApplier(DNSAuto, res)
 	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1"))
 	d.remove()
 	if len(*out) != 1 || !strings.Contains((*out)[0], "DNS servers 10.8.0.1 not applied: resolvconf -a tun7: exit status 1") || len(res.calls) != 0 {
@@ -152,7 +152,7 @@ func TestDNSApplierWithoutResolvconf(t *testing.T) {
 	// A failure after an earlier push was registered removes the old
 	// servers rather than leave them in use.
 	res = &fakeResolver{}
-	d, _ = newTestApplier(dnsAuto, res)
+	d, _ = newTestApplier(DNSAuto, res)
 	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1"))
 	res.fail = fmt.Errorf("exit status 1")
 	d.apply(mustPush(t, "dhcp-option DNS 10.9.0.1"))
@@ -163,13 +163,13 @@ func TestDNSApplierWithoutResolvconf(t *testing.T) {
 }
 
 func TestParseDNSMode(t *testing.T) {
-	if m, err := parseDNSMode("auto"); m != dnsAuto || err != nil {
+	if m, err := ParseDNSMode("auto"); m != DNSAuto || err != nil {
 		t.Error("auto", m, err)
 	}
-	if m, err := parseDNSMode("off"); m != dnsOff || err != nil {
+	if m, err := ParseDNSMode("off"); m != DNSOff || err != nil {
 		t.Error("off", m, err)
 	}
-	if _, err := parseDNSMode("on"); err == nil || !strings.Contains(err.Error(), `--dns "on": want auto or off`) {
+	if _, err := ParseDNSMode("on"); err == nil || !strings.Contains(err.Error(), `--dns "on": want auto or off`) {
 		t.Error(err)
 	}
 }
@@ -180,16 +180,16 @@ func TestParseDNSMode(t *testing.T) {
 func TestLocalDHCPOptionsJoinThePush(t *testing.T) {
 	local := []string{"dhcp-option DNS 192.0.2.53", "dhcp-option DOMAIN home.example"}
 	push := mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DOMAIN corp.example")
-	s, _ := planDNS(dnsAuto, withLocalDNS(local, push))
+	s, _ := planDNS(DNSAuto, withLocalDNS(local, push))
 	if joinAddrs(s.servers) != "192.0.2.53 10.8.0.1" || !slices.Equal(s.search, []string{"corp.example"}) {
 		t.Errorf("servers %q search %q", joinAddrs(s.servers), s.search)
 	}
 	// Only the file's lines: they are applied on their own.
-	s, _ = planDNS(dnsAuto, withLocalDNS(local, mustPush(t)))
+	s, _ = planDNS(DNSAuto, withLocalDNS(local, mustPush(t)))
 	if joinAddrs(s.servers) != "192.0.2.53" || !slices.Equal(s.search, []string{"home.example"}) {
 		t.Errorf("file only: servers %q search %q", joinAddrs(s.servers), s.search)
 	}
-	if s, _ := planDNS(dnsOff, withLocalDNS(local, push)); !s.empty() {
+	if s, _ := planDNS(DNSOff, withLocalDNS(local, push)); !s.empty() {
 		t.Errorf("--dns=off applied %v", s)
 	}
 	if got := withLocalDNS(nil, push); got != push {

@@ -14,25 +14,23 @@ import (
 	"github.com/wirelane/wirelane/tun"
 )
 
-const serveUsage = `Usage: wirelane ovpn serve [flags] CONFIG
+// ServeOptions is what `wirelane ovpn serve` was asked to do.
+type ServeOptions struct {
+	// File is the server configuration.
+	File string
+	// Dev names the TUN device: "" takes the file's dev, and "tun" (or
+	// none in the file) lets the kernel pick tunN.
+	Dev string
+	// Verbose logs protocol details to stderr.
+	Verbose bool
+}
 
-Runs an OpenVPN 2.6 server from an OpenVPN-style server configuration
-(port, proto, server NET MASK, ca/cert/key, tls-auth or tls-crypt,
-data-ciphers, push "route ...", keepalive, client-to-client). Creates the
-TUN device with the server's tunnel address and serves until Ctrl-C.
-Needs root (CAP_NET_ADMIN).`
-
-// Serve implements `wirelane ovpn serve`. It returns the exit status.
-func Serve(args []string) int {
-	fs := newFlags("wirelane ovpn serve", serveUsage)
-	dev := fs.String("dev", "", "TUN interface name (default: the file's dev, tun means the kernel picks tunN)")
-	verbose := fs.Bool("v", false, "log protocol details to stderr")
-	file, code, ok := parseArgs(fs, serveUsage, args)
-	if !ok {
-		return code
-	}
+// Serve runs an OpenVPN server until it is interrupted, and returns the
+// exit status.
+func Serve(o ServeOptions) int {
+	file := o.File
 	logf := func(string, ...any) {}
-	if *verbose {
+	if o.Verbose {
 		logf = func(format string, a ...any) {
 			fmt.Fprintf(stderr, time.Now().Format("15:04:05.000 ")+format+"\n", a...)
 		}
@@ -45,7 +43,7 @@ func Serve(args []string) int {
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "wirelane ovpn serve: %s: %s\n", file, w)
 	}
-	ifname := *dev
+	ifname := o.Dev
 	if ifname == "" {
 		ifname = cfg.Dev
 	}
@@ -63,7 +61,7 @@ func Serve(args []string) int {
 	}
 	defer d.Close()
 	name, _ := d.Name()
-	s, err := server.New(cfg, server.Options{Logger: protocolLogger(*verbose), Events: func(e server.Event) {
+	s, err := server.New(cfg, server.Options{Logger: protocolLogger(o.Verbose), Events: func(e server.Event) {
 		c := e.Client
 		switch e.Kind {
 		case server.ClientConnected:
