@@ -26,7 +26,7 @@ func TestManPageIsCurrent(t *testing.T) {
 	for path, render := range map[string]func(*bytes.Buffer, *clidoc.Program) error{
 		manPage: func(b *bytes.Buffer, p *clidoc.Program) error { return clidoc.WriteMan(b, p) },
 		"../../packaging/completions/wirelaned.bash": func(b *bytes.Buffer, p *clidoc.Program) error { return clidoc.WriteBash(b, p) },
-		"../../packaging/completions/_wirelaned":      func(b *bytes.Buffer, p *clidoc.Program) error { return clidoc.WriteZsh(b, p) },
+		"../../packaging/completions/_wirelaned":     func(b *bytes.Buffer, p *clidoc.Program) error { return clidoc.WriteZsh(b, p) },
 		"../../packaging/completions/wirelaned.fish": func(b *bytes.Buffer, p *clidoc.Program) error { return clidoc.WriteFish(b, p) },
 	} {
 		var b bytes.Buffer
