@@ -60,6 +60,10 @@ type Peer struct {
 	AllowedIPs          []netip.Prefix // masked
 	Endpoint            string         // "host:port" or "[v6]:port" as written; "" = none
 	PersistentKeepalive *uint16        // 0 = "off"
+	// Name is the peer's friendly name from a "# Name = ..." comment line
+	// in its section (the convention of wg-easy and the exporters); "" when
+	// there is none. wg(8) sees only a comment.
+	Name string
 
 	// Line is the line of the [Peer] header (for errors found later, such
 	// as an endpoint that does not resolve).

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ParseError is a problem with one line of a configuration file. Its text
@@ -82,6 +83,11 @@ func Parse(file string, src []byte) (*Config, error) {
 			return nil, &ParseError{file, lineNo, fmt.Sprintf("line is longer than %d bytes", maxLine)}
 		}
 		line := string(raw)
+		if sec == sectionPeer {
+			if name, ok := peerName(line); ok {
+				peer.Name = name
+			}
+		}
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}
@@ -148,6 +154,37 @@ func Parse(file string, src []byte) (*Config, error) {
 	}
 	c.stripped = stripped.Bytes()
 	return c, nil
+}
+
+// maxPeerName bounds a friendly name; a longer one is cut (it is a label
+// for people and metrics, not an identifier).
+const maxPeerName = 64
+
+// peerName recognises a "# Name = friendly name" comment line (key
+// case-insensitive, spaces around '=' optional) and returns the name. The
+// name is trimmed, control characters are dropped, and it is cut to
+// maxPeerName bytes on a character boundary.
+func peerName(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "#")
+	if !ok {
+		return "", false
+	}
+	key, val, ok := strings.Cut(rest, "=")
+	if !ok || !strings.EqualFold(strings.TrimSpace(key), "name") {
+		return "", false
+	}
+	var b strings.Builder
+	for _, r := range strings.TrimSpace(val) {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > maxPeerName {
+			break
+		}
+		b.WriteRune(r)
+	}
+	name := strings.TrimSpace(b.String())
+	return name, name != ""
 }
 
 // keyName quotes the first word of s for an error message about a setting

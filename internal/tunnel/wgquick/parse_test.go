@@ -187,6 +187,36 @@ func TestMarshalRoundTrip(t *testing.T) {
 	}
 }
 
+func TestPeerFriendlyName(t *testing.T) {
+	src := "[Interface]\n# Name = not a peer\n" +
+		"[Peer]\n#Name=Alice's phone \nPublicKey = " + testPub + "\n" +
+		"[Peer]\n# name = bob = laptop # old\n# Comment = x\nPublicKey = " + testPriv + "\n" +
+		"[Peer]\n# Name =   \n# Names = z\nPublicKey = " + strings.Replace(testPub, "h", "j", 1) + "\n" +
+		"[Peer]\nPublicKey = " + strings.Replace(testPub, "h", "k", 1) + "\n# Name = " + strings.Repeat("\u00e9", 40) + "\x01\n"
+	c, err := Parse("names.conf", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Alice's phone", "bob = laptop # old", "", strings.Repeat("\u00e9", maxPeerName/2)}
+	for i, p := range c.Peers {
+		if p.Name != want[i] {
+			t.Errorf("peer %d: Name = %q, want %q", i, p.Name, want[i])
+		}
+	}
+	c2, err := Parse("again", c.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range c2.Peers {
+		if p.Name != want[i] {
+			t.Errorf("after Marshal, peer %d: Name = %q, want %q", i, p.Name, want[i])
+		}
+	}
+	if bytes.Contains(c.Strip(), []byte("Name")) != true {
+		t.Errorf("Strip dropped the name comment; wg(8) should see it as a comment")
+	}
+}
+
 func TestResolve(t *testing.T) {
 	dir := t.TempDir()
 	old := ConfigDir
@@ -213,6 +243,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte("[Interface]\nAddress=10.0.0.1/8,::1\n[Peer]\nPublicKey=" + testPub + "\nEndpoint=[::1]:1\n"))
 	f.Add([]byte("[Peer]\n"))
+	f.Add([]byte("[Peer]\n# Name = Alice's phone\nPublicKey=" + testPub + "\n"))
 	f.Add([]byte("x=y"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		c, err := Parse("fuzz", src)

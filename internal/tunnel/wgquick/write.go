@@ -60,6 +60,9 @@ func (c *Config) Marshal() []byte {
 	for i := range c.Peers {
 		p := &c.Peers[i]
 		b.WriteString("\n[Peer]\n")
+		if p.Name != "" {
+			fmt.Fprintf(&b, "# Name = %s\n", p.Name)
+		}
 		fmt.Fprintf(&b, "PublicKey = %s\n", p.PublicKey)
 		if p.PresharedKey != nil {
 			fmt.Fprintf(&b, "PresharedKey = %s\n", p.PresharedKey)
