@@ -138,8 +138,8 @@ type Event struct {
 	Peer *Peer `json:"peer,omitempty"`
 
 	// transfer events: the tunnel's totals and each peer's counters.
-	RxBytes  *uint64         `json:"rx_bytes,omitempty"`
-	TxBytes  *uint64         `json:"tx_bytes,omitempty"`
+	RxBytes  *uint64        `json:"rx_bytes,omitempty"`
+	TxBytes  *uint64        `json:"tx_bytes,omitempty"`
 	Transfer []PeerTransfer `json:"peers,omitempty"`
 
 	// Auth is what an auth event asks for.
