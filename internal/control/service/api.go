@@ -21,8 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -253,6 +255,9 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	return false
 }
 
+// streamSocketBuffer is the send buffer of an event stream's socket.
+const streamSocketBuffer = 32 << 10
+
 // events streams /v1/events: the snapshot, then live events, one JSON
 // object per line, until the client goes away, falls behind or the service
 // stops.
@@ -271,7 +276,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, apiError{Error: err.Error()})
 		return
 	}
-	defer s.hub.unsubscribe(sub)
+	slow := false
+	defer func() { s.hub.unsubscribe(sub, slow) }()
+	// A small kernel buffer bounds what a subscriber that stops reading
+	// holds in the kernel, and makes it fall behind (and be dropped)
+	// sooner; events are small, so a reading client never notices.
+	if uc, ok := r.Context().Value(connKey{}).(*net.UnixConn); ok {
+		_ = uc.SetWriteBuffer(streamSocketBuffer)
+	}
+	w.Header().Set("Connection", "close") // a stream that ends ends its connection
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -295,13 +308,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		// hub drops it once its queue is full, and the deadline ends the
 		// write.
 		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
-		if err := enc.Encode(&e); err != nil {
-			return
+		err := enc.Encode(&e)
+		if err == nil && len(sub.ch) == 0 {
+			err = rc.Flush()
 		}
-		if len(sub.ch) == 0 {
-			if err := rc.Flush(); err != nil {
-				return
+		if err != nil {
+			if slow = errors.Is(err, os.ErrDeadlineExceeded); slow {
+				s.log.Info("event subscriber dropped: it did not read for "+s.cfg.StreamWriteTimeout.String(), "uid", callerOf(r.Context()).uid)
 			}
+			return
 		}
 	}
 }

@@ -119,7 +119,7 @@ func (ts *testService) events() *stream {
 		for st.sc.Scan() {
 			var e Event
 			if err := json.Unmarshal(st.sc.Bytes(), &e); err != nil {
-				ts.t.Errorf("event is not JSON: %v: %s", err, st.sc.Bytes())
+				ts.t.Errorf("event is not JSON: %v: %s", err, clip(st.sc.Text()))
 				return
 			}
 			st.evs <- e

@@ -107,11 +107,12 @@ func (h *hub) subscribe(snapshot func() []Event) (*subscriber, error) {
 	return s, nil
 }
 
-// unsubscribe removes s (idempotent).
-func (h *hub) unsubscribe(s *subscriber) {
+// unsubscribe removes s (idempotent); slow says it is removed because it
+// stopped reading (its writes timed out).
+func (h *hub) unsubscribe(s *subscriber, slow bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.dropLocked(s, false)
+	h.dropLocked(s, slow)
 }
 
 // dropLocked removes s from the hub and closes its queue. h.mu is held.

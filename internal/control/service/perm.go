@@ -36,6 +36,10 @@ type caller struct {
 
 type callerKey struct{}
 
+// connKey holds the request's net.Conn in its context (the event stream
+// sizes its socket buffer).
+type connKey struct{}
+
 // callerOf returns the caller stored in ctx by the connection's context.
 func callerOf(ctx context.Context) caller {
 	c, _ := ctx.Value(callerKey{}).(caller)

@@ -142,6 +142,7 @@ func (s *Server) newHTTPServer(h http.Handler) (*http.Server, error) {
 			cl := caller{}
 			if ac, ok := c.(*limitedConn); ok {
 				cl = ac.caller
+				ctx = context.WithValue(ctx, connKey{}, ac.Conn)
 			}
 			return context.WithValue(ctx, callerKey{}, cl)
 		},
