@@ -27,7 +27,7 @@ func TestMetricsExposition(t *testing.T) {
 	h.SetCounters([]EngineCounter{
 		{Tunnel: "wg0", Name: "handshakes_rejected_total", Help: "Handshakes refused.", Labels: [][2]string{{"reason", "mac1"}}, Value: 3},
 		{Tunnel: "wg0", Name: "handshakes_rejected_total", Help: "Handshakes refused.", Labels: [][2]string{{"reason", "replay"}}, Value: 1},
-		{Tunnel: "wg0", Name: "bad name!", Value: 1},                          // invalid: left out
+		{Tunnel: "wg0", Name: "bad name!", Value: 1},                           // invalid: left out
 		{Tunnel: "wg0", Name: "x_total", Labels: [][2]string{{"tunnel", "y"}}}, // label clash: left out
 	})
 	code, body, hdr := ts.do("GET", "/metrics", "")
