@@ -38,7 +38,7 @@ type UAPIHost struct {
 	timeout  time.Duration // one get=1; immutable
 
 	mu      sync.Mutex
-	publish func(Event)   // guarded by mu; nil before Watch and after stop
+	publish func(Event)     // guarded by mu; nil before Watch and after stop
 	known   map[string]bool // daemons seen at the last look; guarded by mu
 }
 
