@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wirelane/wirelane/ovpn/server"
 )
 
 func TestMetricsExposition(t *testing.T) {
@@ -124,4 +126,24 @@ func TestMetricsOnTCP(t *testing.T) {
 	if resp.StatusCode != 405 {
 		t.Errorf("POST /metrics on TCP: %s", resp.Status)
 	}
+}
+
+func TestOVPNServerCountersExport(t *testing.T) {
+	var st server.Stats
+	st.Spoofed.Add(7)
+	st.TUNErrors.Add(2)
+	h := NewFakeHost()
+	h.SetCounters(OVPNServerCounters("ovs", &st))
+	ts := startService(t, h, Config{}, roleRoot)
+	_, body, _ := ts.do("GET", "/metrics", "")
+	for _, want := range []string{
+		`wirelane_openvpn_dropped_packets_total{reason="spoofed",tunnel="ovs"} 7`,
+		`wirelane_openvpn_dropped_packets_total{reason="no_route",tunnel="ovs"} 0`,
+		`wirelane_tun_errors_total{tunnel="ovs"} 2`,
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("the exposition lacks %s", want)
+		}
+	}
+	promtool(t, body)
 }

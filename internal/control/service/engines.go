@@ -1,0 +1,44 @@
+package service
+
+// What the engines count today, as EngineCounters, for a Host's
+// EngineCounters method to return. Each function only loads counters the
+// engine already keeps (atomics it increments anyway): a scrape costs the
+// data path nothing.
+//
+// Missing (engines do not count them yet, see docs/api.md "Engine
+// counters"): WireGuard handshakes initiated, completed and rejected by
+// reason, cookies sent under load (device counts them but does not export
+// them), WireGuard packets dropped by reason, route publications on the
+// send path, socket errors; OpenVPN handshakes by outcome.
+
+import (
+	"github.com/wirelane/wirelane/ovpn/client"
+	"github.com/wirelane/wirelane/ovpn/server"
+)
+
+// OVPNServerCounters returns an OpenVPN server's drop counters:
+// wirelane_openvpn_dropped_packets_total{tunnel,reason} with the reasons
+// bad_control, bad_data, spoofed, no_route and rx_full, and
+// wirelane_tun_errors_total{tunnel}.
+func OVPNServerCounters(tunnel string, st *server.Stats) []EngineCounter {
+	const help = "Packets the OpenVPN server dropped, by reason."
+	drop := func(reason string, v uint64) EngineCounter {
+		return EngineCounter{Tunnel: tunnel, Name: "openvpn_dropped_packets_total", Help: help, Labels: [][2]string{{"reason", reason}}, Value: float64(v)}
+	}
+	return []EngineCounter{
+		drop("bad_control", st.BadControl.Load()),
+		drop("bad_data", st.BadData.Load()),
+		drop("spoofed", st.Spoofed.Load()),
+		drop("no_route", st.NoRoute.Load()),
+		drop("rx_full", st.RxFull.Load()),
+		{Tunnel: tunnel, Name: "tun_errors_total", Help: "Failed writes to the tunnel's TUN device.", Value: float64(st.TUNErrors.Load())},
+	}
+}
+
+// OVPNClientCounters returns an OpenVPN client session's counters:
+// wirelane_tun_errors_total{tunnel} (failed deliveries to its TUN device).
+func OVPNClientCounters(tunnel string, s *client.Session) []EngineCounter {
+	return []EngineCounter{
+		{Tunnel: tunnel, Name: "tun_errors_total", Help: "Failed writes to the tunnel's TUN device.", Value: float64(s.DeliverErrors())},
+	}
+}
