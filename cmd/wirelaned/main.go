@@ -7,6 +7,11 @@
 // returns once both are ready and keeps running in the background until the
 // interface is deleted, the socket is removed, or it gets SIGTERM/SIGINT.
 // Configure it with wg(8). `wirelane daemon` runs the same code.
+//
+// Without an interface name it runs the Wirelane service instead
+// (service.go, docs/api.md):
+//
+//	wirelaned [--socket PATH] [--metrics-address HOST:PORT] [--group NAME]
 package main
 
 import (
@@ -16,5 +21,8 @@ import (
 )
 
 func main() {
+	if isServiceCall(os.Args[1:]) {
+		os.Exit(runService("wirelaned", os.Args[1:], os.Stderr))
+	}
 	os.Exit(daemon.Main(os.Args[1:]))
 }

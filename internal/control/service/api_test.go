@@ -1,7 +1,12 @@
 package service
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -186,4 +191,44 @@ func TestRolesGetExactlyTheirRights(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRunServesUntilCancelled(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "sub", "wirelane.sock")
+	s := New(NewFakeHost(), Config{Socket: socket})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	waitFor(t, "the socket", func() bool { _, err := os.Stat(socket); return err == nil })
+	if fi, _ := os.Stat(socket); fi.Mode().Perm() != 0o666 {
+		t.Errorf("socket mode %v, want 0666 (callers are checked by their credentials)", fi.Mode().Perm())
+	}
+	resp, err := unixClient(socket).Get("http://wirelane/v1/tunnels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET: %s", resp.Status)
+	}
+	// A second service on the same socket is refused.
+	if _, err := Listen(socket); !errors.Is(err, ErrSocketInUse) {
+		t.Errorf("second Listen: %v, want ErrSocketInUse", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := os.Stat(socket); !os.IsNotExist(err) {
+		t.Errorf("the socket outlives the service: %v", err)
+	}
+	// A stale socket file (its service died) is replaced.
+	l, _ := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	l2, err := Listen(socket)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	l2.Close()
 }
