@@ -284,6 +284,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if uc, ok := r.Context().Value(connKey{}).(*net.UnixConn); ok {
 		_ = uc.SetWriteBuffer(streamSocketBuffer)
 	}
+	// The request is read: lift the read deadline, or the server's
+	// background read would time out and cancel the stream.
+	_ = rc.SetReadDeadline(time.Time{})
 	w.Header().Set("Connection", "close") // a stream that ends ends its connection
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")

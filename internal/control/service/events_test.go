@@ -263,3 +263,19 @@ func TestHubNeverBlocksAndDropsTheFull(t *testing.T) {
 		t.Fatal("subscribe after close succeeded")
 	}
 }
+
+// TestStreamOutlivesTheRequestTimeout: the read deadline of a request does
+// not end an event stream that lasts longer.
+func TestStreamOutlivesTheRequestTimeout(t *testing.T) {
+	h := NewFakeHost()
+	ts := startService(t, h, Config{RequestTimeout: 200 * time.Millisecond, StreamWriteTimeout: 200 * time.Millisecond}, roleRoot)
+	st := ts.events()
+	st.nextOf(EventTunnel)
+	time.Sleep(time.Second)
+	h.Up(t.Context(), "wg0")
+	for {
+		if e := st.nextOf(EventTunnel); e.State == StateUp {
+			break
+		}
+	}
+}

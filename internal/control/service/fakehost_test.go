@@ -52,6 +52,7 @@ func NewFakeHost() *FakeHost {
 	return h
 }
 
+// List returns copies of the tunnels, sorted by name.
 func (h *FakeHost) List() []Tunnel {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -63,6 +64,7 @@ func (h *FakeHost) List() []Tunnel {
 	return out
 }
 
+// Get returns a copy of one tunnel.
 func (h *FakeHost) Get(name string) (Tunnel, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -93,6 +95,7 @@ func (h *FakeHost) setStateLocked(t *Tunnel, st State, reason, errMsg string) {
 	}
 }
 
+// Up walks a tunnel through starting to up (or failed, see FailUp).
 func (h *FakeHost) Up(ctx context.Context, name string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -113,6 +116,7 @@ func (h *FakeHost) Up(ctx context.Context, name string) error {
 	return nil
 }
 
+// Down walks a tunnel through stopping to down.
 func (h *FakeHost) Down(ctx context.Context, name string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -151,6 +155,7 @@ func (h *FakeHost) Import(ctx context.Context, req ImportRequest) error {
 	return nil
 }
 
+// Delete removes a down or failed tunnel.
 func (h *FakeHost) Delete(ctx context.Context, name string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -168,6 +173,7 @@ func (h *FakeHost) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
+// Watch keeps publish until the returned function is called.
 func (h *FakeHost) Watch(publish func(Event)) func() {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -48,6 +48,9 @@ type Config struct {
 	// HeaderTimeout bounds the reading of a request's headers (default
 	// 5 s): a client that dribbles them (slowloris) is disconnected.
 	HeaderTimeout time.Duration
+	// RequestTimeout bounds the reading of a whole request, body included
+	// (default 30 s; the event stream lifts it once its request is read).
+	RequestTimeout time.Duration
 	// StreamWriteTimeout bounds one write of the event stream (default
 	// 10 s): a client that does not read for that long is disconnected.
 	StreamWriteTimeout time.Duration
@@ -80,6 +83,9 @@ func (c *Config) defaults() {
 	}
 	if c.HeaderTimeout <= 0 {
 		c.HeaderTimeout = 5 * time.Second
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
 	}
 	if c.StreamWriteTimeout <= 0 {
 		c.StreamWriteTimeout = 10 * time.Second
@@ -133,7 +139,7 @@ func (s *Server) newHTTPServer(h http.Handler) (*http.Server, error) {
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: s.cfg.HeaderTimeout,
-		ReadTimeout:       30 * time.Second,
+		ReadTimeout:       s.cfg.RequestTimeout,
 		WriteTimeout:      30 * time.Second, // the event stream moves its own deadline
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    16 << 10,
