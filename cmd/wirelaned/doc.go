@@ -16,6 +16,7 @@ func programDoc() *clidoc.Program {
 		Synopsis: []string{
 			"wirelaned [-f|--foreground] [--ref-mode] [--log-file PATH] INTERFACE-NAME",
 			"wirelaned --version | --help",
+			"wirelaned [--socket PATH] [--metrics-address HOST:PORT] [--group NAME]",
 		},
 		Description: `wirelaned runs a Wirelane WireGuard device on the TUN interface
 INTERFACE-NAME, configured through /var/run/wireguard/INTERFACE-NAME.sock
@@ -43,6 +44,15 @@ when LOG_LEVEL is set, to the standard error it was started with; else to
 syslog (facility daemon, tag: the program's name); with neither, to
 /var/log/wirelane/INTERFACE-NAME.log. --log-file chooses a file instead.
 The starting command prints where the log goes.`},
+			{Title: "The service", Text: `Without an interface name, wirelaned runs the Wirelane service in
+the foreground (the unit wirelaned.service): the local API of docs/api.md,
+HTTP with JSON on the unix socket /run/wirelane/wirelane.sock (--socket),
+with the tunnels, an event stream and Prometheus metrics at /metrics, also
+on a TCP address with --metrics-address. Root may do everything; members of
+the group wirelane (--group) may list, watch, read metrics and bring tunnels
+up and down; everyone else is refused. For now the service shows the
+WireGuard daemons already running, through their UAPI sockets, and does not
+start or stop tunnels itself.`},
 			{Title: "Environment", Text: `LOG_LEVEL=verbose|info|error|silent
  what is logged; unset: errors on standard error, and start, stop and
  errors in the journal, syslog or a file.
@@ -60,6 +70,10 @@ GOMAXPROCS
  threads running Go code (default: 1 on a host with two CPUs).`},
 			{Title: "Files", Text: `/var/run/wireguard/INTERFACE-NAME.sock
  the UAPI socket (mode 0600).
+
+/run/wirelane/wirelane.sock
+ the service's API socket (mode 0666; callers are checked by their
+ credentials).
 
 /var/log/wirelane/INTERFACE-NAME.log
  the log when there is no journal and no syslog.`},

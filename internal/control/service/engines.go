@@ -9,12 +9,9 @@ package service
 // counters"): WireGuard handshakes initiated, completed and rejected by
 // reason, cookies sent under load (device counts them but does not export
 // them), WireGuard packets dropped by reason, route publications on the
-// send path, socket errors; OpenVPN handshakes by outcome.
+// send path, socket errors; OpenVPN handshakes by outcome; an OpenVPN client's TUN errors.
 
-import (
-	"github.com/wirelane/wirelane/ovpn/client"
-	"github.com/wirelane/wirelane/ovpn/server"
-)
+import "github.com/wirelane/wirelane/ovpn/server"
 
 // OVPNServerCounters returns an OpenVPN server's drop counters:
 // wirelane_openvpn_dropped_packets_total{tunnel,reason} with the reasons
@@ -32,13 +29,5 @@ func OVPNServerCounters(tunnel string, st *server.Stats) []EngineCounter {
 		drop("no_route", st.NoRoute.Load()),
 		drop("rx_full", st.RxFull.Load()),
 		{Tunnel: tunnel, Name: "tun_errors_total", Help: "Failed writes to the tunnel's TUN device.", Value: float64(st.TUNErrors.Load())},
-	}
-}
-
-// OVPNClientCounters returns an OpenVPN client session's counters:
-// wirelane_tun_errors_total{tunnel} (failed deliveries to its TUN device).
-func OVPNClientCounters(tunnel string, s *client.Session) []EngineCounter {
-	return []EngineCounter{
-		{Tunnel: tunnel, Name: "tun_errors_total", Help: "Failed writes to the tunnel's TUN device.", Value: float64(s.DeliverErrors())},
 	}
 }
