@@ -12,6 +12,7 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -85,6 +86,7 @@ func (x side) Hello(local *control.KeyMethod2, _ *control.Agreement) {
 	if ciph == 0 {
 		ciph = s.cfg.DataCiphers[0]
 	}
+	s.serverAnswered()
 	local.Options = s.optionsString(ciph)
 	local.PeerInfo = s.peerInfo()
 	if s.cfg.AuthUserPass {
@@ -92,7 +94,20 @@ func (x side) Hello(local *control.KeyMethod2, _ *control.Agreement) {
 		if local.Username == "" {
 			local.Username, local.Password = s.opts.Username, s.opts.Password
 		}
+		if s.cfg.StaticChallenge != "" {
+			local.Password = staticChallengePassword(local.Password, s.opts.ChallengeResponse)
+		}
+		s.ev.emit(StateAuth, "TLS done; authenticating as "+local.Username, nil)
+	} else {
+		s.ev.emit(StateAuth, "TLS done; authenticating (certificate)", nil)
 	}
+}
+
+// staticChallengePassword is the password field of a static-challenge
+// answer, as OpenVPN sends it: SCRV1:base64(password):base64(response).
+func staticChallengePassword(password, response string) string {
+	enc := base64.StdEncoding.EncodeToString
+	return "SCRV1:" + enc([]byte(password)) + ":" + enc([]byte(response))
 }
 
 // Agree pulls the configuration on the first key; later keys keep the
@@ -142,6 +157,7 @@ func (s *Session) pull(tc *tls.Conn, mr *control.MessageReader) error {
 	if err := control.WriteMessage(tc, "PUSH_REQUEST"); err != nil {
 		return err
 	}
+	s.ev.emit(StateGetConfig, "requesting options", nil)
 	var acc control.PushAccumulator
 	for {
 		m, err := mr.Read()
@@ -161,13 +177,20 @@ func (s *Session) pull(tc *tls.Conn, mr *control.MessageReader) error {
 			if err != nil {
 				return err
 			}
-			return s.applyPush(r)
+			if err := s.applyPush(r); err != nil {
+				return err
+			}
+			s.ev.emit(StateGetConfig, "pushed options: "+pushSummary(r), nil)
+			return nil
 		case "AUTH_FAILED":
 			if reason := strings.TrimPrefix(strings.TrimPrefix(m, "AUTH_FAILED"), ","); reason != "" {
 				return fmt.Errorf("%w: %s", ErrAuthFailed, reason)
 			}
 			return ErrAuthFailed
-		case "AUTH_PENDING", "INFO", "INFO_PRE":
+		case "AUTH_PENDING":
+			s.log.Info("server message", "text", m)
+			s.ev.emit(StateAuthPending, "the server asks for more authentication ("+m+")", nil)
+		case "INFO", "INFO_PRE":
 			s.log.Info("server message", "text", m)
 		case "RESTART":
 			return fmt.Errorf("%w: %s", ErrRestart, m)

@@ -27,9 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/netip"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,8 +45,8 @@ type Options struct {
 	// Logger receives diagnostics (nil: none); secrets are never passed
 	// to it.
 	Logger *slog.Logger
-	// HandshakeTimeout bounds each remote's connection attempt (default 60 s,
-	// OpenVPN's hand-window).
+	// HandshakeTimeout bounds each remote's connection attempt (default:
+	// the file's hand-window, 60 s unless it says otherwise).
 	HandshakeTimeout time.Duration
 	// Username and Password are used for auth-user-pass when the
 	// configuration does not carry them.
@@ -63,6 +61,22 @@ type Options struct {
 	// TransitionWindow is how long an old key keeps decrypting after a
 	// renegotiation (default 60 s).
 	TransitionWindow time.Duration
+	// OnEvent, when set, receives the phases of Dial (events.go) in
+	// order, one at a time, from Dial's goroutine or the session's; it
+	// must not block for long. Nothing is reported once Dial returns.
+	OnEvent func(Event)
+	// Retry makes Dial go on after every remote failed, as OpenVPN's
+	// client does: it pauses connect-retry seconds (doubling after the
+	// fifth round, up to its maximum) and tries the remotes again, until
+	// connect-retry-max rounds, or resolv-retry seconds of nothing but
+	// failed lookups, or ctx ends. Without it each remote is tried once.
+	Retry bool
+	// Lookup resolves a remote's host name for network "ip", "ip4" or
+	// "ip6" (nil: the system resolver).
+	Lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)
+	// ChallengeResponse answers the file's static-challenge; it is sent
+	// with the password as OpenVPN does (SCRV1).
+	ChallengeResponse string
 }
 
 // Errors a Session reports.
@@ -82,15 +96,19 @@ const Version = "2.6.14"
 // Session is a connected OpenVPN client session.
 type Session struct {
 	// Immutable after dialRemote.
-	cfg    *config.Config
-	opts   Options
-	log    *slog.Logger // Options.Logger with the remote
-	tr     transport
-	ctrl   *control.Channel
-	kx     control.Exchange // the key-exchange loop, with side{s}
-	tlsCfg *tls.Config
-	remote string
-	keys   control.Keys // primary and lame-duck key states, next key id
+	cfg  *config.Config
+	opts Options
+	log  *slog.Logger // Options.Logger with the remote
+	ev   *emitter     // Dial's events; stopped once Dial returns
+	// answered reports the server's first reply once (pollServer or
+	// side.Hello, whichever comes first, so the events stay in order).
+	answered sync.Once
+	tr       transport
+	ctrl     *control.Channel
+	kx       control.Exchange // the key-exchange loop, with side{s}
+	tlsCfg   *tls.Config
+	remote   string
+	keys     control.Keys // primary and lame-duck key states, next key id
 
 	data atomic.Pointer[data.Channel] // stored once, when the first push is processed
 
@@ -122,46 +140,6 @@ const (
 	maxPkt   = 65535
 )
 
-// Dial connects to the configuration's remotes in order and returns the
-// first session that completes the handshake and push.
-func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, error) {
-	if opts.HandshakeTimeout == 0 {
-		opts.HandshakeTimeout = 60 * time.Second
-	}
-	if opts.TransitionWindow == 0 {
-		opts.TransitionWindow = 60 * time.Second
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.AuthUserPass && cfg.Username == "" && opts.Username == "" {
-		return nil, errors.New("client: auth-user-pass needs a username (none in the configuration or options)")
-	}
-	tlsCfg, err := control.TLSConfig(control.TLSParams{CA: cfg.CA, Cert: cfg.Cert, Key: cfg.Key,
-		RemoteCertTLS: cfg.RemoteCertTLS, VerifyX509: cfg.VerifyX509, VerifyX509Typ: cfg.VerifyX509Typ,
-		MinVersion: tlsVersion(cfg.TLSVersionMin), CRLFile: cfg.CRLVerify})
-	if err != nil {
-		return nil, err
-	}
-	remotes := slices.Clone(cfg.Remotes)
-	if cfg.RemoteRandom {
-		rand.Shuffle(len(remotes), func(i, j int) { remotes[i], remotes[j] = remotes[j], remotes[i] })
-	}
-	var errs []error
-	for _, r := range remotes {
-		s, err := dialRemote(ctx, cfg, opts, tlsCfg, r)
-		if err == nil {
-			return s, nil
-		}
-		opts.Logger.Warn("remote failed", "proto", string(r.Proto), "remote", r.Address(), "err", err)
-		errs = append(errs, fmt.Errorf("%s %s: %w", r.Proto, r.Address(), err))
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, errors.Join(errs...)
-}
-
 func tlsVersion(s string) uint16 {
 	if s == "1.3" {
 		return tls.VersionTLS13
@@ -169,14 +147,17 @@ func tlsVersion(s string) uint16 {
 	return tls.VersionTLS12
 }
 
-func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *tls.Config, r config.Remote) (*Session, error) {
+// dialRemote runs one connection attempt to r at server: the socket,
+// the wait for the server's reset (server-poll-timeout), the key
+// exchange and the push (hand-window). Its phases go to ev.
+func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *tls.Config, r config.Remote, server netip.AddrPort, ev *emitter) (*Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.HandshakeTimeout)
 	defer cancel()
-	tr, err := openTransport(ctx, &opts, r.Family, r.Host, r.Port, r.Proto == config.TCP)
+	tr, err := openTransport(ctx, &opts, server, r.Proto == config.TCP)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, opts: opts, log: opts.Logger.With("remote", r.Address()), tr: tr, tlsCfg: tlsCfg, remote: r.Address(),
+	s := &Session{cfg: cfg, opts: opts, log: opts.Logger.With("remote", r.Address()), ev: ev, tr: tr, tlsCfg: tlsCfg, remote: r.Address(),
 		rx: pktqueue.New(rxQueue, rxBufLen), closed: make(chan struct{})}
 	s.txPool.New = func() any { b := make([]byte, sendHeadroom+data.Headroom+maxPkt+data.Tailroom); return &b }
 	s.batches.New = func() any { return new(txBatch) }
@@ -212,6 +193,10 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 		s.fail(err)
 		return nil, err
 	}
+	ev.emit(StateWait, "waiting for the server's reply", nil)
+	dialed := make(chan struct{})
+	defer close(dialed)
+	go s.pollServer(time.Duration(cmp0(cfg.ServerPollTimeout, 120))*time.Second, dialed)
 	ready := make(chan error, 1)
 	go s.runKeyState(ctx, ks, true, ready)
 	select {
@@ -228,6 +213,28 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 	s.wg.Add(1)
 	go s.timers()
 	return s, nil
+}
+
+// serverAnswered reports the server's first reply (once).
+func (s *Session) serverAnswered() {
+	s.answered.Do(func() { s.ev.emit(StateAuth, "TLS handshake (the server answered)", nil) })
+}
+
+// pollServer reports the server's first reply (its reset: the TLS
+// handshake starts) or ends the attempt when none came within poll
+// (server-poll-timeout), whichever is first; it returns early when the
+// dial is over.
+func (s *Session) pollServer(poll time.Duration, dialed <-chan struct{}) {
+	t := time.NewTimer(poll)
+	defer t.Stop()
+	select {
+	case <-s.ctrl.PeerKnown():
+		s.serverAnswered()
+	case <-t.C:
+		s.fail(s.timeoutError(fmt.Errorf("server-poll-timeout %v", poll)))
+	case <-s.closed:
+	case <-dialed:
+	}
 }
 
 func (s *Session) timeoutError(cause error) error {

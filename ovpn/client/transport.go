@@ -192,25 +192,14 @@ func (t *tcpTransport) name() string {
 	return "TCPv4_CLIENT"
 }
 
-// openTransport resolves the remote and opens the socket, inside
-// o.WrapSocket when set.
-func openTransport(ctx context.Context, o *Options, family int, host string, port uint16, tcp bool) (transport, error) {
-	network := "ip"
-	if family != 0 {
-		network = fmt.Sprintf("ip%d", family)
-	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, network, host)
-	if err != nil {
-		return nil, err
-	}
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("client: %s has no address", host)
-	}
-	server := netip.AddrPortFrom(addrs[0].Unmap(), port)
+// openTransport opens the socket to server, inside o.WrapSocket when
+// set.
+func openTransport(ctx context.Context, o *Options, server netip.AddrPort, tcp bool) (transport, error) {
 	if !tcp {
 		return newUDP(server, o.WrapSocket)
 	}
 	var c net.Conn
+	var err error
 	dial := func() {
 		var d net.Dialer
 		c, err = d.DialContext(ctx, "tcp", server.String())

@@ -40,14 +40,13 @@ var securityDirectives = map[string]string{
 	"tls-groups":               "TLS group restrictions",
 	"tls-cert-profile":         "TLS certificate profiles",
 	"auth-token-user":          "auth tokens",
-	"static-challenge":         "challenge/response authentication",
 }
 
 // ignoredDirectives are accepted with a warning: they concern the local
 // host (scripts, logging, privileges, routes the caller applies) or tuning.
 var ignoredDirectives = map[string]string{
 	"persist-key": "", "persist-tun": "", "persist-remote-ip": "", "persist-local-ip": "",
-	"resolv-retry": "", "mute-replay-warnings": "", "verb": "", "mute": "",
+	"mute-replay-warnings": "", "verb": "", "mute": "",
 	"script-security": "scripts are not run", "up": "scripts are not run", "down": "scripts are not run",
 	"route-up": "scripts are not run", "ipchange": "scripts are not run",
 	"redirect-gateway": "routes are applied by the caller", "route": "routes are applied by the caller",
@@ -55,8 +54,7 @@ var ignoredDirectives = map[string]string{
 	"block-outside-dns": "", "sndbuf": "", "rcvbuf": "", "float": "", "explicit-exit-notify": "exit is always notified",
 	"auth-nocache": "", "pull": "implied by client", "tun-mtu": "", "mssfix": "", "setenv": "",
 	"setenv-safe": "", "ignore-unknown-option": "", "user": "", "group": "", "log": "", "log-append": "",
-	"status": "", "connect-retry": "", "connect-retry-max": "", "connect-timeout": "", "server-poll-timeout": "",
-	"hand-window": "", "tran-window": "", "tls-timeout": "", "key-method": "", "dev-type": "",
+	"status": "", "tran-window": "", "tls-timeout": "", "key-method": "", "dev-type": "",
 	"push-peer-info": "", "allow-compression": "", "auth-retry": "", "pull-filter": "", "suppress-timestamps": "",
 	"machine-readable-output": "", "writepid": "", "daemon": "",
 	"route-method": "", "register-dns": "", "lport": "", "bind": "", "dh": "", "topology": "", "replay-window": "",
@@ -122,6 +120,59 @@ func (e *clientExt) Directive(p *Parser, args []string) error {
 		c.Remotes = append(c.Remotes, r)
 	case "remote-random":
 		c.RemoteRandom = true
+	case "resolv-retry":
+		if err := p.Want(args, 1, 1); err != nil {
+			return err
+		}
+		if args[1] == "infinite" {
+			c.ResolvRetry = -1
+			return nil
+		}
+		v, err := p.Number(name, args[1], 1<<30)
+		if err != nil {
+			return p.Errorf(name, "want a number of seconds or infinite, got %q", args[1])
+		}
+		c.ResolvRetry = v
+	case "connect-retry":
+		if err := p.Want(args, 1, 2); err != nil {
+			return err
+		}
+		v, err := p.Number(name, args[1], 1<<20)
+		if err != nil {
+			return err
+		}
+		c.ConnectRetry = v
+		if len(args) == 3 {
+			if c.ConnectRetryMaxWait, err = p.Number(name, args[2], 1<<20); err != nil {
+				return err
+			}
+		}
+	case "connect-retry-max":
+		v, err := p.NumberArg(args, 1, 1<<20)
+		if err != nil {
+			return err
+		}
+		c.ConnectRetryMax = v
+	case "server-poll-timeout", "connect-timeout":
+		v, err := p.NumberArg(args, 1, 1<<20)
+		if err != nil {
+			return err
+		}
+		c.ServerPollTimeout = v
+	case "hand-window":
+		v, err := p.NumberArg(args, 1, 1<<20)
+		if err != nil {
+			return err
+		}
+		c.HandWindow = v
+	case "static-challenge":
+		if err := p.Want(args, 2, 2); err != nil {
+			return err
+		}
+		if args[2] != "0" && args[2] != "1" {
+			return p.Errorf(name, "echo flag must be 0 or 1, got %q", args[2])
+		}
+		c.StaticChallenge, c.StaticChallengeEcho = args[1], args[2] == "1"
 	case "dhcp-option":
 		if err := p.Want(args, 1, 2); err != nil {
 			return err

@@ -141,6 +141,32 @@ type Config struct {
 	// BlockIPv6 is `block-ipv6`: IPv6 packets into the tunnel are answered
 	// with ICMPv6 "no route" instead of being sent (the caller does it).
 	BlockIPv6 bool
+
+	// ResolvRetry is resolv-retry: how many seconds failed lookups of the
+	// remotes' host names are retried before the client gives up; -1
+	// (infinite, OpenVPN's default for a client) retries until stopped, 0
+	// not at all.
+	ResolvRetry int
+	// ConnectRetry is the pause in seconds after every remote failed
+	// (connect-retry, default 1); it doubles after the fifth round, up to
+	// ConnectRetryMaxWait (default 300).
+	ConnectRetry, ConnectRetryMaxWait int
+	// ConnectRetryMax is connect-retry-max: how many times each remote is
+	// tried (0, the default: no limit).
+	ConnectRetryMax int
+	// ServerPollTimeout is server-poll-timeout (connect-timeout): seconds
+	// to wait for a remote's first reply before trying the next (default
+	// 120).
+	ServerPollTimeout int
+	// HandWindow is hand-window: seconds the TLS handshake and key
+	// exchange may take (default 60).
+	HandWindow int
+
+	// StaticChallenge is static-challenge's text, shown when asking for
+	// the response ("" = none); StaticChallengeEcho says whether the
+	// answer may be echoed as it is typed.
+	StaticChallenge     string
+	StaticChallengeEcho bool
 }
 
 // Error is a configuration error with its location.
@@ -183,7 +209,8 @@ func ParseFile(path string) (*Config, error) {
 // Parse parses client configuration text. name labels errors; dir
 // resolves relative file references ("" forbids file references).
 func Parse(text []byte, name, dir string) (*Config, error) {
-	e := &clientExt{cfg: &Config{Common: Common{RenegSec: 3600}}}
+	e := &clientExt{cfg: &Config{Common: Common{RenegSec: 3600}, ResolvRetry: -1, ConnectRetry: 1, ConnectRetryMaxWait: 300,
+		ServerPollTimeout: 120, HandWindow: 60}}
 	if err := Run(text, name, dir, &e.cfg.Common, e); err != nil {
 		return nil, err
 	}

@@ -76,13 +76,37 @@ verb 3
 		names = append(names, w.Directive)
 	}
 	got := strings.Join(names, ",")
-	for _, want := range []string{"resolv-retry", "persist-key", "cipher", "verb"} {
+	for _, want := range []string{"persist-key", "cipher", "verb"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no warning for %s (warnings: %s)", want, got)
 		}
 	}
-	if c.Warnings[0].Line != 8 {
-		t.Errorf("resolv-retry warning on line %d, want 8", c.Warnings[0].Line)
+	if c.Warnings[0].Line != 10 {
+		t.Errorf("persist-key warning on line %d, want 10", c.Warnings[0].Line)
+	}
+	if c.ResolvRetry != -1 || c.ConnectRetry != 1 || c.ConnectRetryMaxWait != 300 || c.ServerPollTimeout != 120 || c.HandWindow != 60 {
+		t.Errorf("retry defaults %d %d %d %d %d", c.ResolvRetry, c.ConnectRetry, c.ConnectRetryMaxWait, c.ServerPollTimeout, c.HandWindow)
+	}
+}
+
+func TestRetryDirectives(t *testing.T) {
+	base := "client\nremote 192.0.2.1\nauth-user-pass\n<ca>\n" + pem + "</ca>\n"
+	c, err := Parse([]byte(base+"resolv-retry 5\nconnect-retry 2 30\nconnect-retry-max 3\nserver-poll-timeout 4\nhand-window 20\nstatic-challenge \"Enter OTP\" 1\n"), "r.ovpn", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ResolvRetry != 5 || c.ConnectRetry != 2 || c.ConnectRetryMaxWait != 30 || c.ConnectRetryMax != 3 || c.ServerPollTimeout != 4 ||
+		c.HandWindow != 20 || c.StaticChallenge != "Enter OTP" || !c.StaticChallengeEcho {
+		t.Fatalf("%+v", c)
+	}
+	if c, err = Parse([]byte(base+"connect-timeout 7\nresolv-retry 0\n"), "r.ovpn", ""); err != nil || c.ServerPollTimeout != 7 || c.ResolvRetry != 0 {
+		t.Fatalf("connect-timeout: %v %+v", err, c)
+	}
+	for _, bad := range []string{"resolv-retry forever\n", "static-challenge \"x\" 2\n", "connect-retry-max\n"} {
+		_, err := Parse([]byte(base+bad), "r.ovpn", "")
+		if err == nil || !strings.Contains(err.Error(), "r.ovpn:") {
+			t.Errorf("%q: error %v, want one with its location", bad, err)
+		}
 	}
 }
 
