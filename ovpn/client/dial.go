@@ -36,6 +36,9 @@ import (
 // resolv-retry); the error names which limit and the last failures.
 var ErrGaveUp = errors.New("client: giving up")
 
+// retryUnit is what connect-retry counts in; tests shorten it.
+var retryUnit = time.Second
+
 // retryBeforeBackoff is how many rounds pause connect-retry before the
 // pause doubles, as in OpenVPN.
 const retryBeforeBackoff = 5
@@ -73,8 +76,8 @@ func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, erro
 	}
 	ev := newEmitter(opts.OnEvent)
 	defer ev.stop()
-	wait := time.Duration(cmp0(cfg.ConnectRetry, 1)) * time.Second
-	maxWait := time.Duration(cmp0(cfg.ConnectRetryMaxWait, 300)) * time.Second
+	wait := time.Duration(cmp0(cfg.ConnectRetry, 1)) * retryUnit
+	maxWait := time.Duration(cmp0(cfg.ConnectRetryMaxWait, 300)) * retryUnit
 	var lookupSince time.Time // first failed lookup of a run of rounds where only lookups failed
 	for round := 1; ; round++ {
 		var errs []error

@@ -35,14 +35,15 @@ import (
 	"github.com/wirelane/wirelane/tun"
 )
 
-// Output streams; tests replace them.
+// Output streams; tests replace them. Progress and warnings go to
+// stderr, as openvpn's log does, so stdout stays free for scripts.
 var (
 	stdout io.Writer = os.Stdout
 	stderr io.Writer = os.Stderr
 )
 
 func progress(format string, args ...any) {
-	fmt.Fprintf(stdout, "ovpn: "+format+"\n", args...)
+	fmt.Fprintf(stderr, "ovpn: "+format+"\n", args...)
 }
 
 // warn prints a warning that does not stop the command.
@@ -60,6 +61,8 @@ type ConnectOptions struct {
 	// MTU of the TUN device, 576 to 65535.
 	MTU int
 	// AuthFile holds the username and password lines for auth-user-pass.
+	// Without it (and without credentials in the file) they are asked
+	// for on the terminal.
 	AuthFile string
 	// NoRoutes installs no pushed routes (addresses only).
 	NoRoutes bool
@@ -70,44 +73,39 @@ type ConnectOptions struct {
 	DNS DNSMode
 	// Verbose logs protocol details to stderr.
 	Verbose bool
+	// OnEvent, when set, receives every phase of the tunnel as it
+	// happens (phases.go): those of ovpn/client's Dial (RESOLVE to
+	// GET_CONFIG, each failure with Err set) and Connect's own
+	// (ASSIGN_IP, ADD_ROUTES, CONNECTED, RECONNECTING, EXITING), one at
+	// a time and in order; Elapsed counts from the start of the current
+	// connection attempt. It must not block for long.
+	OnEvent func(client.Event)
 }
 
 // Connect runs an OpenVPN client until it is interrupted or the tunnel
 // ends for good, and returns the exit status.
 func Connect(o ConnectOptions) int {
 	file := o.File
-	logf := func(string, ...any) {}
-	if o.Verbose {
-		logf = func(format string, a ...any) {
-			fmt.Fprintf(stderr, time.Now().Format("15:04:05.000 ")+format+"\n", a...)
-		}
-	}
+	log := protocolLogger(o.Verbose)
 	cfg, err := config.ParseFile(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
 	cfgBlock := o.BlockIPv6 || cfg.BlockIPv6
-	for _, w := range cfg.Warnings {
-		logf("%s: %s", file, w)
+	if o.Verbose {
+		for _, w := range cfg.Warnings {
+			warn("%s:%d: %s: %s", file, w.Line, w.Directive, w.Message)
+		}
+	} else {
+		for _, l := range warningsSummary(file, cfg.Warnings, o.DNS) {
+			warn("%s", l)
+		}
 	}
-	opts := client.Options{Logger: protocolLogger(o.Verbose)}
-	if cfg.AuthUserPass && cfg.Username == "" {
-		if o.AuthFile == "" {
-			fmt.Fprintf(stderr, "wirelane ovpn connect: %s uses auth-user-pass without credentials; pass --auth-file FILE (username line, password line)\n", file)
-			return 2
-		}
-		b, err := os.ReadFile(o.AuthFile)
-		if err != nil {
-			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
-			return 1
-		}
-		lines := strings.Split(strings.ReplaceAll(string(b), "\r", ""), "\n")
-		if len(lines) < 2 || lines[0] == "" {
-			fmt.Fprintf(stderr, "wirelane ovpn connect: %s: want a username line and a password line\n", o.AuthFile)
-			return 1
-		}
-		opts.Username, opts.Password = lines[0], lines[1]
+	ph := newPhases(o.OnEvent)
+	opts := client.Options{Logger: log, Retry: true, OnEvent: ph.event}
+	if code := credentials(o, cfg, &opts); code != 0 {
+		return code
 	}
 	ifname := o.Dev
 	if ifname == "" {
@@ -120,21 +118,17 @@ func Connect(o ConnectOptions) int {
 
 	ctx, stop := interrupt.NotifyContext(context.Background())
 	defer stop()
-	for i, r := range cfg.Remotes {
-		progress("remote %d of %d: %s %s", i+1, len(cfg.Remotes), r.Proto, r.Address())
-	}
-	progress("connecting (TLS handshake, key exchange, push) ...")
+	ph.restart()
 	sess, err := client.Dial(ctx, cfg, opts)
 	if err != nil {
 		if ctx.Err() != nil {
-			progress("interrupted")
+			ph.report(client.StateExiting, "interrupted", nil)
 			return 1
 		}
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
 	push := sess.Pushed()
-	progress("connected: %s, cipher %v, peer-id %s%s", ipv4String(push), sess.Cipher(), peerIDString(push), ipv6String(push))
 	if !push.Local.IsValid() && !push.Local6.IsValid() {
 		sess.Close()
 		fmt.Fprintln(stderr, "wirelane ovpn connect: the server pushed no address (ifconfig or ifconfig-ipv6)")
@@ -164,7 +158,8 @@ func Connect(o ConnectOptions) int {
 		if err != nil {
 			progress("status not published: %v", err)
 		}
-		return waitSession(ctx, sess, pub.close)
+		ph.report(client.StateConnected, connectedLine(sess, "", ph.elapsed()), nil)
+		return waitSession(ctx, sess, ph, pub.close)
 	}
 	d, err := tun.CreateTUN(ifname, o.MTU)
 	if err != nil {
@@ -173,7 +168,7 @@ func Connect(o ConnectOptions) int {
 		return 1
 	}
 	name, _ := d.Name()
-	nc, err := openLink(name, logf)
+	nc, err := openLink(name, log)
 	if err == nil {
 		err = nc.up(push.Local, push.Local6, o.MTU)
 	}
@@ -183,8 +178,8 @@ func Connect(o ConnectOptions) int {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
-	progress("device %s: %s, mtu %d, up", name, bothString(push.Local, push.Local6), o.MTU)
-	dns := &dnsApplier{ifname: name, mode: o.DNS, local: cfg.DHCPOptions, res: newResolvconf(logf), progress: progress, warn: warn}
+	ph.report(client.StateAssignIP, fmt.Sprintf("device %s: %s, mtu %d, up", name, bothString(push.Local, push.Local6), o.MTU), nil)
+	dns := &dnsApplier{ifname: name, mode: o.DNS, local: cfg.DHCPOptions, res: newResolvconf(log), progress: progress, warn: warn}
 	teardown := func() {
 		dns.remove()
 		nc.teardown()
@@ -197,12 +192,14 @@ func Connect(o ConnectOptions) int {
 		progress("block-ipv6: IPv6 packets into the tunnel are answered with ICMPv6 no-route from %s, not sent", b.src)
 	}
 	if !o.NoRoutes {
-		if err := installRoutes(nc, sess.RemoteAddr().Addr(), push, block.Load() != nil); err != nil {
+		p, err := installRoutes(nc, sess.RemoteAddr().Addr(), push, block.Load() != nil)
+		if err != nil {
 			sess.Close()
 			teardown()
 			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 			return 1
 		}
+		ph.report(client.StateAddRoutes, routesLine(p, parseRedirect(push)), nil)
 	}
 	dns.apply(push)
 	pub, err := publishStatus(snapshot(name), statusInterval)
@@ -213,10 +210,69 @@ func Connect(o ConnectOptions) int {
 	// The session's receive goroutines write to the device themselves,
 	// a receive batch per write, so the device can coalesce it (GRO).
 	sess.DeliverTo(d, tunOffset)
+	ph.report(client.StateConnected, connectedLine(sess, name, ph.elapsed()), nil)
 	progress("tunnel up; press Ctrl-C to disconnect")
-	r := &reconnector{ctx: ctx, cfg: cfg, opts: opts, dev: d, nc: nc, dns: dns, routes: !o.NoRoutes, cur: &cur, applied: push,
+	r := &reconnector{ctx: ctx, cfg: cfg, opts: opts, ph: ph, dev: d, nc: nc, dns: dns, routes: !o.NoRoutes, cur: &cur, applied: push,
 		blockCfg: cfgBlock, block: &block}
 	return r.run(func() { pub.close(); teardown() })
+}
+
+// credentials fills opts with the username and password (and the
+// static-challenge response) when the file asks for them: from
+// --auth-file, else typed on the terminal. It returns a non-zero exit
+// status when they cannot be had.
+func credentials(o ConnectOptions, cfg *config.Config, opts *client.Options) int {
+	needUser := cfg.AuthUserPass && cfg.Username == ""
+	if !needUser && cfg.StaticChallenge == "" {
+		return 0
+	}
+	if needUser && o.AuthFile != "" {
+		b, err := os.ReadFile(o.AuthFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
+			return 1
+		}
+		lines := strings.Split(strings.ReplaceAll(string(b), "\r", ""), "\n")
+		if len(lines) < 2 || lines[0] == "" {
+			fmt.Fprintf(stderr, "wirelane ovpn connect: %s: want a username line and a password line\n", o.AuthFile)
+			return 1
+		}
+		opts.Username, opts.Password = lines[0], lines[1]
+		needUser = false
+	}
+	if !needUser && cfg.StaticChallenge == "" {
+		return 0
+	}
+	user, pass, resp, err := promptCredentials(stdin, stderr, needUser, cfg.StaticChallenge, cfg.StaticChallengeEcho)
+	if errors.Is(err, errNotTerminal) {
+		what := "auth-user-pass without credentials; pass --auth-file FILE (username line, password line) or run on a terminal to type them"
+		if !needUser {
+			what = fmt.Sprintf("static-challenge %q: the response must be typed; run on a terminal", cfg.StaticChallenge)
+		}
+		fmt.Fprintf(stderr, "wirelane ovpn connect: %s uses %s\n", o.File, what)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "wirelane ovpn connect: reading credentials: %v\n", err)
+		return 1
+	}
+	if needUser {
+		opts.Username, opts.Password = user, pass
+	}
+	opts.ChallengeResponse = resp
+	return 0
+}
+
+// connectedLine is the CONNECTED progress line: the tunnel's addresses,
+// the server and how long it took.
+func connectedLine(s *client.Session, dev string, took time.Duration) string {
+	push := s.Pushed()
+	on := ""
+	if dev != "" {
+		on = " on " + dev
+	}
+	return fmt.Sprintf("connected: %s%s via %s (%s), cipher %v, peer-id %s, in %.1f s",
+		bothString(push.Local, push.Local6), on, s.RemoteAddr(), s.Transport(), s.Cipher(), peerIDString(push), took.Seconds())
 }
 
 func peerIDString(p *control.PushReply) string {
@@ -265,15 +321,15 @@ func addrString(a netip.Addr) string {
 }
 
 // waitSession waits for a signal or the end of the session.
-func waitSession(ctx context.Context, sess *client.Session, teardown func()) int {
+func waitSession(ctx context.Context, sess *client.Session, ph *phases, teardown func()) int {
 	select {
 	case <-ctx.Done():
-		progress("disconnecting (telling the server)")
+		ph.report(client.StateExiting, "disconnecting (telling the server)", nil)
 		sess.Close()
 		teardown()
 		return 0
 	case <-sess.Done():
-		progress("session ended: %v", sess.Err())
+		ph.report(client.StateExiting, fmt.Sprintf("session ended: %v", sess.Err()), nil)
 		teardown()
 		return 1
 	}

@@ -20,6 +20,7 @@ package ovpntunnel
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
@@ -189,12 +190,12 @@ func (d *dnsApplier) remove() {
 }
 
 // resolvconfRes is the resolver of a real tunnel: internal/sys/netcfg's
-// resolvconf support, its calls logged through logf (-v).
+// resolvconf support, its calls logged (-v).
 type resolvconfRes struct {
-	logf func(string, ...any)
+	log *slog.Logger
 }
 
-func newResolvconf(logf func(string, ...any)) resolver { return resolvconfRes{logf} }
+func newResolvconf(log *slog.Logger) resolver { return resolvconfRes{log} }
 
 // conf returns a netcfg.Conf that records no undo steps: dnsApplier
 // removes the record itself.
@@ -204,7 +205,7 @@ func (r resolvconfRes) conf() (*netcfg.Conf, error) {
 		return nil, err
 	}
 	c.Undo = nil
-	c.Log = func(s string) { r.logf("%s", s) }
+	c.Log = func(s string) { r.log.Info("netcfg", "op", s) }
 	return c, nil
 }
 

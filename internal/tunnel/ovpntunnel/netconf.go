@@ -6,6 +6,7 @@ package ovpntunnel
 
 import (
 	"fmt"
+	"log/slog"
 	"net/netip"
 
 	"github.com/wirelane/wirelane/internal/sys/netcfg"
@@ -15,11 +16,12 @@ import (
 // It is used from one goroutine.
 type netConf struct {
 	name   string
+	log    *slog.Logger
 	nc     *netcfg.Conf
 	routes netcfg.Undo // inverses of the routes added, run by teardown
 }
 
-func openLink(name string, logf func(string, ...any)) (*netConf, error) {
+func openLink(name string, log *slog.Logger) (*netConf, error) {
 	nc, err := netcfg.New()
 	if err != nil {
 		return nil, err
@@ -28,9 +30,9 @@ func openLink(name string, logf func(string, ...any)) (*netConf, error) {
 		nc.Close()
 		return nil, fmt.Errorf("interface %s: %w", name, err)
 	}
-	nc.Log = func(s string) { logf("%s", s) }
+	nc.Log = func(s string) { log.Info("netcfg", "op", s) }
 	nc.Undo = nil
-	return &netConf{name: name, nc: nc}, nil
+	return &netConf{name: name, log: log, nc: nc}, nil
 }
 
 // up sets the MTU, adds the addresses (addr6 may be invalid: IPv4 only)

@@ -3,12 +3,15 @@ package ovpntunnel
 // Reconnecting `wirelane ovpn connect` the way OpenVPN's client restarts
 // (SIGUSR1) while the TUN device stays up:
 //
-//	session ends -> AUTH_FAILED, HALT: exit (status 1)
+//	session ends -> AUTH_FAILED, HALT: EXITING, exit (status 1)
 //	             -> ping-restart, transport error (TCP reset, socket
 //	                error), RESTART, the server's exit notification:
-//	                wait (1 s; doubling after five failed attempts, up to
-//	                300 s, like connect-retry) -> client.Dial (the
-//	                remotes in order) -> failed: wait again
+//	                RECONNECTING, wait 1 s -> client.Dial with Retry (the
+//	                remotes in turn, pausing connect-retry between rounds,
+//	                doubling after five, until connect-retry-max or
+//	                resolv-retry give up: exit status 1); each address
+//	                dialled gets its host route outside the tunnel first
+//	                -> a session without an address: wait, dial again
 //	                -> new session: same addresses (IPv4 and IPv6),
 //	                   gateways, routes, redirect and server: nothing to
 //	                   change; else readdress the device (each family on
@@ -20,13 +23,14 @@ package ovpntunnel
 // Between sessions the device, its address and its routes stay: packets
 // for the tunnel are dropped, none leave outside it. With
 // redirect-gateway, every remote of a redirected family (literal
-// addresses, and host names resolved then, each lookup bounded by 5 s) gets a
-// host route outside the tunnel before the redial, so the attempt does not
-// loop into the tunnel.
+// addresses and host names as they resolve) gets a host route outside
+// the tunnel before it is dialled, so the attempt does not loop into the
+// tunnel.
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
@@ -39,21 +43,17 @@ import (
 	"github.com/wirelane/wirelane/tun"
 )
 
-// Reconnect pacing, as OpenVPN's connect-retry defaults: 1 s between
-// attempts, doubled after the fifth failure up to 300 s.
-var (
-	retryWait    = time.Second
-	retryMaxWait = 300 * time.Second
-)
-
-const retryBeforeBackoff = 5
+// retryWait is the pause after a session ended before the redial, as
+// OpenVPN's restart pause; tests shorten it.
+var retryWait = time.Second
 
 // reconnector keeps a client tunnel up across sessions. Its methods run on
 // the connect command's goroutine.
 type reconnector struct {
 	ctx     context.Context
 	cfg     *config.Config
-	opts    client.Options
+	opts    client.Options // with Retry and OnEvent set
+	ph      *phases
 	dev     tun.Device
 	nc      *netConf
 	dns     *dnsApplier                     // the tunnel's resolvconf record
@@ -81,7 +81,7 @@ func (r *reconnector) run(teardown func()) int {
 		sess := r.cur.Load()
 		select {
 		case <-r.ctx.Done():
-			progress("disconnecting (telling the server)")
+			r.ph.report(client.StateExiting, "disconnecting (telling the server)", nil)
 			sess.Close()
 			teardown()
 			return 0
@@ -89,16 +89,22 @@ func (r *reconnector) run(teardown func()) int {
 		}
 		err := sess.Err()
 		if !restartable(err) {
-			progress("session ended: %v", err)
+			r.ph.report(client.StateExiting, fmt.Sprintf("session ended: %v", err), nil)
 			teardown()
 			return 1
 		}
-		progress("session ended: %v; reconnecting", err)
-		next := r.redial()
+		r.ph.restart()
+		r.ph.report(client.StateReconnect, fmt.Sprintf("session ended: %v; reconnecting", err), nil)
+		next, err := r.redial()
 		if next == nil {
-			progress("interrupted while reconnecting")
+			if r.ctx.Err() != nil {
+				r.ph.report(client.StateExiting, "interrupted while reconnecting", nil)
+				teardown()
+				return 0
+			}
+			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 			teardown()
-			return 0
+			return 1
 		}
 		if err := r.apply(next); err != nil {
 			progress("reconfiguring the device failed: %v", err)
@@ -109,59 +115,66 @@ func (r *reconnector) run(teardown func()) int {
 		r.dns.apply(next.Pushed()) // replaced only when the pushed DNS changed
 		next.DeliverTo(r.dev, tunOffset)
 		r.cur.Store(next)
+		r.ph.report(client.StateConnected, connectedLine(next, r.nc.name, r.ph.elapsed()), nil)
 		progress("tunnel up again (%s)", next.RemoteAddr())
 	}
 }
 
-// redial dials until a session comes up; nil when interrupted.
-func (r *reconnector) redial() *client.Session {
-	wait := retryWait
-	for attempt := 1; ; attempt++ {
+// redial dials until a session with an address comes up: nil and why
+// when interrupted or when the retry directives give up.
+func (r *reconnector) redial() (*client.Session, error) {
+	opts := r.opts
+	if r.routes {
+		rd := parseRedirect(r.applied)
+		rd.v6 = redirects6(r.applied, r.block.Load() != nil) // global IPv6 routed into the tunnel
+		if rd.v4 || rd.v6 {
+			// Every address dialled first gets a host route outside the
+			// tunnel (CONNECTING is reported on this goroutine, before the
+			// socket sends).
+			have := []netip.Addr{r.cur.Load().RemoteAddr().Addr()}
+			next := opts.OnEvent
+			opts.OnEvent = func(e client.Event) {
+				if (e.State == client.StateConnecting || e.State == client.StateTCPConnect) && e.Err == nil && e.Addr.IsValid() {
+					r.keepOutside(rd, e.Addr.Addr(), have)
+				}
+				if next != nil {
+					next(e)
+				}
+			}
+		}
+	}
+	for {
 		select {
 		case <-r.ctx.Done():
-			return nil
-		case <-time.After(wait):
+			return nil, r.ctx.Err()
+		case <-time.After(retryWait):
 		}
-		if r.routes {
-			rd := parseRedirect(r.applied)
-			rd.v6 = redirects6(r.applied, r.block.Load() != nil) // global IPv6 routed into the tunnel
-			if rd.v4 || rd.v6 {
-				r.keepRemotesOutside(rd)
-			}
+		s, err := client.Dial(r.ctx, r.cfg, opts)
+		if err != nil {
+			return nil, err
 		}
-		progress("reconnecting, attempt %d ...", attempt)
-		s, err := client.Dial(r.ctx, r.cfg, r.opts)
-		if err == nil {
-			push := s.Pushed()
-			progress("connected: %s, cipher %v, peer-id %s%s", ipv4String(push), s.Cipher(), peerIDString(push), ipv6String(push))
-			if push.Local.IsValid() || push.Local6.IsValid() {
-				return s
-			}
-			s.Close()
-			err = errors.New("the server pushed no address (ifconfig or ifconfig-ipv6)")
+		push := s.Pushed()
+		if push.Local.IsValid() || push.Local6.IsValid() {
+			return s, nil
 		}
-		if r.ctx.Err() != nil {
-			return nil
-		}
-		if attempt >= retryBeforeBackoff {
-			wait = min(wait*2, retryMaxWait)
-		}
-		progress("reconnect attempt %d failed: %v; next in %v", attempt, err, wait)
+		s.Close()
+		progress("the server pushed no address (ifconfig or ifconfig-ipv6); reconnecting")
 	}
 }
 
-// keepRemotesOutside adds a host route outside the tunnel for every
-// remote of a family that rd redirects (the default route points into the
-// tunnel); host names are resolved now.
-func (r *reconnector) keepRemotesOutside(rd redirect) {
-	have := append(slices.Clone(r.outside), r.cur.Load().RemoteAddr().Addr())
-	for _, a := range remotesOutside(r.ctx, r.cfg, rd, have, lookupHost, progress) {
-		if err := r.nc.addHostRouteOutside(a); err != nil {
-			progress("no host route for remote %s: %v", a, err)
-			continue
-		}
-		r.outside = append(r.outside, a)
+// keepOutside adds a host route outside the tunnel for a, a remote's
+// address, when rd redirects its family (the default route points into
+// the tunnel) and it has none yet (have: the routes the tunnel set up).
+func (r *reconnector) keepOutside(rd redirect, a netip.Addr, have []netip.Addr) {
+	if (a.Is4() && !rd.v4) || (a.Is6() && !rd.v6) || slices.Contains(have, a) || slices.Contains(r.outside, a) {
+		return
 	}
+	if err := r.nc.addHostRouteOutside(a); err != nil {
+		progress("no host route for remote %s: %v", a, err)
+		return
+	}
+	r.nc.log.Info("host route outside the tunnel", "remote", a)
+	r.outside = append(r.outside, a)
 }
 
 // sameConfig reports whether sessions pushing a and b, served from
@@ -208,5 +221,9 @@ func (r *reconnector) apply(s *client.Session) error {
 	if !r.routes {
 		return nil
 	}
-	return installRoutes(r.nc, server, push, b != nil)
+	p, err := installRoutes(r.nc, server, push, b != nil)
+	if err == nil {
+		r.ph.report(client.StateAddRoutes, routesLine(p, parseRedirect(push)), nil)
+	}
+	return err
 }

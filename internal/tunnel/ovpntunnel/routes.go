@@ -27,15 +27,11 @@ package ovpntunnel
 // with "no route" there instead of leaving through the local router.
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
 )
 
@@ -158,8 +154,9 @@ func planRoutes(server netip.Addr, push *control.PushReply, block bool) routePla
 	return p
 }
 
-// installRoutes adds the routes planned for push.
-func installRoutes(nc *netConf, server netip.Addr, push *control.PushReply, block bool) error {
+// installRoutes adds the routes planned for push and returns the plan
+// (for the summary line); each route is logged.
+func installRoutes(nc *netConf, server netip.Addr, push *control.PushReply, block bool) (routePlan, error) {
 	p := planRoutes(server, push, block)
 	for _, n := range p.notes {
 		progress("%s", n)
@@ -168,68 +165,19 @@ func installRoutes(nc *netConf, server netip.Addr, push *control.PushReply, bloc
 		// IPv6 routes without an IPv6 address (block-ipv6): the device
 		// must have IPv6 enabled to take them.
 		if err := nc.nc.EnableIPv6(nc.name); err != nil {
-			return err
+			return p, err
 		}
 	}
 	for _, a := range p.outside {
 		if err := nc.addHostRouteOutside(a); err != nil {
-			return err
+			return p, err
 		}
 	}
 	for _, r := range p.routes {
 		if err := nc.addRoute(r.dst, r.gw); err != nil {
-			return err
+			return p, err
 		}
-		if r.gw.IsValid() {
-			progress("route %s via %s", r.dst, r.gw)
-		} else {
-			progress("route %s on-link", r.dst)
-		}
+		nc.log.Info("route added", "dst", r.dst, "gateway", addrString(r.gw), "dev", nc.name)
 	}
-	if rd := parseRedirect(push); rd.v4 || rd.v6 {
-		progress("default route redirected through the tunnel (%s)", rd.line)
-	}
-	return nil
-}
-
-// lookupTimeout bounds the resolution of a remote's host name while
-// reconnecting: the resolver may itself sit behind the dead tunnel.
-const lookupTimeout = 5 * time.Second
-
-// lookupHost resolves a remote's host name.
-func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
-	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
-	defer cancel()
-	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-}
-
-// remotesOutside returns the addresses of cfg's remotes that need a host
-// route outside the tunnel before a redial under rd: those of the
-// redirected families, not in have. Host names are resolved with lookup;
-// a name that does not resolve is reported through logf and skipped.
-func remotesOutside(ctx context.Context, cfg *config.Config, rd redirect, have []netip.Addr,
-	lookup func(context.Context, string) ([]netip.Addr, error), logf func(string, ...any)) []netip.Addr {
-	var out []netip.Addr
-	for _, rm := range cfg.Remotes {
-		addrs := []netip.Addr{}
-		if a, err := netip.ParseAddr(rm.Host); err == nil {
-			addrs = append(addrs, a.Unmap())
-		} else {
-			res, err := lookup(ctx, rm.Host)
-			if err != nil {
-				logf("remote %s not resolved (no host route outside the tunnel): %v", rm.Host, err)
-				continue
-			}
-			for _, a := range res {
-				addrs = append(addrs, a.Unmap())
-			}
-		}
-		for _, a := range addrs {
-			if (a.Is4() && !rd.v4) || (a.Is6() && !rd.v6) || slices.Contains(have, a) || slices.Contains(out, a) {
-				continue
-			}
-			out = append(out, a)
-		}
-	}
-	return out
+	return p, nil
 }

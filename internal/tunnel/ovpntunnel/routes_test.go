@@ -1,15 +1,12 @@
 package ovpntunnel
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
 )
 
@@ -106,30 +103,3 @@ func TestPlanRoutes(t *testing.T) {
 	}
 }
 
-func TestRemotesOutsideResolvesHostNames(t *testing.T) {
-	cfg := &config.Config{Remotes: []config.Remote{{Host: "192.0.2.1"}, {Host: "vpn.example"}, {Host: "2001:db8::1"},
-		{Host: "gone.example"}, {Host: "192.0.2.9"}}}
-	lookup := func(_ context.Context, host string) ([]netip.Addr, error) {
-		switch host {
-		case "vpn.example":
-			return []netip.Addr{netip.MustParseAddr("::ffff:198.51.100.7"), netip.MustParseAddr("2001:db8::7")}, nil
-		default:
-			return nil, errors.New("no such host")
-		}
-	}
-	var logged []string
-	logf := func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }
-	have := []netip.Addr{netip.MustParseAddr("192.0.2.9")}
-	str := func(as []netip.Addr) string { return fmt.Sprint(as) }
-	got := remotesOutside(context.Background(), cfg, redirect{v4: true}, have, lookup, logf)
-	if want := "[192.0.2.1 198.51.100.7]"; str(got) != want {
-		t.Errorf("IPv4 redirect: %s, want %s", str(got), want)
-	}
-	got = remotesOutside(context.Background(), cfg, redirect{v4: true, v6: true}, have, lookup, logf)
-	if want := "[192.0.2.1 198.51.100.7 2001:db8::7 2001:db8::1]"; str(got) != want {
-		t.Errorf("both families: %s, want %s", str(got), want)
-	}
-	if len(logged) != 2 || !strings.Contains(logged[0], "gone.example not resolved") {
-		t.Errorf("log %q", logged)
-	}
-}

@@ -29,12 +29,7 @@ type ServeOptions struct {
 // exit status.
 func Serve(o ServeOptions) int {
 	file := o.File
-	logf := func(string, ...any) {}
-	if o.Verbose {
-		logf = func(format string, a ...any) {
-			fmt.Fprintf(stderr, time.Now().Format("15:04:05.000 ")+format+"\n", a...)
-		}
-	}
+	log := protocolLogger(o.Verbose)
 	cfg, err := server.ParseConfigFile(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
@@ -61,7 +56,7 @@ func Serve(o ServeOptions) int {
 	}
 	defer d.Close()
 	name, _ := d.Name()
-	s, err := server.New(cfg, server.Options{Logger: protocolLogger(o.Verbose), Events: func(e server.Event) {
+	s, err := server.New(cfg, server.Options{Logger: log, Events: func(e server.Event) {
 		c := e.Client
 		switch e.Kind {
 		case server.ClientConnected:
@@ -74,7 +69,7 @@ func Serve(o ServeOptions) int {
 		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
 		return 1
 	}
-	nc, err := openLink(name, logf)
+	nc, err := openLink(name, log)
 	if err == nil {
 		err = nc.up(s.TunnelAddress(), s.TunnelAddress6(), mtu)
 	}

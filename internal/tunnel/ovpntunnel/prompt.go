@@ -1,0 +1,130 @@
+package ovpntunnel
+
+// Asking for auth-user-pass credentials (and a static-challenge response)
+// on the terminal, as openvpn does when the file names no credentials:
+// the username and an echoed response are read as typed, the password
+// (and a response with echo 0) with the terminal's echo off, restored
+// afterwards and on Ctrl-C.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// stdin is where credentials are read from; tests replace it.
+var stdin = os.Stdin
+
+// errNotTerminal is returned when credentials would have to be typed but
+// standard input is not a terminal.
+var errNotTerminal = errors.New("standard input is not a terminal")
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// credentialPrompt reads answers from a terminal; prompts go to out.
+type credentialPrompt struct {
+	tty *os.File
+	r   *bufio.Reader // over tty; one for all answers so none is lost
+	out io.Writer
+}
+
+func newCredentialPrompt(tty *os.File, out io.Writer) (*credentialPrompt, error) {
+	if !isTerminal(tty) {
+		return nil, errNotTerminal
+	}
+	return &credentialPrompt{tty: tty, r: bufio.NewReader(tty), out: out}, nil
+}
+
+// ask prints prompt and reads one line, with the terminal's echo off
+// unless echo is set.
+func (p *credentialPrompt) ask(prompt string, echo bool) (string, error) {
+	fmt.Fprint(p.out, prompt)
+	if !echo {
+		restore, err := p.echoOff()
+		if err != nil {
+			return "", err
+		}
+		defer restore()
+	}
+	line, err := p.r.ReadString('\n')
+	if !echo {
+		fmt.Fprintln(p.out) // the newline the user typed was not echoed
+	}
+	if err != nil && line == "" {
+		if err == io.EOF {
+			return "", errors.New("no answer (end of input)")
+		}
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// echoOff turns the terminal's echo off until restore is called; a
+// signal that ends the program meanwhile restores it first.
+func (p *credentialPrompt) echoOff() (restore func(), err error) {
+	fd := int(p.tty.Fd())
+	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return nil, err
+	}
+	t := *old
+	t.Lflag &^= unix.ECHO
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &t); err != nil {
+		return nil, err
+	}
+	sigs := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		select {
+		case sig := <-sigs:
+			_ = unix.IoctlSetTermios(fd, unix.TCSETS, old)
+			signal.Reset(sig)
+			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+		_ = unix.IoctlSetTermios(fd, unix.TCSETS, old)
+	}, nil
+}
+
+// promptCredentials asks on tty for the username and password when
+// needUser is set, and for the static-challenge response when challenge
+// is not "" (echoed as typed when echo is set).
+func promptCredentials(tty *os.File, out io.Writer, needUser bool, challenge string, echo bool) (user, pass, response string, err error) {
+	p, err := newCredentialPrompt(tty, out)
+	if err != nil {
+		return "", "", "", err
+	}
+	if needUser {
+		if user, err = p.ask("Enter Auth Username: ", true); err != nil {
+			return "", "", "", err
+		}
+		if user == "" {
+			return "", "", "", errors.New("empty username")
+		}
+		if pass, err = p.ask("Enter Auth Password: ", false); err != nil {
+			return "", "", "", err
+		}
+	}
+	if challenge != "" {
+		if response, err = p.ask("CHALLENGE: "+challenge+" ", echo); err != nil {
+			return "", "", "", err
+		}
+	}
+	return user, pass, response, nil
+}
