@@ -60,7 +60,16 @@ Connects to the OpenVPN server of a client configuration file, brings up a
 TUN device with the pushed address and routes, registers the pushed DNS
 servers and search domains with resolvconf(8) when it is installed (as
 wg-quick does), and keeps the tunnel up until Ctrl-C. Needs root
-(CAP_NET_ADMIN).`
+(CAP_NET_ADMIN).
+
+Each step is shown on stderr with its time: resolving, connecting, TLS
+handshake, authenticating, pushed options, device, routes, connected. The
+remotes are tried in turn and again as the file's resolv-retry,
+connect-retry, connect-retry-max and server-poll-timeout say (openvpn's
+defaults: retry forever). Credentials that auth-user-pass needs and the file
+does not hold come from --auth-file or are asked for on the terminal, as is a
+static-challenge response. Directives that are ignored are summarised once;
+-v lists each with its line.`
 
 const ovpnServeUsage = `Usage: wirelane ovpn serve [flags] CONFIG
 
@@ -80,11 +89,11 @@ func ovpnConnectFlags() (fs *flag.FlagSet, o *ovpntunnel.ConnectOptions, dns *st
 	o = &ovpntunnel.ConnectOptions{}
 	fs.StringVar(&o.Dev, "dev", "", devUsage)
 	fs.IntVar(&o.MTU, "mtu", 1500, "TUN MTU")
-	fs.StringVar(&o.AuthFile, "auth-file", "", "`file` with the username and password lines for auth-user-pass")
+	fs.StringVar(&o.AuthFile, "auth-file", "", "`file` with the username and password lines for auth-user-pass (default: ask on the terminal)")
 	fs.BoolVar(&o.NoRoutes, "no-routes", false, "do not install pushed routes (addresses only)")
 	fs.BoolVar(&o.BlockIPv6, "block-ipv6", false, "answer IPv6 packets into the tunnel with ICMPv6 no-route instead of sending them (as the block-ipv6 directive; with redirect-gateway, global IPv6 is routed into the tunnel)")
 	dns = fs.String("dns", "auto", "pushed DNS servers: auto (register them with resolvconf when it is installed, else warn) or off")
-	fs.BoolVar(&o.Verbose, "v", false, "log protocol details to stderr")
+	fs.BoolVar(&o.Verbose, "v", false, "log protocol details and each ignored directive to stderr")
 	return fs, o, dns
 }
 

@@ -108,28 +108,45 @@ func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, erro
 			lookupSince = time.Now()
 		}
 		var why string
+		pause := wait
 		switch {
 		case cfg.ConnectRetryMax > 0 && round >= cfg.ConnectRetryMax:
 			why = fmt.Sprintf("every remote failed %d times (connect-retry-max %d)", round, cfg.ConnectRetryMax)
-		case onlyLookups && cfg.ResolvRetry >= 0 && time.Since(lookupSince)+wait > time.Duration(cfg.ResolvRetry)*time.Second:
-			why = fmt.Sprintf("no remote's host name resolved for %d s in %d attempts (resolv-retry %d)", cfg.ResolvRetry, round, cfg.ResolvRetry)
+		case onlyLookups && cfg.ResolvRetry >= 0:
+			left := time.Duration(cfg.ResolvRetry)*time.Second - time.Since(lookupSince)
+			if left <= 0 {
+				why = fmt.Sprintf("no remote's host name resolved for %d s in %d attempts (resolv-retry %d)", cfg.ResolvRetry, round, cfg.ResolvRetry)
+			}
+			pause = min(pause, max(left, 0))
 		}
 		if why != "" {
-			err := fmt.Errorf("%w: %s: %w", ErrGaveUp, why, errors.Join(errs...))
+			err := fmt.Errorf("%w: %s; last: %s", ErrGaveUp, why, joinErrs(errs))
 			ev.emit(StateExiting, why, err)
 			return nil, err
 		}
 		ev.at(config.Remote{}, netip.AddrPort{}, round)
-		ev.emit(StateReconnect, fmt.Sprintf("every remote failed; trying again in %v (attempt %d)", wait, round+1), nil)
+		ev.emit(StateReconnect, fmt.Sprintf("every remote failed; trying again in %v (attempt %d)", pause.Round(time.Millisecond), round+1), nil)
 		select {
 		case <-ctx.Done():
 			return nil, errors.Join(append(errs, ctx.Err())...)
-		case <-time.After(wait):
+		case <-time.After(pause):
 		}
 		if round >= retryBeforeBackoff {
 			wait = min(wait*2, maxWait)
 		}
 	}
+}
+
+// joinErrs is errs on one line.
+func joinErrs(errs []error) string {
+	var b strings.Builder
+	for i, e := range errs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
 }
 
 // cmp0 is v, or def when v is 0.
@@ -204,7 +221,11 @@ func pushSummary(r *control.PushReply) string {
 		parts = append(parts, p)
 	}
 	if r.Local6.IsValid() {
-		parts = append(parts, "IPv6 "+r.Local6.String())
+		p := "IPv6 " + r.Local6.String()
+		if r.Remote6.IsValid() {
+			p += " (remote " + r.Remote6.String() + ")"
+		}
+		parts = append(parts, p)
 	}
 	if !r.Local.IsValid() && !r.Local6.IsValid() {
 		parts = append(parts, "no address")

@@ -3,6 +3,7 @@ package ovpntunnel
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wirelane/wirelane/internal/sys/procs"
+	"github.com/wirelane/wirelane/ovpn/client"
 )
 
 // TestMain lets the end-to-end test run Connect and Serve in another
@@ -65,6 +67,16 @@ func helperConnect(args []string) int {
 		return 2
 	}
 	o.File = fs.Arg(0)
+	if os.Getenv("WIRELANE_OVPNCLI_EVENTS") != "" {
+		// The phases as a program sees them, for the tests to compare.
+		o.OnEvent = func(e client.Event) {
+			failed := ""
+			if e.Err != nil {
+				failed = " failed"
+			}
+			fmt.Fprintf(stderr, "event: %s%s\n", e.State, failed)
+		}
+	}
 	return Connect(o)
 }
 

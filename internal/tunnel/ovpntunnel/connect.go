@@ -95,7 +95,11 @@ func Connect(o ConnectOptions) int {
 	cfgBlock := o.BlockIPv6 || cfg.BlockIPv6
 	if o.Verbose {
 		for _, w := range cfg.Warnings {
-			warn("%s:%d: %s: %s", file, w.Line, w.Directive, w.Message)
+			msg := w.Message
+			if msg == "" {
+				msg = "ignored"
+			}
+			warn("%s:%d: %s: %s", file, w.Line, w.Directive, msg)
 		}
 	} else {
 		for _, l := range warningsSummary(file, cfg.Warnings, o.DNS) {

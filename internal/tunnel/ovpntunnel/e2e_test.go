@@ -36,8 +36,8 @@ func TestE2EConnectServe(t *testing.T) {
 	srv.waitFor(t, "listening on udp", 10*time.Second)
 	cli := startHelper(t, cliNS, "connect", "--dev", "wlc0", tb.path("cli1.ovpn"))
 	cli.waitFor(t, "tunnel up", 15*time.Second)
-	for _, want := range []string{"connected: address 10.9.0.2/24, gateway 10.9.0.1, cipher CHACHA20-POLY1305, peer-id 0",
-		"device wlc0: 10.9.0.2/24", "route 10.98.0.0/24 via 10.9.0.1"} {
+	for _, want := range []string{"pushed options: address 10.9.0.2/24, gateway 10.9.0.1, IPv6 fd09::1000/64 (remote fd09::1), 1 route, redirect-gateway def1, cipher CHACHA20-POLY1305, peer-id 0",
+		"device wlc0: 10.9.0.2/24", "routes added (3): 10.98.0.0/24, 0.0.0.0/1, 128.0.0.0/1 via 10.9.0.1; default route through the tunnel (redirect-gateway def1)"} {
 		if !strings.Contains(cli.out.String(), want) {
 			t.Fatalf("connect output lacks %q:\n%s", want, cli.out.String())
 		}

@@ -38,7 +38,7 @@ func TestE2EConnectToOpenVPNServerIperf(t *testing.T) {
 
 	cli := startHelper(t, tb.cliNS, "connect", "--dev", "wlc0", "--mtu", "1400", tb.path("cli1.ovpn"))
 	cli.waitFor(t, "tunnel up", 15*time.Second)
-	if want := "connected: address 10.11.0.2/24, gateway 10.11.0.1, cipher AES-256-GCM"; !strings.Contains(cli.out.String(), want) {
+	if want := "pushed options: address 10.11.0.2/24, gateway 10.11.0.1, cipher AES-256-GCM"; !strings.Contains(cli.out.String(), want) {
 		t.Fatalf("connect output lacks %q:\n%s", want, cli.out.String())
 	}
 	t.Cleanup(func() { cli.interrupt(t) }) // runs before the server stops

@@ -72,11 +72,11 @@ func phaseLine(e client.Event) string {
 	if e.Err != nil {
 		switch e.State {
 		case client.StateResolve:
-			return fmt.Sprintf("%s: %v; trying the next remote", e.Detail, e.Err)
+			return fmt.Sprintf("%s: %v", e.Detail, e.Err)
 		case client.StateExiting:
 			return "giving up: " + e.Detail
 		}
-		return fmt.Sprintf("%s: %s: %v; trying the next remote", e.Remote, e.Detail, e.Err)
+		return fmt.Sprintf("%s: %s: %v", e.Remote, e.Detail, e.Err)
 	}
 	switch {
 	case e.State == client.StateWait, e.State == client.StateGetConfig && e.Detail == "requesting options":
