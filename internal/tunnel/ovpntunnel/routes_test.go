@@ -102,4 +102,3 @@ func TestPlanRoutes(t *testing.T) {
 		}
 	}
 }
-
