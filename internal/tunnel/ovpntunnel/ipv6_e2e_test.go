@@ -119,7 +119,7 @@ func TestE2EConnectIPv6OnlyOpenVPNServer(t *testing.T) {
 	cli := startHelper(t, tb.cliNS, "connect", "--dev", "wlc0", "--mtu", "1400", tb.path("cli1.ovpn"))
 	cli.waitFor(t, "tunnel up", 15*time.Second)
 	t.Cleanup(func() { cli.interrupt(t) })
-	if out := cli.out.String(); !strings.Contains(out, "connected: IPv6 only") || !strings.Contains(out, "IPv6 fd42:45::1000/64") {
+	if out := cli.out.String(); !strings.Contains(out, "connected: fd42:45::1000/64 on wlc0") || !strings.Contains(out, "pushed options: IPv6 fd42:45::1000/64") {
 		t.Fatalf("connect output:\n%s", out)
 	}
 	if a := netns.Run(t, tb.cliNS, "ip", "-6", "addr", "show", "dev", "wlc0"); !strings.Contains(a, "fd42:45::1000/64") {
