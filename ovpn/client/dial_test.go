@@ -181,3 +181,17 @@ func TestStaticChallengePassword(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// server-poll-timeout ends an attempt that gets no reply long before
+// hand-window would.
+func TestDialServerPollTimeout(t *testing.T) {
+	cfg := testConfig(t, "server-poll-timeout 1\n") // UDP port 9 of loopback: no reply
+	start := time.Now()
+	_, err := Dial(context.Background(), cfg, Options{})
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "server-poll-timeout 1s") {
+		t.Fatalf("err %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}

@@ -129,6 +129,7 @@ func Connect(o ConnectOptions) int {
 			ph.report(client.StateExiting, "interrupted", nil)
 			return 1
 		}
+		ph.stopped(err)
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}

@@ -10,6 +10,7 @@ package ovpntunnel
 //	session ended      -> RECONNECTING (restartable) or EXITING
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -59,6 +60,14 @@ func (p *phases) report(st client.State, detail string, err error) {
 	p.event(client.Event{State: st, Time: time.Now(), Detail: detail, Err: err})
 }
 
+// stopped reports EXITING after client.Dial failed for good with err
+// (Dial reported it itself when it gave up retrying).
+func (p *phases) stopped(err error) {
+	if !errors.Is(err, client.ErrGaveUp) {
+		p.report(client.StateExiting, "connection failed", err)
+	}
+}
+
 // elapsed is the time since the attempt began.
 func (p *phases) elapsed() time.Duration {
 	p.mu.Lock()
@@ -74,7 +83,10 @@ func phaseLine(e client.Event) string {
 		case client.StateResolve:
 			return fmt.Sprintf("%s: %v", e.Detail, e.Err)
 		case client.StateExiting:
-			return "giving up: " + e.Detail
+			if errors.Is(e.Err, client.ErrGaveUp) {
+				return "giving up: " + e.Detail
+			}
+			return "" // the command's error message says why
 		}
 		return fmt.Sprintf("%s: %s: %v", e.Remote, e.Detail, e.Err)
 	}

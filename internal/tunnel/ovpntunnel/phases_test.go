@@ -2,6 +2,7 @@ package ovpntunnel
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -82,7 +83,8 @@ func TestPhaseLines(t *testing.T) {
 		{client.Event{State: client.StateWait, Detail: "waiting for the server's reply"}, ""},
 		{client.Event{State: client.StateGetConfig, Detail: "requesting options"}, ""},
 		{client.Event{State: client.StateGetConfig, Detail: "pushed options: address 10.8.0.2/24"}, "pushed options: address 10.8.0.2/24"},
-		{client.Event{State: client.StateExiting, Detail: "no remote resolved", Err: fail}, "giving up: no remote resolved"},
+		{client.Event{State: client.StateExiting, Detail: "no remote resolved", Err: fmt.Errorf("%w: no remote resolved", client.ErrGaveUp)}, "giving up: no remote resolved"},
+		{client.Event{State: client.StateExiting, Detail: "connection failed", Err: client.ErrAuthFailed}, ""},
 	} {
 		if got := phaseLine(c.e); got != c.want {
 			t.Errorf("%s %q: got %q, want %q", c.e.State, c.e.Detail, got, c.want)

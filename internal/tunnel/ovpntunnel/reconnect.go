@@ -102,6 +102,7 @@ func (r *reconnector) run(teardown func()) int {
 				teardown()
 				return 0
 			}
+			r.ph.stopped(err)
 			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 			teardown()
 			return 1
@@ -202,9 +203,9 @@ func (r *reconnector) apply(s *client.Session) error {
 			return err
 		}
 		if push.Local.IsValid() {
-			progress("device address %s", push.Local)
+			r.ph.report(client.StateAssignIP, fmt.Sprintf("device address %s", push.Local), nil)
 		} else {
-			progress("device address %s removed (none pushed now)", old.Local)
+			r.ph.report(client.StateAssignIP, fmt.Sprintf("device address %s removed (none pushed now)", old.Local), nil)
 		}
 	}
 	if push.Local6 != old.Local6 {
@@ -212,9 +213,9 @@ func (r *reconnector) apply(s *client.Session) error {
 			return err
 		}
 		if push.Local6.IsValid() {
-			progress("device IPv6 address %s", push.Local6)
+			r.ph.report(client.StateAssignIP, fmt.Sprintf("device IPv6 address %s", push.Local6), nil)
 		} else {
-			progress("device IPv6 address %s removed (none pushed now)", old.Local6)
+			r.ph.report(client.StateAssignIP, fmt.Sprintf("device IPv6 address %s removed (none pushed now)", old.Local6), nil)
 		}
 	}
 	r.applied = push
