@@ -39,12 +39,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func capture(t *testing.T) (out, errOut *bytes.Buffer) {
-	out, errOut = &bytes.Buffer{}, &bytes.Buffer{}
-	oldOut, oldErr := stdout, stderr
-	stdout, stderr = out, errOut
-	t.Cleanup(func() { stdout, stderr = oldOut, oldErr })
-	return out, errOut
+// capture collects what Connect and Serve print (all of it on stderr)
+// until the test ends.
+func capture(t *testing.T) (errOut *bytes.Buffer) {
+	errOut = &bytes.Buffer{}
+	old := stderr
+	stderr = errOut
+	t.Cleanup(func() { stderr = old })
+	return errOut
 }
 
 // helperConnect runs Connect with the flags the end-to-end tests give
@@ -94,7 +96,7 @@ func helperServe(args []string) int {
 }
 
 func TestMissingFiles(t *testing.T) {
-	_, errOut := capture(t)
+	errOut := capture(t)
 	if code := Connect(ConnectOptions{File: "/nonexistent/x.ovpn", MTU: 1500}); code != 1 || !strings.Contains(errOut.String(), "no such file") {
 		t.Errorf("connect to a missing file: exit %d, stderr:\n%s", code, errOut)
 	}
@@ -110,7 +112,7 @@ func TestConfigErrorsNameTheLine(t *testing.T) {
 	os.WriteFile(srv, []byte("port 1194\nproto udp\nserver 10.8.0.0 255.255.255.0\ncomp-lzo yes\n"), 0o600)
 	cli := filepath.Join(dir, "c.ovpn")
 	os.WriteFile(cli, []byte("client\nremote 192.0.2.1 1194\nfragment 1300\n"), 0o600)
-	_, errOut := capture(t)
+	errOut := capture(t)
 	if code := Serve(ServeOptions{File: srv}); code != 1 || !strings.Contains(errOut.String(), "server.conf:4: comp-lzo") {
 		t.Fatalf("serve: exit %d, stderr:\n%s", code, errOut)
 	}

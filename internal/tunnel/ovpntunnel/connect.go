@@ -35,12 +35,9 @@ import (
 	"github.com/wirelane/wirelane/tun"
 )
 
-// Output streams; tests replace them. Progress and warnings go to
-// stderr, as openvpn's log does, so stdout stays free for scripts.
-var (
-	stdout io.Writer = os.Stdout
-	stderr io.Writer = os.Stderr
-)
+// stderr takes the progress lines and warnings, as openvpn's log does,
+// so stdout stays free for scripts; tests replace it.
+var stderr io.Writer = os.Stderr
 
 func progress(format string, args ...any) {
 	fmt.Fprintf(stderr, "ovpn: "+format+"\n", args...)

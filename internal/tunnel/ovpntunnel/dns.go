@@ -137,7 +137,7 @@ type dnsApplier struct {
 	mode     DNSMode
 	local    []string // the .ovpn file's own dhcp-option lines (config.Config.DHCPOptions)
 	res      resolver
-	progress func(string, ...any) // progress lines (stdout)
+	progress func(string, ...any) // progress lines (stderr)
 	warn     func(string, ...any) // warnings (stderr)
 
 	wanted     dnsSettings // planned for the last push

@@ -54,7 +54,7 @@ func TestConnectShowsIgnoredDirectives(t *testing.T) {
 	old := stdin
 	stdin = r
 	t.Cleanup(func() { stdin = old })
-	_, errOut := capture(t)
+	errOut := capture(t)
 	Connect(ConnectOptions{File: file, MTU: 1500})
 	out := errOut.String()
 	if strings.Count(out, "ignored or not fully honoured: 3 directives (script-security, up, down); run with -v for details") != 1 ||
@@ -95,7 +95,7 @@ func TestPhaseLines(t *testing.T) {
 // Every event reaches OnEvent with the time since the attempt began, and
 // the progress line carries it.
 func TestPhasesTimesAndHook(t *testing.T) {
-	_, errOut := capture(t)
+	errOut := capture(t)
 	var got []client.Event
 	ph := newPhases(func(e client.Event) { got = append(got, e) })
 	ph.start = time.Now().Add(-1500 * time.Millisecond)

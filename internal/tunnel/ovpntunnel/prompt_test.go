@@ -120,7 +120,7 @@ func TestCredentialsWithoutATerminal(t *testing.T) {
 	t.Cleanup(func() { stdin = old })
 	file := filepath.Join(t.TempDir(), "p.ovpn")
 	os.WriteFile(file, []byte("client\nremote 192.0.2.1\nauth-user-pass\n<ca>\nx\n</ca>\n"), 0o600)
-	_, errOut := capture(t)
+	errOut := capture(t)
 	code := Connect(ConnectOptions{File: file, MTU: 1500})
 	if want := "uses auth-user-pass without credentials; pass --auth-file FILE (username line, password line) or run on a terminal"; code != 2 ||
 		!strings.Contains(errOut.String(), want) {
