@@ -222,20 +222,34 @@ func (s *Session) serverAnswered() {
 
 // pollServer reports the server's first reply (its reset: the TLS
 // handshake starts) or ends the attempt when none came within poll
-// (server-poll-timeout), whichever is first; it returns early when the
-// dial is over.
+// (server-poll-timeout), whichever is first, saying every waitNote that
+// it still waits; it returns early when the dial is over.
 func (s *Session) pollServer(poll time.Duration, dialed <-chan struct{}) {
+	start := time.Now()
 	t := time.NewTimer(poll)
 	defer t.Stop()
-	select {
-	case <-s.ctrl.PeerKnown():
-		s.serverAnswered()
-	case <-t.C:
-		s.fail(s.timeoutError(fmt.Errorf("server-poll-timeout %v", poll)))
-	case <-s.closed:
-	case <-dialed:
+	note := time.NewTicker(waitNote)
+	defer note.Stop()
+	for {
+		select {
+		case <-s.ctrl.PeerKnown():
+			s.serverAnswered()
+			return
+		case <-note.C:
+			s.ev.emit(StateWait, fmt.Sprintf("no reply from the server yet (%.0f s; giving up after %v)", time.Since(start).Seconds(), min(poll, s.opts.HandshakeTimeout)), nil)
+		case <-t.C:
+			s.fail(s.timeoutError(fmt.Errorf("server-poll-timeout %v", poll)))
+			return
+		case <-s.closed:
+			return
+		case <-dialed:
+			return
+		}
 	}
 }
+
+// waitNote is how often a silent server is reported while waiting.
+const waitNote = 10 * time.Second
 
 func (s *Session) timeoutError(cause error) error {
 	if _, ok := s.ctrl.RemoteSession(); !ok {

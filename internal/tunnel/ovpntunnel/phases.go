@@ -91,7 +91,8 @@ func phaseLine(e client.Event) string {
 		return fmt.Sprintf("%s: %s: %v", e.Remote, e.Detail, e.Err)
 	}
 	switch {
-	case e.State == client.StateWait, e.State == client.StateGetConfig && e.Detail == "requesting options":
+	case e.State == client.StateWait && !strings.HasPrefix(e.Detail, "no reply"),
+		e.State == client.StateGetConfig && e.Detail == "requesting options":
 		return ""
 	}
 	return e.Detail

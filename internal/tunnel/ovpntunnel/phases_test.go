@@ -81,6 +81,7 @@ func TestPhaseLines(t *testing.T) {
 		{client.Event{State: client.StateConnecting, Remote: "192.0.2.1:1194", Detail: "connection failed", Err: client.ErrTimeout},
 			"192.0.2.1:1194: connection failed: client: handshake timed out"},
 		{client.Event{State: client.StateWait, Detail: "waiting for the server's reply"}, ""},
+		{client.Event{State: client.StateWait, Detail: "no reply from the server yet (10 s; giving up after 1m0s)"}, "no reply from the server yet (10 s; giving up after 1m0s)"},
 		{client.Event{State: client.StateGetConfig, Detail: "requesting options"}, ""},
 		{client.Event{State: client.StateGetConfig, Detail: "pushed options: address 10.8.0.2/24"}, "pushed options: address 10.8.0.2/24"},
 		{client.Event{State: client.StateExiting, Detail: "no remote resolved", Err: fmt.Errorf("%w: no remote resolved", client.ErrGaveUp)}, "giving up: no remote resolved"},
