@@ -235,6 +235,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("client\nremote h 1194 udp\n<ca>\n" + pem + "</ca>\nauth-user-pass\n"))
 	f.Add([]byte("client\n<tls-crypt>\n" + staticKeyText() + "</tls-crypt>\nkeepalive 1 2\n"))
 	f.Add([]byte("remote 'a b' \"c\nproto tcp6\n"))
+	f.Add([]byte("client\nremote h\nresolv-retry infinite\nconnect-retry 2 9\nconnect-retry-max 3\nserver-poll-timeout 4\nhand-window 5\nstatic-challenge \"OTP\" 1\n"))
 	f.Add([]byte("client\nremote h\ncrl-verify crl.pem\ncrl-verify /x dir\n<crl-verify>\n</crl-verify>\n"))
 	f.Add([]byte("client\nremote h\n<ca>\nx\n</ca>\nauth-user-pass\npush \"route 10.0.0.0\"\nserver 10.8.0.0 255.255.255.0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
