@@ -8,12 +8,16 @@
 // packets until Ctrl-C (or another of interrupt.Signals), then tells the server and removes
 // what it added. When a session ends the way OpenVPN's client restarts
 // after (ping-restart, a transport error, RESTART), it reconnects with
-// the device kept up (reconnect.go). Serve runs ovpn/server on a TUN device carrying the
-// server's tunnel address.
+// the device kept up (reconnect.go). Every step is a progress line on
+// stderr and an event for a program (phases.go); credentials the file
+// asks for and does not hold are typed on the terminal (prompt.go).
+// Serve runs ovpn/server on a TUN device carrying the server's tunnel
+// address.
 //
 // Exit status: 0 after a clean shutdown, 1 when the tunnel failed or
-// ended for good (AUTH_FAILED, HALT), 2 for a usage error (a file that
-// asks for credentials the options do not give).
+// ended for good (AUTH_FAILED, HALT, the retry directives gave up), 2 for
+// a usage error (a file that asks for credentials the options do not
+// give, with no terminal to type them on).
 package ovpntunnel
 
 import (
