@@ -81,6 +81,9 @@ type ConnectOptions struct {
 	// a time and in order; Elapsed counts from the start of the current
 	// connection attempt. It must not block for long.
 	OnEvent func(client.Event)
+	// Context, when set, ends the tunnel once it is done, as Ctrl-C does
+	// (nil: only the signals).
+	Context context.Context
 }
 
 // Connect runs an OpenVPN client until it is interrupted or the tunnel
@@ -121,7 +124,11 @@ func Connect(o ConnectOptions) int {
 		ifname = "tun%d"
 	}
 
-	ctx, stop := interrupt.NotifyContext(context.Background())
+	parent := o.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := interrupt.NotifyContext(parent)
 	defer stop()
 	ph.restart()
 	sess, err := client.Dial(ctx, cfg, opts)

@@ -1,15 +1,18 @@
 package ovpntunnel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
 )
@@ -127,4 +130,45 @@ func TestRoutesLine(t *testing.T) {
 	if got := routesLine(routePlan{}, redirect{}); got != "no routes pushed" {
 		t.Errorf("none: %s", got)
 	}
+}
+
+// ConnectOptions.Context stops Connect as Ctrl-C does, here while it
+// waits for a server that never answers; the events end with EXITING.
+func TestConnectStopsWithItsContext(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.ovpn")
+	os.WriteFile(file, []byte("client\nremote 127.0.0.1 9 udp\n<auth-user-pass>\nu\np\n</auth-user-pass>\n<ca>\n"+testCA(t)+"</ca>\n"), 0o600)
+	errOut := capture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var states []client.State
+	done := make(chan int, 1)
+	go func() {
+		done <- Connect(ConnectOptions{File: file, MTU: 1500, Context: ctx, OnEvent: func(e client.Event) {
+			mu.Lock()
+			states = append(states, e.State)
+			mu.Unlock()
+			if e.State == client.StateWait {
+				cancel()
+			}
+		}})
+	}()
+	select {
+	case code := <-done:
+		if code != 1 {
+			t.Fatalf("exit %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatalf("Connect did not stop:\n%s", errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(states) < 3 || states[0] != client.StateConnecting || states[len(states)-1] != client.StateExiting {
+		t.Fatalf("states %v", states)
+	}
+}
+
+// testCA is a throw-away CA certificate (PEM).
+func testCA(t *testing.T) string {
+	return string(testpki.New(t, "Wirelane Context CA").CAPEM)
 }
