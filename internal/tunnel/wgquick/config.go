@@ -51,6 +51,16 @@ type Interface struct {
 	PreDown    []string
 	PostDown   []string
 	SaveConfig bool
+
+	// DNSOptional lets Up go on without DNS when neither systemd-resolved
+	// nor resolvconf can take the DNS servers (lookups then go to the
+	// host's resolvers, outside the tunnel). It is set by the comment
+	// "# wirelane: DNSOptional = true", which wg-quick ignores.
+	DNSOptional bool
+
+	// DNSLine and TableLine are the lines of the first DNS key and of the
+	// Table key (0 when absent), for errors found when the tunnel comes up.
+	DNSLine, TableLine int
 }
 
 // Peer holds one [Peer] section.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/wirelane/wirelane/internal/sys/suggest"
 )
 
 // ParseError is a problem with one line of a configuration file. Its text
@@ -38,6 +40,21 @@ var quickKeys = map[string]bool{
 	"preup": true, "postup": true, "predown": true, "postdown": true,
 	"saveconfig": true,
 }
+
+// interfaceKeys and peerKeys are the keys of each section as documented,
+// for suggestions when a key is misspelt.
+var (
+	interfaceKeys = []string{"PrivateKey", "ListenPort", "FwMark", "Address", "DNS", "MTU", "Table", "PreUp", "PostUp", "PreDown", "PostDown", "SaveConfig"}
+	peerKeys      = []string{"PublicKey", "PresharedKey", "AllowedIPs", "Endpoint", "PersistentKeepalive"}
+)
+
+// directivePrefix starts a comment that holds a setting only Wirelane
+// reads ("# wirelane: DNSOptional = true"): wg-quick and wg see a comment,
+// so the file keeps working with them.
+const directivePrefix = "wirelane:"
+
+// directiveKeys are the settings a directive comment may hold.
+var directiveKeys = []string{"DNSOptional"}
 
 // Parse reads a wg-quick configuration. file names the source in errors.
 // Keys are case-insensitive, '#' starts a comment anywhere on a line (as in
@@ -83,6 +100,14 @@ func Parse(file string, src []byte) (*Config, error) {
 			return nil, &ParseError{file, lineNo, fmt.Sprintf("line is longer than %d bytes", maxLine)}
 		}
 		line := string(raw)
+		if body, ok := directive(line); ok {
+			if err := c.Interface.setDirective(sec, body); err != nil {
+				return nil, &ParseError{file, lineNo, err.Error()}
+			}
+			stripped.Write(raw)
+			stripped.WriteByte('\n')
+			continue
+		}
 		if sec == sectionPeer {
 			if name, ok := peerName(line); ok {
 				peer.Name = name
@@ -140,6 +165,12 @@ func Parse(file string, src []byte) (*Config, error) {
 				stripped.WriteByte('\n')
 			}
 			err = c.Interface.set(lk, key, val)
+			if err == nil && lk == "dns" && c.Interface.DNSLine == 0 {
+				c.Interface.DNSLine = lineNo
+			}
+			if err == nil && lk == "table" {
+				c.Interface.TableLine = lineNo
+			}
 		case sectionPeer:
 			stripped.Write(raw)
 			stripped.WriteByte('\n')
@@ -185,6 +216,65 @@ func peerName(line string) (string, bool) {
 	}
 	name := strings.TrimSpace(b.String())
 	return name, name != ""
+}
+
+// directive returns the text after "wirelane:" when line is a directive
+// comment.
+func directive(line string) (string, bool) {
+	t := strings.TrimSpace(line)
+	if !strings.HasPrefix(t, "#") {
+		return "", false
+	}
+	t = strings.TrimSpace(t[1:])
+	if len(t) < len(directivePrefix) || !strings.EqualFold(t[:len(directivePrefix)], directivePrefix) {
+		return "", false
+	}
+	return strings.TrimSpace(t[len(directivePrefix):]), true
+}
+
+// setDirective applies a "# wirelane: KEY = VALUE" comment.
+func (in *Interface) setDirective(sec section, body string) error {
+	key, val, ok := strings.Cut(body, "=")
+	key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+	if !ok || key == "" {
+		return fmt.Errorf("expected \"# wirelane: Key = Value\" (Wirelane settings: %s)", strings.Join(directiveKeys, ", "))
+	}
+	if sec != sectionInterface {
+		return fmt.Errorf("\"# wirelane: %s\" belongs in [Interface]", clip(key))
+	}
+	switch strings.ToLower(key) {
+	case "dnsoptional":
+		switch strings.ToLower(val) {
+		case "true":
+			in.DNSOptional = true
+		case "false":
+			in.DNSOptional = false
+		default:
+			return fmt.Errorf("DNSOptional: %q is neither true nor false", clip(val))
+		}
+	default:
+		return fmt.Errorf("unknown Wirelane setting %s in a \"# wirelane:\" comment%s", keyName(key), hint(key, directiveKeys))
+	}
+	return nil
+}
+
+// hint suggests the key of known that key was probably meant to be,
+// unless key is not shown (it may be key material).
+func hint(key string, known []string) string {
+	if strings.HasPrefix(keyName(key), "(") {
+		return ""
+	}
+	return suggest.Hint(key, known)
+}
+
+// elsewhere says which other section key belongs to, if any.
+func elsewhere(key string, other []string, name string) string {
+	for _, k := range other {
+		if strings.EqualFold(k, key) {
+			return fmt.Sprintf("; %s belongs in %s", k, name)
+		}
+	}
+	return ""
 }
 
 // keyName quotes the first word of s for an error message about a setting
@@ -280,7 +370,10 @@ func (in *Interface) set(lk, key, val string) error {
 			return fmt.Errorf("SaveConfig: %q is neither true nor false", clip(val))
 		}
 	default:
-		return fmt.Errorf("unknown key %s in [Interface]", keyName(key))
+		if e := elsewhere(key, peerKeys, "[Peer]"); e != "" {
+			return fmt.Errorf("unknown key %s in [Interface]%s", keyName(key), e)
+		}
+		return fmt.Errorf("unknown key %s in [Interface]%s", keyName(key), hint(key, interfaceKeys))
 	}
 	return nil
 }
@@ -326,7 +419,10 @@ func (p *Peer) set(lk, key, val string, line int) error {
 		v := uint16(n)
 		p.PersistentKeepalive = &v
 	default:
-		return fmt.Errorf("unknown key %s in [Peer]", keyName(key))
+		if e := elsewhere(key, interfaceKeys, "[Interface]"); e != "" {
+			return fmt.Errorf("unknown key %s in [Peer]%s", keyName(key), e)
+		}
+		return fmt.Errorf("unknown key %s in [Peer]%s", keyName(key), hint(key, peerKeys))
 	}
 	return nil
 }
@@ -360,13 +456,13 @@ func parseAddress(s string) (netip.Prefix, error) {
 	if strings.IndexByte(s, '/') < 0 {
 		a, err := netip.ParseAddr(s)
 		if err != nil || a.Zone() != "" {
-			return netip.Prefix{}, fmt.Errorf("Address: %q is not an IP address", clip(s))
+			return netip.Prefix{}, fmt.Errorf("Address: %q is not an IP address (with or without a prefix length, as in 10.0.0.1/24)", clip(s))
 		}
 		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("Address: %q is not an IP address with a prefix length", clip(s))
+		return netip.Prefix{}, fmt.Errorf("Address: %q is not an IP address with a prefix length (as in 10.0.0.1/24; a bare address is taken as /32 or /128)", clip(s))
 	}
 	return p, nil
 }

@@ -75,8 +75,14 @@ func TestBadConfigs(t *testing.T) {
 		{"private key without equals or padding", "[Interface]\nPrivateKey " + testPriv[:43] + "\n", `f.conf:2: expected "Key = Value", found a line starting with "PrivateKey"`},
 		{"private key alone on a line", "[Interface]\n" + testPriv + "\n", `f.conf:2: unknown key (not shown: it does not look like a setting name) in [Interface]`},
 		{"private key before any section", testPriv + "\n", `f.conf:1: key (not shown: it does not look like a setting name) outside of a section (an [Interface] or [Peer] line must come first)`},
-		{"unknown interface key", hdr + "Adress = 10.0.0.1\n", `f.conf:3: unknown key "Adress" in [Interface]`},
-		{"unknown peer key", hdr + "[Peer]\nPublicKey = " + testPub + "\nAllowedIP = 10.0.0.0/8\n", `f.conf:5: unknown key "AllowedIP" in [Peer]`},
+		{"unknown interface key", hdr + "Adress = 10.0.0.1\n", `f.conf:3: unknown key "Adress" in [Interface]; did you mean Address?`},
+		{"unknown interface key, no suggestion", hdr + "Frobnicate = 1\n", `f.conf:3: unknown key "Frobnicate" in [Interface]`},
+		{"peer key in interface", hdr + "AllowedIPs = 10.0.0.0/8\n", `f.conf:3: unknown key "AllowedIPs" in [Interface]; AllowedIPs belongs in [Peer]`},
+		{"interface key in peer", hdr + "[Peer]\nPublicKey = " + testPub + "\nListenPort = 1\n", `f.conf:5: unknown key "ListenPort" in [Peer]; ListenPort belongs in [Interface]`},
+		{"misspelt directive", hdr + "# wirelane: DNSOptinal = true\n", `f.conf:3: unknown Wirelane setting "DNSOptinal" in a "# wirelane:" comment; did you mean DNSOptional?`},
+		{"bad directive value", hdr + "# wirelane: DNSOptional = yes\n", `f.conf:3: DNSOptional: "yes" is neither true nor false`},
+		{"directive in peer", hdr + "[Peer]\nPublicKey = " + testPub + "\n#wirelane: DNSOptional = true\n", `f.conf:5: "# wirelane: DNSOptional" belongs in [Interface]`},
+		{"unknown peer key", hdr + "[Peer]\nPublicKey = " + testPub + "\nAllowedIP = 10.0.0.0/8\n", `f.conf:5: unknown key "AllowedIP" in [Peer]; did you mean AllowedIPs?`},
 		{"short private key", "[Interface]\nPrivateKey = abc=\n", "f.conf:2: PrivateKey is not a valid key (want 44 characters of base64, as `wirelane genkey` prints)"},
 		{"private key with bad trailing bits", "[Interface]\nPrivateKey = dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCr=\n", "f.conf:2: PrivateKey is not a valid key (want 44 characters of base64, as `wirelane genkey` prints)"},
 		{"bad public key", hdr + "[Peer]\nPublicKey = nope\n", `f.conf:4: PublicKey "nope" is not a valid key (want 44 characters of base64)`},
@@ -85,8 +91,8 @@ func TestBadConfigs(t *testing.T) {
 		{"duplicate peer", hdr + "[Peer]\nPublicKey = " + testPub + "\n[Peer]\nPublicKey = " + testPub + "\n", `f.conf:5: the same PublicKey is already used by the peer on line 3; put all of a peer's settings in one [Peer] section`},
 		{"listen port too big", hdr + "ListenPort = 70000\n", `f.conf:3: ListenPort: "70000" is not a port number from 0 to 65535`},
 		{"bad fwmark", hdr + "FwMark = 0xZZ\n", `f.conf:3: FwMark: "0xZZ" is not off or a 32-bit number (decimal or 0x hex)`},
-		{"bad address", hdr + "Address = 10.0.0.1/24, 10.0.0.300\n", `f.conf:3: Address: "10.0.0.300" is not an IP address`},
-		{"bad address prefix", hdr + "Address = 10.0.0.1/33\n", `f.conf:3: Address: "10.0.0.1/33" is not an IP address with a prefix length`},
+		{"bad address", hdr + "Address = 10.0.0.1/24, 10.0.0.300\n", `f.conf:3: Address: "10.0.0.300" is not an IP address (with or without a prefix length, as in 10.0.0.1/24)`},
+		{"bad address prefix", hdr + "Address = 10.0.0.1/33\n", `f.conf:3: Address: "10.0.0.1/33" is not an IP address with a prefix length (as in 10.0.0.1/24; a bare address is taken as /32 or /128)`},
 		{"bad dns", hdr + "DNS = 1.1.1.1, not*a*domain\n", `f.conf:3: DNS: "not*a*domain" is neither an IP address nor a search domain`},
 		{"mtu not a number", hdr + "MTU = big\n", `f.conf:3: MTU: "big" is not a number between 68 and 65535`},
 		{"mtu too small", hdr + "MTU = 20\n", `f.conf:3: MTU: "20" is not a number between 68 and 65535`},
@@ -117,6 +123,43 @@ func TestBadConfigs(t *testing.T) {
 				t.Errorf("error repeats the private key")
 			}
 		})
+	}
+}
+
+// TestBareAddressIsAHost checks that an Address without a prefix length
+// is a single host (/32, /128), as `ip address add` takes it from
+// wg-quick.
+func TestBareAddressIsAHost(t *testing.T) {
+	c, err := Parse("f.conf", []byte("[Interface]\nAddress = 10.177.0.1, fd00::1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.177.0.1/32"), netip.MustParsePrefix("fd00::1/128")}
+	if !reflect.DeepEqual(c.Interface.Addresses, want) {
+		t.Errorf("Addresses = %v, want %v", c.Interface.Addresses, want)
+	}
+}
+
+// TestDNSOptionalDirective checks the "# wirelane: DNSOptional = true"
+// comment: read in [Interface], kept by Strip (wg sees a comment) and
+// written back by Marshal; the DNS and Table lines are remembered.
+func TestDNSOptionalDirective(t *testing.T) {
+	src := "[Interface]\nPrivateKey = " + testPriv + "\nDNS = 10.0.0.53\n  #  WIRELANE: DNSOptional = TRUE\nTable = 1234\n"
+	c, err := Parse("f.conf", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Interface.DNSOptional || c.Interface.DNSLine != 3 || c.Interface.TableLine != 5 {
+		t.Errorf("DNSOptional %v, DNSLine %d, TableLine %d", c.Interface.DNSOptional, c.Interface.DNSLine, c.Interface.TableLine)
+	}
+	if !bytes.Contains(c.Strip(), []byte("WIRELANE: DNSOptional")) {
+		t.Errorf("strip dropped the directive:\n%s", c.Strip())
+	}
+	if !bytes.Contains(c.Marshal(), []byte("\n# wirelane: DNSOptional = true\n")) {
+		t.Errorf("marshal dropped the directive:\n%s", c.Marshal())
+	}
+	if c, _ := Parse("f.conf", []byte("[Interface]\n# wirelane is great\n# wirelanes: x\n")); c == nil || c.Interface.DNSOptional {
+		t.Errorf("ordinary comments taken as directives")
 	}
 }
 
@@ -154,6 +197,7 @@ func TestStripKeepsOnlyWGLines(t *testing.T) {
 	want := c.Interface
 	want.Addresses, want.DNS, want.DNSSearch, want.MTU, want.Table = nil, nil, nil, 0, ""
 	want.PreUp, want.PostUp, want.PreDown, want.PostDown, want.SaveConfig = nil, nil, nil, nil, false
+	want.DNSLine, want.TableLine = 0, 0
 	normalize(c)
 	normalize(c2)
 	if !reflect.DeepEqual(c2.Interface, want) || !reflect.DeepEqual(c2.Peers, c.Peers) {
@@ -164,6 +208,7 @@ func TestStripKeepsOnlyWGLines(t *testing.T) {
 // normalize drops what Marshal does not carry (source positions).
 func normalize(c *Config) {
 	c.Path, c.stripped = "", nil
+	c.Interface.DNSLine, c.Interface.TableLine = 0, 0
 	for i := range c.Peers {
 		c.Peers[i].Line, c.Peers[i].EndpointLine = 0, 0
 	}

@@ -49,6 +49,9 @@ func (c *Config) Marshal() []byte {
 	if in.SaveConfig {
 		b.WriteString("SaveConfig = true\n")
 	}
+	if in.DNSOptional {
+		b.WriteString("# wirelane: DNSOptional = true\n")
+	}
 	for _, h := range [...]struct {
 		key  string
 		cmds []string

@@ -58,6 +58,7 @@ func RunningConfig(cfg *wgquick.Config, dev *wgtypes.Device, nc *netcfg.Conf) (*
 	}
 	in.Addresses = addrs
 	in.DNS, in.DNSSearch = cfg.Interface.DNS, cfg.Interface.DNSSearch
+	in.DNSOptional = cfg.Interface.DNSOptional
 	if cfg.Interface.MTU != 0 {
 		if l, err := nc.Link(cfg.Name); err == nil {
 			in.MTU = l.Attrs().MTU
