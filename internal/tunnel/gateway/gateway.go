@@ -53,6 +53,7 @@ type Gateway struct {
 	Sites []Site
 
 	privateKeyFilePos Pos // where private_key_file is written
+	tablePos          Pos // where a table name is written (looked up at up time)
 }
 
 // Site is one remote site: a WireGuard peer and the networks behind it.
@@ -101,6 +102,7 @@ func (g *Gateway) Config() *wgquick.Config {
 	in.Addresses = append([]netip.Prefix(nil), g.Addresses...)
 	in.MTU = g.MTU
 	in.Table = g.Table
+	in.TableLine = g.tablePos.Line
 	in.PreUp = append([]string(nil), g.PreUp...)
 	in.PostUp = append([]string(nil), g.PostUp...)
 	in.PreDown = append([]string(nil), g.PreDown...)

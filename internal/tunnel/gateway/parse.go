@@ -13,6 +13,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/wirelane/wirelane/internal/sys/suggest"
+
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 )
 
@@ -408,6 +410,7 @@ func (p *parser) iface(g *Gateway, in *interfaceDoc, known map[string]bool) {
 				g.Table = ""
 			case tableNameRE.MatchString(t):
 				g.Table = t
+				g.tablePos = p.pos.at(ip + "table")
 			default:
 				p.fail(ip+"table", "table %q is not \"auto\", \"off\", a table number or a name from /etc/iproute2/rt_tables", clip(t))
 			}
@@ -620,10 +623,19 @@ func unknownMsg(k toml.Key) string {
 	last := k[len(k)-1]
 	switch {
 	case len(k) == 1:
+		if h := suggest.Hint(last, []string{"interface", "site"}); h != "" {
+			return fmt.Sprintf("unknown table or key %q%s", last, h)
+		}
 		return fmt.Sprintf("unknown table or key %q (want [interface] and [[site]])", last)
 	case len(k) == 2 && k[0] == "interface":
+		if h := suggest.Hint(last, interfaceKeys); h != "" {
+			return fmt.Sprintf("unknown key %q in [interface]%s", last, h)
+		}
 		return fmt.Sprintf("unknown key %q in [interface] (known: %s)", last, strings.Join(interfaceKeys, ", "))
 	case len(k) == 2 && k[0] == "site":
+		if h := suggest.Hint(last, siteKeys); h != "" {
+			return fmt.Sprintf("unknown key %q in [[site]]%s", last, h)
+		}
 		return fmt.Sprintf("unknown key %q in [[site]] (known: %s)", last, strings.Join(siteKeys, ", "))
 	}
 	return fmt.Sprintf("unknown key %q", k.String())

@@ -50,10 +50,10 @@ func TestParseReportsEachProblemAtItsPlace(t *testing.T) {
 		{"key material in a syntax error is not echoed", "[interface]\nprivate_key = " + testPriv + "\n",
 			"gw.toml:2:15: expected value but found (not shown) instead"},
 		{"an unknown key in the second site names that site's line", good + "\n[[site]]\nname = \"x\"\npublic_key = \"" + testPSK + "\"\nnetworks = [\"10.40.0.0/16\"]\nnmae = \"oops\"\n",
-			"gw.toml:21:1: unknown key \"nmae\" in [[site]] (known: name, public_key, preshared_key, preshared_key_file, endpoint, networks, persistent_keepalive)"},
+			"gw.toml:21:1: unknown key \"nmae\" in [[site]]; did you mean name?"},
 		{"the same unknown key in two sites is reported twice", strings.Replace(good, "name = ", "nmae = 1\nname = ", 2),
-			"gw.toml:7:1: unknown key \"nmae\" in [[site]] (known: name, public_key, preshared_key, preshared_key_file, endpoint, networks, persistent_keepalive)\n" +
-				"gw.toml:14:1: unknown key \"nmae\" in [[site]] (known: name, public_key, preshared_key, preshared_key_file, endpoint, networks, persistent_keepalive)"},
+			"gw.toml:7:1: unknown key \"nmae\" in [[site]]; did you mean name?\n" +
+				"gw.toml:14:1: unknown key \"nmae\" in [[site]]; did you mean name?"},
 		{"an unknown top-level table", good + "\n[peer]\nx = 1\n",
 			"gw.toml:17:1: unknown table or key \"peer\" (want [interface] and [[site]])"},
 		{"keys are case-sensitive", strings.Replace(good, "listen_port", "Listen_Port", 1),
@@ -111,6 +111,10 @@ func TestParseReportsEachProblemAtItsPlace(t *testing.T) {
 			"gw.toml:3:23: post_up: every element must be a string, not an integer"},
 		{"a bad interface name", strings.Replace(good, "listen_port = 51820", "name = \"this name is far too long\"", 1),
 			"gw.toml:3:1: name \"this name is far too long\" is not a valid interface name (1 to 15 of a-z A-Z 0-9 _ = + . -)"},
+		{"a misspelt interface key gets a suggestion", strings.Replace(good, "listen_port = 51820", "listen_prot = 51820", 1),
+			"gw.toml:3:1: unknown key \"listen_prot\" in [interface]; did you mean listen_port?"},
+		{"a misspelt table gets a suggestion", good + "\n[[sites]]\nname = \"x\"\n",
+			"gw.toml:17:1: unknown table or key \"sites\"; did you mean site?"},
 		{"a file name that cannot name the interface", strings.Replace(good, "gw.toml", "", 1), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,4 +278,19 @@ func mustPrivOf(string) string {
 		panic(err)
 	}
 	return k.String()
+}
+
+// TestTableNameKeepsItsLine checks that a table name, which is looked up
+// in /etc/iproute2/rt_tables only when the gateway comes up, carries its
+// line into the wg-quick model, so that an unknown name is reported there
+// as FILE:LINE.
+func TestTableNameKeepsItsLine(t *testing.T) {
+	src := strings.Replace(good, "listen_port = 51820", "table = \"nosuchtable\"", 1)
+	g, err := Parse("gw.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := g.Config(); c.Interface.Table != "nosuchtable" || c.Interface.TableLine != 3 || c.Path != "gw.toml" {
+		t.Errorf("Table %q at line %d of %q, want nosuchtable at line 3 of gw.toml", c.Interface.Table, c.Interface.TableLine, c.Path)
+	}
 }

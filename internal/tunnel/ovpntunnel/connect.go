@@ -214,7 +214,12 @@ func Connect(o ConnectOptions) int {
 		}
 		ph.report(client.StateAddRoutes, routesLine(p, parseRedirect(push)), nil)
 	}
-	dns.apply(push)
+	if err := dns.apply(push); err != nil {
+		sess.Close()
+		teardown()
+		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
+		return 1
+	}
 	pub, err := publishStatus(snapshot(name), statusInterval)
 	if err != nil {
 		progress("status not published: %v", err)

@@ -1,16 +1,18 @@
 package ovpntunnel
 
-// Pushed DNS settings to resolvconf(8), the way wg-quick and `wirelane up`
-// apply a configuration's DNS line:
+// Pushed DNS settings to systemd-resolved or resolvconf(8), the way
+// `wirelane up` applies a configuration's DNS line:
 //
 //	PUSH_REPLY -> planDNS (pure: --dns mode + dhcp-option DNS/DNS6,
-//	    DOMAIN, DOMAIN-SEARCH) -> dnsSettings{servers, search}
+//	    DOMAIN, DOMAIN-SEARCH, redirect-gateway) -> dnsSettings
 //	    -> dnsApplier.apply: same as the last push: nothing; nothing
 //	       to register: remove the record; else register it, replacing
-//	       the old one (netcfg.Conf.SetDNS: resolvconf -a IFACE -m 0 -x)
-//	    -> resolvconf missing: a warning naming the servers left out,
-//	       the tunnel stays up
-//	teardown (Ctrl-C, failure) -> dnsApplier.remove (resolvconf -d IFACE -f)
+//	       the old one (netcfg.Conf.SetDNS: resolved's per-link servers,
+//	       "~." for a redirected gateway; else resolvconf -a IFACE -m 0 -x)
+//	    -> neither there, or a failure: an error, and the tunnel comes
+//	       down (fails closed, as `wirelane up` does): lookups must not
+//	       go around it unless the user said --dns=off
+//	teardown (Ctrl-C, failure) -> dnsApplier.remove (revert, resolvconf -d)
 //
 // The record is named after the TUN interface, so it is removed with the
 // tunnel even though resolvconf keeps it apart from the device. Between
@@ -33,10 +35,10 @@ import (
 type DNSMode int
 
 const (
-	// DNSAuto registers the pushed DNS servers with resolvconf when it is
-	// installed, else warns.
+	// DNSAuto registers the pushed DNS servers with systemd-resolved or
+	// resolvconf; when neither can take them the tunnel comes down.
 	DNSAuto DNSMode = iota
-	// DNSOff leaves the host's resolver alone.
+	// DNSOff leaves the host's resolver alone (pushed servers unused).
 	DNSOff
 )
 
@@ -51,16 +53,18 @@ func ParseDNSMode(s string) (DNSMode, error) {
 	return 0, fmt.Errorf("--dns %q: want auto or off", s)
 }
 
-// dnsSettings is one resolvconf record: name servers and search domains.
+// dnsSettings is one resolver record: name servers and search domains;
+// all when every lookup goes to them (the push redirects the gateway).
 type dnsSettings struct {
 	servers []netip.Addr
 	search  []string
+	all     bool
 }
 
 func (s dnsSettings) empty() bool { return len(s.servers) == 0 }
 
 func (s dnsSettings) equal(o dnsSettings) bool {
-	return slices.Equal(s.servers, o.servers) && slices.Equal(s.search, o.search)
+	return slices.Equal(s.servers, o.servers) && slices.Equal(s.search, o.search) && s.all == o.all
 }
 
 // String describes s for the progress output.
@@ -93,11 +97,12 @@ func planDNS(mode DNSMode, push *control.PushReply) (s dnsSettings, notes []stri
 	case len(push.DNS) == 0 && len(search) == 0:
 		return dnsSettings{}, notes
 	case mode == DNSOff:
-		return dnsSettings{}, append(notes, fmt.Sprintf("pushed DNS (%s) not applied: --dns=off", dnsSettings{push.DNS, search}))
+		return dnsSettings{}, append(notes, fmt.Sprintf("pushed DNS (%s) not applied: --dns=off", dnsSettings{servers: push.DNS, search: search}))
 	case len(push.DNS) == 0:
 		return dnsSettings{}, append(notes, fmt.Sprintf("pushed search domains %s not applied: no DNS server pushed", strings.Join(search, " ")))
 	}
-	return dnsSettings{servers: slices.Clone(push.DNS), search: search}, notes
+	rd := parseRedirect(push)
+	return dnsSettings{servers: slices.Clone(push.DNS), search: search, all: rd.v4 || rd.v6}, notes
 }
 
 // withLocalDNS returns push with the configuration file's own dhcp-option
@@ -123,10 +128,10 @@ func withLocalDNS(local []string, push *control.PushReply) *control.PushReply {
 	return merged
 }
 
-// resolver registers and removes a resolvconf record; *netcfg.Conf is
+// resolver registers and removes a link's DNS settings; *netcfg.Conf is
 // one, tests use a fake.
 type resolver interface {
-	SetDNS(ifname string, servers []netip.Addr, search []string) error
+	SetDNS(ifname string, d netcfg.DNS) (netcfg.Resolver, error)
 	UnsetDNS(ifname string) error
 }
 
@@ -141,39 +146,41 @@ type dnsApplier struct {
 	warn     func(string, ...any) // warnings (stderr)
 
 	wanted     dnsSettings // planned for the last push
-	registered bool        // wanted is registered with resolvconf now
+	registered bool        // wanted is registered with the resolver now
 }
 
 // apply plans push's DNS and, when it differs from the last plan,
-// replaces the record. It never fails: a missing resolvconf or a failing
-// call is a warning and the tunnel goes on without the DNS change.
-func (d *dnsApplier) apply(push *control.PushReply) {
+// replaces the record. When the servers cannot be applied (no
+// systemd-resolved or resolvconf, or a failing call) it removes an
+// earlier push's servers and returns an error: the caller takes the
+// tunnel down rather than let lookups go around it.
+func (d *dnsApplier) apply(push *control.PushReply) error {
 	want, notes := planDNS(d.mode, withLocalDNS(d.local, push))
 	for _, n := range notes {
 		d.progress("%s", n)
 	}
 	if want.equal(d.wanted) {
-		return
+		return nil
 	}
 	d.wanted = want
 	if want.empty() {
 		d.remove()
-		return
+		return nil
 	}
-	// resolvconf -a replaces a record of the same name, so the old
-	// servers stay in use until the new ones are registered.
-	err := d.res.SetDNS(d.ifname, want.servers, want.search)
+	// A new record replaces one of the same link, so the old servers
+	// stay in use until the new ones are registered.
+	by, err := d.res.SetDNS(d.ifname, netcfg.DNS{Servers: want.servers, Search: want.search, Default: want.all})
 	switch {
-	case errors.Is(err, netcfg.ErrNoResolvconf):
-		d.warn("Warning: resolvconf is not installed; the DNS servers the server pushed (%s) were not applied, DNS queries go to the host's resolvers; install resolvconf (or openresolv), or pass --dns=off to silence this", want)
+	case errors.Is(err, netcfg.ErrNoResolver):
 		d.remove()
+		return fmt.Errorf("the DNS servers the server pushed (%s) cannot be applied: %v; install resolvconf (or openresolv) or run systemd-resolved, or pass --dns=off to connect without them (lookups then go to the host's resolvers)", want, err)
 	case err != nil:
-		d.warn("Warning: DNS servers %s not applied: %v", want, err)
 		d.remove() // the servers of an earlier push are no longer wanted
-	default:
-		d.registered = true
-		d.progress("DNS for %s: %s (resolvconf)", d.ifname, want)
+		return fmt.Errorf("DNS servers %s not applied: %v (--dns=off connects without them)", want, err)
 	}
+	d.registered = true
+	d.progress("DNS for %s: %s (%s)", d.ifname, want, by)
+	return nil
 }
 
 // remove deletes the record registered by apply, if any.
@@ -190,7 +197,7 @@ func (d *dnsApplier) remove() {
 }
 
 // resolvconfRes is the resolver of a real tunnel: internal/sys/netcfg's
-// resolvconf support, its calls logged (-v).
+// systemd-resolved and resolvconf support, its calls logged (-v).
 type resolvconfRes struct {
 	log *slog.Logger
 }
@@ -209,13 +216,13 @@ func (r resolvconfRes) conf() (*netcfg.Conf, error) {
 	return c, nil
 }
 
-func (r resolvconfRes) SetDNS(ifname string, servers []netip.Addr, search []string) error {
+func (r resolvconfRes) SetDNS(ifname string, d netcfg.DNS) (netcfg.Resolver, error) {
 	c, err := r.conf()
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer c.Close()
-	return c.SetDNS(ifname, servers, search)
+	return c.SetDNS(ifname, d)
 }
 
 func (r resolvconfRes) UnsetDNS(ifname string) error {

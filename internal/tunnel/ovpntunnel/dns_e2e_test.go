@@ -15,8 +15,10 @@ package ovpntunnel
 // With the fake: the record is registered when the tunnel comes up, kept
 // through a reconnect with the same push, replaced when the restarted
 // server pushes another server, and removed at Ctrl-C; --dns=off makes no
-// call. Without resolvconf: a warning names the servers and the tunnel
-// still comes up and carries packets.
+// call. Without resolvconf (and no systemd-resolved on the bus): connect
+// fails closed, saying why and naming --dns=off, and leaves no device.
+// The D-Bus system bus is pointed at nothing, so that a resolved on the
+// host is never used.
 
 import (
 	"os"
@@ -62,7 +64,8 @@ func TestE2EConnectAppliesPushedDNS(t *testing.T) {
 		b, _ := os.ReadFile(record)
 		return regexp.MustCompile(` \S+\.wlc0 `).ReplaceAllString(string(b), " wlc0 ")
 	}
-	withFake := []string{"PATH=" + bin + ":/usr/sbin:/usr/bin:/sbin:/bin"}
+	noBus := "DBUS_SYSTEM_BUS_ADDRESS=unix:path=" + filepath.Join(tb.dir, "no-bus")
+	withFake := []string{"PATH=" + bin + ":/usr/sbin:/usr/bin:/sbin:/bin", noBus}
 	ovs := tb.startOpenVPN(t, tb.srvNS, "server.conf")
 
 	// With resolvconf.
@@ -117,22 +120,30 @@ func TestE2EConnectAppliesPushedDNS(t *testing.T) {
 		}
 	}
 
-	// No resolvconf installed.
+	// Neither resolvconf nor systemd-resolved: connect fails closed.
 	{
 		before := calls()
-		cli := startHelperEnv(t, tb.cliNS, []string{"PATH=" + empty}, "connect", "--dev", "wlc0", tb.path("cli1.ovpn"))
-		cli.waitFor(t, "tunnel up", 15*time.Second)
-		want := "resolvconf is not installed; the DNS servers the server pushed (10.8.0.53, search corp.example lab.example) were not applied"
-		if !strings.Contains(cli.out.String(), want) {
-			t.Fatalf("no warning %q:\n%s", want, cli.out.String())
+		cli := startHelperEnv(t, tb.cliNS, []string{"PATH=" + empty, noBus}, "connect", "--dev", "wlc0", tb.path("cli1.ovpn"))
+		select {
+		case <-cli.done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("still running without a resolver:\n%s", cli.out.String())
 		}
-		netns.Run(t, tb.cliNS, "ping", "-c", "1", "-W", "2", "10.8.0.1")
-		cli.interrupt(t)
+		if cli.err == nil {
+			t.Fatalf("connect succeeded without a resolver:\n%s", cli.out.String())
+		}
+		want := "the DNS servers the server pushed (10.8.0.53, search corp.example lab.example) cannot be applied: neither systemd-resolved is running nor resolvconf is installed"
+		if !strings.Contains(cli.out.String(), want) || !strings.Contains(cli.out.String(), "--dns=off") {
+			t.Fatalf("no error %q:\n%s", want, cli.out.String())
+		}
+		if strings.Contains(cli.out.String(), "tunnel up") {
+			t.Fatalf("the tunnel came up:\n%s", cli.out.String())
+		}
+		if out := netns.Run(t, tb.cliNS, "ip", "link", "show"); strings.Contains(out, "wlc0") {
+			t.Fatalf("wlc0 left behind:\n%s", out)
+		}
 		if got := calls(); got != before {
 			t.Fatalf("resolvconf called:\n%s", got)
-		}
-		if strings.Contains(cli.out.String(), "DNS settings of wlc0 removed") {
-			t.Fatalf("removal of a record never registered:\n%s", cli.out.String())
 		}
 	}
 }

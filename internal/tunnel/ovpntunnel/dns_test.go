@@ -2,7 +2,6 @@ package ovpntunnel
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -11,23 +10,28 @@ import (
 	"github.com/wirelane/wirelane/ovpn/control"
 )
 
-// fakeResolver records resolvconf calls; missing makes SetDNS answer as
-// netcfg does without resolvconf, fail makes it fail otherwise.
+// fakeResolver records resolver calls; missing makes SetDNS answer as
+// netcfg does with neither systemd-resolved nor resolvconf, fail makes it
+// fail otherwise.
 type fakeResolver struct {
 	calls   []string
 	missing bool
 	fail    error
 }
 
-func (f *fakeResolver) SetDNS(ifname string, servers []netip.Addr, search []string) error {
+func (f *fakeResolver) SetDNS(ifname string, d netcfg.DNS) (netcfg.Resolver, error) {
 	if f.missing {
-		return netcfg.ErrNoResolvconf
+		return "", netcfg.ErrNoResolver
 	}
 	if f.fail != nil {
-		return f.fail
+		return "", f.fail
 	}
-	f.calls = append(f.calls, fmt.Sprintf("set %s %s search=%s", ifname, joinAddrs(servers), strings.Join(search, ",")))
-	return nil
+	all := ""
+	if d.Default {
+		all = " all"
+	}
+	f.calls = append(f.calls, fmt.Sprintf("set %s %s search=%s%s", ifname, joinAddrs(d.Servers), strings.Join(d.Search, ","), all))
+	return netcfg.Resolvconf, nil
 }
 
 func (f *fakeResolver) UnsetDNS(ifname string) error {
@@ -124,29 +128,40 @@ func TestDNSApplierOff(t *testing.T) {
 	}
 }
 
-// Without resolvconf the tunnel goes on with a warning naming the
-// servers; the same push after a reconnect does not warn again, a
-// different one does. Other resolvconf failures are warnings too.
-func TestDNSApplierWithoutResolvconf(t *testing.T) {
+// With neither systemd-resolved nor resolvconf, apply fails (the tunnel
+// comes down) with an error naming the servers and --dns=off; other
+// failures of the resolver are errors too.
+func TestDNSApplierWithoutResolverFails(t *testing.T) {
 	res := &fakeResolver{missing: true}
 	d, out := newTestApplier(DNSAuto, res)
-	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DNS6 fd00::53"))
-	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DNS6 fd00::53"))
-	if len(*out) != 1 || !strings.Contains((*out)[0], "resolvconf is not installed; the DNS servers the server pushed (10.8.0.1 fd00::53) were not applied") {
-		t.Fatalf("output %q", *out)
+	err := d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "dhcp-option DNS6 fd00::53"))
+	if err == nil || !strings.Contains(err.Error(), "the DNS servers the server pushed (10.8.0.1 fd00::53) cannot be applied: neither systemd-resolved is running nor resolvconf is installed") ||
+		!strings.Contains(err.Error(), "--dns=off") {
+		t.Fatalf("error %v", err)
 	}
-	d.apply(mustPush(t, "dhcp-option DNS 10.9.0.1"))
 	d.remove()
-	if len(*out) != 2 || !strings.Contains((*out)[1], "(10.9.0.1)") || len(res.calls) != 0 {
+	if len(*out) != 0 || len(res.calls) != 0 {
 		t.Fatalf("output %q, calls %q", *out, res.calls)
 	}
 
 	res = &fakeResolver{fail: fmt.Errorf("resolvconf -a tun7: exit status 1")}
-	d, out = newTestApplier(DNSAuto, res)
-	d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1"))
+	d, _ = newTestApplier(DNSAuto, res)
+	if err := d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1")); err == nil || !strings.Contains(err.Error(), "DNS servers 10.8.0.1 not applied: resolvconf -a tun7: exit status 1") {
+		t.Fatalf("error %v", err)
+	}
 	d.remove()
-	if len(*out) != 1 || !strings.Contains((*out)[0], "DNS servers 10.8.0.1 not applied: resolvconf -a tun7: exit status 1") || len(res.calls) != 0 {
-		t.Fatalf("output %q, calls %q", *out, res.calls)
+	if len(res.calls) != 0 {
+		t.Fatalf("calls %q", res.calls)
+	}
+
+	// A redirected gateway sends every lookup to the pushed servers.
+	res = &fakeResolver{}
+	d, _ = newTestApplier(DNSAuto, res)
+	if err := d.apply(mustPush(t, "dhcp-option DNS 10.8.0.1", "redirect-gateway def1")); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"set tun7 10.8.0.1 search= all"}; !slices.Equal(res.calls, want) {
+		t.Fatalf("calls %q, want %q", res.calls, want)
 	}
 
 	// A failure after an earlier push was registered removes the old

@@ -113,7 +113,12 @@ func (r *reconnector) run(teardown func()) int {
 			teardown()
 			return 1
 		}
-		r.dns.apply(next.Pushed()) // replaced only when the pushed DNS changed
+		if err := r.dns.apply(next.Pushed()); err != nil { // replaced only when the pushed DNS changed
+			progress("%v", err)
+			next.Close()
+			teardown()
+			return 1
+		}
 		next.DeliverTo(r.dev, tunOffset)
 		r.cur.Store(next)
 		r.ph.report(client.StateConnected, connectedLine(next, r.nc.name, r.ph.elapsed()), nil)

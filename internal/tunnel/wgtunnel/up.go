@@ -41,7 +41,7 @@ func Up(ctx context.Context, cfg *wgquick.Config, o Options) (err error) {
 	var table int
 	if t := cfg.Interface.Table; t != "" && t != "auto" && t != "off" {
 		if table, err = netcfg.ResolveTable(t); err != nil {
-			return err
+			return &wgquick.ParseError{File: cfg.Path, Line: cfg.Interface.TableLine, Msg: "Table: " + err.Error()}
 		}
 	}
 	// Only once the engine started is the device ours to wait for (and,
@@ -68,17 +68,33 @@ func Up(ctx context.Context, cfg *wgquick.Config, o Options) (err error) {
 			return err
 		}},
 		{"link", func(context.Context) error { return setLink(nc, cfg, endpoints) }},
-		{"DNS", func(context.Context) error {
-			err := nc.SetDNS(name, cfg.Interface.DNS, cfg.Interface.DNSSearch)
-			if errors.Is(err, netcfg.ErrNoResolvconf) {
-				o.warnf("%v", err)
-				return nil
-			}
-			return err
-		}},
+		{"DNS", func(context.Context) error { return setDNS(nc, cfg, &o) }},
 		{"routes", func(context.Context) error { return addRoutes(nc, eng, cfg, table, &o) }},
 		{"PostUp", func(ctx context.Context) error { return runHooks(ctx, &o, cfg.Interface.PostUp, name) }},
 	})
+}
+
+// setDNS hands the file's DNS servers and search domains to
+// systemd-resolved or resolvconf (netcfg.SetDNS); a tunnel with a /0
+// route sends every lookup to them. With neither there, Up fails as
+// wg-quick does, so that lookups never silently go around the tunnel,
+// unless the file says "# wirelane: DNSOptional = true".
+func setDNS(nc *netcfg.Conf, cfg *wgquick.Config, o *Options) error {
+	in := &cfg.Interface
+	d := netcfg.DNS{Servers: in.DNS, Search: in.DNSSearch, Default: cfg.HasDefaultRoute()}
+	_, err := nc.SetDNS(cfg.Name, d)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, netcfg.ErrNoResolver) && in.DNSOptional {
+		o.warnf("%v; going on without them (DNSOptional): lookups go to the host's resolvers", err)
+		return nil
+	}
+	msg := "DNS: " + err.Error()
+	if errors.Is(err, netcfg.ErrNoResolver) {
+		msg += "; install resolvconf (or openresolv) or run systemd-resolved, or add \"# wirelane: DNSOptional = true\" to [Interface] to come up without them"
+	}
+	return &wgquick.ParseError{File: cfg.Path, Line: in.DNSLine, Msg: msg}
 }
 
 // setLink adds the addresses, sets the MTU (the file's, else autoMTU's)
