@@ -381,7 +381,7 @@ func TestFailedUpLeavesNothing(t *testing.T) {
 		{"PostUp fails after routes and rules exist", head + "PostUp = exit 3\n" + peer, `hook "exit 3" failed`, nil},
 		{"PreUp fails before anything", head + "PreUp = false\n" + peer, `hook "false" failed`, nil},
 		{"endpoint does not resolve", head + "[Peer]\nPublicKey = " + pub + "\nAllowedIPs = 10.99.0.0/16\nEndpoint = no-such-host.invalid:51820\n", `.conf:7: Endpoint: cannot resolve "no-such-host.invalid"`, nil},
-		{"unknown table name", head + "Table = nosuchtable\n" + peer, `routing table "nosuchtable" is not a number`, nil},
+		{"unknown table name", head + "Table = nosuchtable\n" + peer, `.conf:4: Table: routing table "nosuchtable" is not a number`, nil},
 		{"same address twice", head + "Address = 10.66.0.1/24\n" + peer, "add address 10.66.0.1/24", nil},
 		{"route already taken", head + peer, "add route 10.99.0.0/16", []string{"ip route add 10.99.0.0/16 dev lo"}},
 		{"listen port taken", head + "ListenPort = 51234\n" + peer, "configure IF: ListenPort 51234 is already in use (address already in use)", []string{"HOLDUDP 51234"}},
@@ -756,23 +756,104 @@ func TestInterruptedUpRollsBack(t *testing.T) {
 	}
 }
 
-func TestDNSWithoutResolvconf(t *testing.T) {
-	logDaemon(t)
-	if _, err := exec.LookPath("resolvconf"); err == nil {
-		t.Skip("resolvconf is installed: it is not per network namespace, so this test would change the host's resolver")
-	}
+// noResolverEnv is an environment with neither resolvconf (PATH holds an
+// empty directory) nor a systemd-resolved (the D-Bus system bus points
+// at nothing), whatever the host has.
+func noResolverEnv(t *testing.T) []string {
+	dir := t.TempDir()
+	return []string{"PATH=" + dir, "DBUS_SYSTEM_BUS_ADDRESS=unix:path=" + filepath.Join(dir, "no-bus")}
+}
+
+// TestDNSWithoutResolverFailsClosed brings a full tunnel with DNS up on a
+// host with neither resolvconf nor systemd-resolved: up fails at the DNS
+// line, as wg-quick does, and leaves no link, address, route, rule or
+// nftables table behind. With "# wirelane: DNSOptional = true" the same
+// file comes up with a warning.
+func TestDNSWithoutResolverFailsClosed(t *testing.T) {
+	env := append(logDaemon(t), noResolverEnv(t)...)
 	ns := tnetns.New(t, "wld")
 	ifname := tnetns.Unique("wld")
-	priv, _ := genKey(t)
-	conf := writeConf(t, ifname, "[Interface]\nPrivateKey = "+priv+"\nAddress = 10.3.0.1/24\nDNS = 10.3.0.53, corp.example\n")
-	out, err := wlIn(t, ns, "up", conf)
+	body, _ := fullTunnelConf(t, "DNS = 10.77.0.53, corp.example")
+	conf := writeConf(t, ifname, body)
+	before := netState(t, ns)
+	out, err := tnetns.Try(ns, env, self(t), "up", conf)
+	if err == nil {
+		t.Fatalf("up without a resolver succeeded:\n%s", out)
+	}
+	want := conf + ":6: DNS: neither systemd-resolved is running nor resolvconf is installed, so the DNS servers cannot be applied; install resolvconf"
+	if !strings.Contains(out, want) || !strings.Contains(out, `"# wirelane: DNSOptional = true"`) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	if after := netState(t, ns); after != before {
+		t.Errorf("state after failed up:\n%s\nwant:\n%s", after, before)
+	}
+	tnetns.Eventually(t, 5*time.Second, "daemon exit", func() error { return socketGone(ifname) })
+
+	body, _ = fullTunnelConf(t, "DNS = 10.77.0.53\n# wirelane: DNSOptional = true")
+	conf = writeConf(t, ifname, body)
+	out, err = tnetns.Try(ns, env, self(t), "up", conf)
+	if err != nil {
+		t.Fatalf("up with DNSOptional: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "going on without them (DNSOptional)") {
+		t.Errorf("no warning:\n%s", out)
+	}
+	if out, err := tnetns.Try(ns, env, self(t), "down", conf); err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+}
+
+// TestDNSThroughSystemdResolved runs a real systemd-resolved on a private
+// system bus in the tunnel's namespace (netns.StartResolved): up of a
+// full tunnel gives the link its servers, its search domain and the
+// routing domain "~." with the DNS default route, as resolvectl reads
+// them back; down removes them. A split tunnel gets no "~.".
+func TestDNSThroughSystemdResolved(t *testing.T) {
+	env := logDaemon(t)
+	ns := tnetns.New(t, "wlsr")
+	rd := tnetns.StartResolved(t, ns)
+	env = append(env, rd.Env, "PATH="+t.TempDir()) // no resolvconf: resolved must do it alone
+	ifname := tnetns.Unique("wlsr")
+	body, _ := fullTunnelConf(t, "DNS = 10.77.0.53, fd77::53, corp.example")
+	conf := writeConf(t, ifname, body)
+	out, err := tnetns.Try(ns, env, self(t), "up", conf)
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "Warning: resolvconf is not installed; DNS settings were not applied") {
-		t.Errorf("no warning:\n%s", out)
+	if !strings.Contains(out, "resolvectl dns "+ifname+" 10.77.0.53 fd77::53") || !strings.Contains(out, "resolvectl domain "+ifname+" corp.example ~.") {
+		t.Errorf("up did not report the resolved calls:\n%s", out)
 	}
-	if out, err := wlIn(t, ns, "down", conf); err != nil {
+	if got := rd.Resolvectl(t, "dns", ifname); !strings.Contains(got, "10.77.0.53 fd77::53") {
+		t.Errorf("resolvectl dns %s: %s", ifname, got)
+	}
+	if got := rd.Resolvectl(t, "domain", ifname); !strings.Contains(got, "corp.example ~.") {
+		t.Errorf("resolvectl domain %s: %s", ifname, got)
+	}
+	if got := rd.Resolvectl(t, "default-route", ifname); !strings.Contains(got, "yes") {
+		t.Errorf("resolvectl default-route %s: %s", ifname, got)
+	}
+	if out, err := tnetns.Try(ns, env, self(t), "down", conf); err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+	if got := rd.Resolvectl(t, "dns"); strings.Contains(got, ifname) || strings.Contains(got, "10.77.0.53") {
+		t.Errorf("resolved still has the tunnel's servers after down:\n%s", got)
+	}
+	if got := rd.Resolvectl(t, "domain"); strings.Contains(got, "corp.example") {
+		t.Errorf("resolved still has the tunnel's domains after down:\n%s", got)
+	}
+
+	// A split tunnel: servers and search domain, no "~.".
+	priv, _ := genKey(t)
+	_, pub := genKey(t)
+	conf = writeConf(t, ifname, "[Interface]\nPrivateKey = "+priv+"\nAddress = 10.5.0.1/24\nDNS = 10.5.0.53, corp.example\n"+
+		"[Peer]\nPublicKey = "+pub+"\nAllowedIPs = 10.5.0.0/24\nEndpoint = 127.0.0.1:51820\n")
+	if out, err := tnetns.Try(ns, env, self(t), "up", conf); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	if got := rd.Resolvectl(t, "domain", ifname); !strings.Contains(got, "corp.example") || strings.Contains(got, "~.") {
+		t.Errorf("split tunnel: resolvectl domain %s: %s", ifname, got)
+	}
+	if out, err := tnetns.Try(ns, env, self(t), "down", conf); err != nil {
 		t.Fatalf("down: %v\n%s", err, out)
 	}
 }
@@ -987,7 +1068,7 @@ func TestDNSThroughResolvconfAndHostNameEndpoint(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "resolvconf"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env = append(env, "PATH="+bin+":"+os.Getenv("PATH"))
+	env = append(env, "PATH="+bin+":"+os.Getenv("PATH"), "DBUS_SYSTEM_BUS_ADDRESS=unix:path="+filepath.Join(bin, "no-bus"))
 	ns := tnetns.New(t, "wlr")
 	ifname := tnetns.Unique("wlr")
 	priv, _ := genKey(t)
