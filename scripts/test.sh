@@ -15,14 +15,31 @@ find_go
 
 if [ "$(id -u)" = 0 ]; then
 	need=()
-	for p in wg:wireguard-tools iperf3:iperf3 ping:iputils-ping ncat:ncat openvpn:openvpn ip:iproute2 iptables:iptables nft:nftables openssl:openssl systemd-analyze:systemd man:man-db groff:groff-base zsh:zsh fish:fish sudo:sudo promtool:prometheus; do
+	for p in wg:wireguard-tools iperf3:iperf3 ping:iputils-ping ncat:ncat openvpn:openvpn ip:iproute2 iptables:iptables nft:nftables openssl:openssl systemd-analyze:systemd man:man-db groff:groff-base zsh:zsh fish:fish sudo:sudo promtool:prometheus resolvectl:systemd-resolved dbus-daemon:dbus-daemon unshare:util-linux; do
 		command -v "${p%%:*}" >/dev/null 2>&1 || need+=("${p#*:}")
 	done
 	if [ "${#need[@]}" -gt 0 ]; then
 		echo "== installing ${need[*]}"
 		export DEBIAN_FRONTEND=noninteractive
 		apt-get update -qq
+		# systemd-resolved's package points /etc/resolv.conf at its stub
+		# file, which without a running resolved (no systemd as PID 1, as
+		# in containers) holds nothing: then no name resolves, the Go
+		# module proxy's included. Keep the host's file to put it back.
+		resolv_saved=""
+		if [[ " ${need[*]} " == *" systemd-resolved "* ]] && [ -e /etc/resolv.conf ]; then
+			resolv_saved=$(mktemp)
+			cp -L /etc/resolv.conf "$resolv_saved"
+		fi
 		apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+		if [ -n "$resolv_saved" ]; then
+			if ! systemctl is-active -q systemd-resolved 2>/dev/null && ! cmp -s "$resolv_saved" /etc/resolv.conf 2>/dev/null; then
+				echo "== systemd-resolved is not running: restoring /etc/resolv.conf"
+				rm -f /etc/resolv.conf
+				cp "$resolv_saved" /etc/resolv.conf
+			fi
+			rm -f "$resolv_saved"
+		fi
 	fi
 else
 	echo "== not root: end-to-end tests that need root or /dev/net/tun will skip"

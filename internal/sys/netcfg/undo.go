@@ -1,8 +1,9 @@
 // Package netcfg changes a Linux network namespace through netlink
 // (github.com/vishvananda/netlink, no `ip` subprocesses): links, addresses,
-// routes, policy rules, sysctls and resolvconf DNS. Every change it makes
-// pushes its inverse onto an Undo stack, so a caller that fails half way can
-// put the namespace back as it found it.
+// routes, policy rules, sysctls and DNS (systemd-resolved over D-Bus, or
+// resolvconf). Every change it makes pushes its inverse onto an Undo
+// stack, so a caller that fails half way can put the namespace back as it
+// found it.
 //
 // Pipeline of a change:
 //

@@ -13,7 +13,8 @@
 //	-> Engine.Start (the daemon: wirelane daemon IFNAME)              [undo: delete link]
 //	-> Engine.Configure: keys, port, fwmark, peers (endpoints resolved)
 //	-> addresses -> MTU (given, or route MTU to the endpoints - 80) -> link up
-//	-> DNS through resolvconf                                          [undo: resolvconf -d]
+//	-> DNS: systemd-resolved (D-Bus; "~." for a /0), else resolvconf;
+//	   neither: fail, unless the file says DNSOptional              [undo: RevertLink / resolvconf -d]
 //	-> routes for every peer's AllowedIPs, longest prefix first;
 //	   a /0 gets fwmark + table + "not fwmark" and suppress rules      [undo: delete rules]
 //	   and the nftables table wg-quick-IFNAME of its family

@@ -16,8 +16,8 @@ type Options struct {
 	// Log receives a one-line description of every change, as wg-quick
 	// prints after "[#] "; nil = silent.
 	Log func(string)
-	// Warn receives warnings that do not stop the command (no resolvconf,
-	// no firewall); nil = silent.
+	// Warn receives warnings that do not stop the command (DNS not
+	// applied under DNSOptional, no firewall); nil = silent.
 	Warn func(string)
 	// Note receives what a failed Up is about to undo; nil = silent.
 	Note func(string)
