@@ -338,6 +338,13 @@ type clientExt struct {
 // Role reports ClientRole.
 func (e *clientExt) Role() Role { return ClientRole }
 
+// Directives lists the directives Directive handles (for suggestions).
+func (e *clientExt) Directives() []string {
+	return []string{"client", "tls-client", "dev", "proto", "port", "rport", "remote", "remote-random", "dhcp-option",
+		"block-ipv6", "nobind", "auth-user-pass", "cipher", "remote-cert-tls", "verify-x509-name", "reneg-sec",
+		"reneg-bytes", "reneg-pkts", "ping", "ping-restart", "keepalive", "comp-lzo"}
+}
+
 // Inline handles <auth-user-pass> and refuses the blocks a client does
 // not implement.
 func (e *clientExt) Inline(p *Parser, tag, body string) error {

@@ -55,8 +55,12 @@ type Diagnostic struct {
 	Message   string
 }
 
-// String formats the diagnostic as "line N: directive: message".
+// String formats the diagnostic as "line N: directive: message" ("directive:
+// message" when it is about no line).
 func (d Diagnostic) String() string {
+	if d.Line == 0 {
+		return fmt.Sprintf("%s: %s", d.Directive, d.Message)
+	}
 	return fmt.Sprintf("line %d: %s: %s", d.Line, d.Directive, d.Message)
 }
 
@@ -177,12 +181,17 @@ type Error struct {
 	Err       error
 }
 
-// Error formats the error as "file:line: directive: cause".
+// Error formats the error as "file:line: directive: cause"; an error
+// about something the file lacks (Line 0) is "file: directive: cause".
 func (e *Error) Error() string {
-	if e.Directive != "" {
-		return fmt.Sprintf("%s:%d: %s: %v", e.File, e.Line, e.Directive, e.Err)
+	where := fmt.Sprintf("%s:%d", e.File, e.Line)
+	if e.Line == 0 {
+		where = e.File
 	}
-	return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+	if e.Directive != "" {
+		return fmt.Sprintf("%s: %s: %v", where, e.Directive, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", where, e.Err)
 }
 
 // Unwrap returns the cause.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -248,4 +249,73 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("error %v has no location", err)
 		}
 	})
+}
+
+// TestChecksAfterTheLastLineNameTheirLine checks the errors and warnings
+// of Finish, which runs after the walk: each names the line of the
+// directive it is about, and one about a missing directive names the
+// file alone (there is no line to name, never "line 0").
+func TestChecksAfterTheLastLineNameTheirLine(t *testing.T) {
+	base := "client\nremote h\n<ca>\n" + pem + "</ca>\nauth-user-pass\n" // 8 lines
+	for _, c := range []struct{ name, text, want string }{
+		{"data-ciphers", base + "verb 3\ndata-ciphers BF-CBC\n", "x.ovpn:10: data-ciphers: data: unsupported cipher \"BF-CBC\" (supported: AES-256-GCM, AES-128-GCM, CHACHA20-POLY1305)"},
+		{"ncp-ciphers", base + "ncp-ciphers BF-CBC\n", "x.ovpn:9: data-ciphers: data: unsupported cipher \"BF-CBC\" (supported: AES-256-GCM, AES-128-GCM, CHACHA20-POLY1305)"},
+		{"cert without key", base + "<cert>\n" + pem + "</cert>\n", "x.ovpn:9: cert: cert and key must be given together"},
+		{"key without cert", base + "verb 3\n<key>\nk\n</key>\n", "x.ovpn: cert: cert and key must be given together"},
+		{"no CA", "client\nremote h\nauth-user-pass\n", "x.ovpn: ca: no CA certificate given; the server cannot be verified"},
+		{"no remote", "client\n<ca>\n" + pem + "</ca>\n", "x.ovpn: remote: no remote given"},
+		{"not a client", "remote h\n<ca>\n" + pem + "</ca>\n", "x.ovpn: not a client configuration (add `client`); server mode is not supported"},
+		{"both wraps", base + "<tls-auth>\n" + staticKeyText() + "</tls-auth>\n<tls-crypt>\n" + staticKeyText() + "</tls-crypt>\n",
+			"x.ovpn:" + strconv.Itoa(9+strings.Count(staticKeyText(), "\n")+2) + ": tls-crypt: tls-auth and tls-crypt are mutually exclusive"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.text), "x.ovpn", "")
+			var ce *Error
+			if !errors.As(err, &ce) || err.Error() != c.want {
+				t.Errorf("error\n got: %v\nwant: %s", err, c.want)
+			}
+		})
+	}
+	// The provider profile's non-AEAD cipher is on line 13.
+	text := "client\ndev tun\nproto udp\nremote vpn.example.com 1194\nresolv-retry infinite\nnobind\npersist-key\npersist-tun\n" +
+		"auth-user-pass\nremote-cert-tls server\nauth SHA256\nverb 3\ncipher AES-256-CBC\n<ca>\n" + pem + "</ca>\n"
+	cfg, err := Parse([]byte(text), "p.ovpn", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, w := range cfg.Warnings {
+		if w.Directive == "cipher" {
+			found = true
+			if w.Line != 13 || w.String() != "line 13: cipher: non-AEAD cipher AES-256-CBC is only a 2.4 fallback and is not used" {
+				t.Errorf("cipher warning %q (line %d), want line 13", w, w.Line)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no cipher warning: %v", cfg.Warnings)
+	}
+}
+
+// TestMisspeltDirectivesGetSuggestions checks that an unknown directive's
+// warning names the directive it was probably meant to be, whether this
+// side handles it, the shared table does, or it is one known to be
+// ignored.
+func TestMisspeltDirectivesGetSuggestions(t *testing.T) {
+	base := "client\nremote h\n<ca>\n" + pem + "</ca>\nauth-user-pass\n" // 8 lines
+	for _, c := range []struct{ line, want string }{
+		{"remot h2", "line 9: remot: unknown directive ignored; did you mean remote?"},
+		{"keepalve 10 60", "line 9: keepalve: unknown directive ignored; did you mean keepalive?"},
+		{"data-cipher AES-256-GCM", "line 9: data-cipher: unknown directive ignored; did you mean data-ciphers?"},
+		{"resolv-rety infinite", "line 9: resolv-rety: unknown directive ignored; did you mean resolv-retry?"},
+		{"frobnicate", "line 9: frobnicate: unknown directive ignored"},
+	} {
+		cfg, err := Parse([]byte(base+c.line+"\n"), "x.ovpn", "")
+		if err != nil {
+			t.Fatalf("%s: %v", c.line, err)
+		}
+		if len(cfg.Warnings) != 1 || cfg.Warnings[0].String() != c.want {
+			t.Errorf("%s: warnings %v, want %q", c.line, cfg.Warnings, c.want)
+		}
+	}
 }

@@ -17,9 +17,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/wirelane/wirelane/internal/sys/suggest"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wrap"
@@ -54,7 +56,21 @@ type Parser struct {
 	c       *Common
 	ext     Extension
 	ciphers string // the data-ciphers list as written ("" when unset); see Ciphers
+	// seen is the last line of each directive and inline block by name
+	// ("ca" for both `ca FILE` and <ca>), so that a check made after the
+	// walk (Finish) can name the line it is about.
+	seen map[string]int
 }
+
+// Directives is implemented by an Extension that can list the directive
+// names it handles itself, for suggestions when a name is misspelt.
+type Directives interface {
+	Directives() []string
+}
+
+// sharedNames are the directives and inline blocks the shared table
+// handles.
+var sharedNames = []string{"ca", "cert", "key", "tls-auth", "tls-crypt", "key-direction", "auth", "tls-version-min", "data-ciphers", "ncp-ciphers", "crl-verify"}
 
 // Run parses text into c (the shared directives) and ext (the rest),
 // then runs ext.Finish. c holds the side's defaults; its KeyDirection
@@ -62,7 +78,7 @@ type Parser struct {
 // file references ("" forbids them). The first error stops the walk.
 func Run(text []byte, name, dir string, c *Common, ext Extension) error {
 	c.KeyDirection = wrap.Bidirectional
-	p := &Parser{Name: name, Dir: dir, c: c, ext: ext}
+	p := &Parser{Name: name, Dir: dir, c: c, ext: ext, seen: map[string]int{}}
 	if err := p.walk(text); err != nil {
 		return err
 	}
@@ -89,6 +105,7 @@ func (p *Parser) walk(text []byte) error {
 				body = append(body, lines[i])
 			}
 			p.Line = start
+			p.seen[tag] = start
 			if !closed {
 				return p.Errorf("<"+tag+">", "inline block not closed with </%s>", tag)
 			}
@@ -105,6 +122,10 @@ func (p *Parser) walk(text []byte) error {
 			continue
 		}
 		args[0] = strings.ToLower(strings.TrimPrefix(args[0], "--"))
+		p.seen[args[0]] = p.Line
+		if args[0] == "ncp-ciphers" {
+			p.seen["data-ciphers"] = p.Line
+		}
 		if err := p.directive(args); err != nil {
 			return err
 		}
@@ -170,8 +191,29 @@ func (p *Parser) Unhandled(args []string, unsupported, ignored map[string]string
 		p.Warn(name, why)
 		return nil
 	}
-	p.Warn(name, "unknown directive ignored")
+	p.Warn(name, "unknown directive ignored"+p.hint(name, unsupported, ignored))
 	return nil
+}
+
+// hint suggests the directive a misspelt name was probably meant to be:
+// one this side handles, a shared one, or one it knows of.
+func (p *Parser) hint(name string, more ...map[string]string) string {
+	known := append([]string(nil), sharedNames...)
+	if d, ok := p.ext.(Directives); ok {
+		known = append(known, d.Directives()...)
+	}
+	for n, r := range roleOf {
+		if r == p.ext.Role() {
+			known = append(known, n)
+		}
+	}
+	for _, m := range more {
+		for n := range m {
+			known = append(known, n)
+		}
+	}
+	slices.Sort(known) // maps iterate in random order: keep ties stable
+	return suggest.Hint(name, slices.Compact(known))
 }
 
 // ErrorAt returns an *Error at line (for a check made after the walk
@@ -180,14 +222,26 @@ func (p *Parser) ErrorAt(line int, directive, format string, args ...any) error 
 	return &Error{File: p.Name, Line: line, Directive: directive, Err: fmt.Errorf(format, args...)}
 }
 
-// Errorf returns an *Error at the current line.
+// Errorf returns an *Error at the current line; after the walk (in
+// Finish), at the last line of directive (0 when the file has none: the
+// problem is that it is missing).
 func (p *Parser) Errorf(directive, format string, args ...any) error {
-	return p.ErrorAt(p.Line, directive, format, args...)
+	return p.ErrorAt(p.lineOf(directive), directive, format, args...)
 }
 
-// Warn records a warning at the current line in Common.Warnings.
+// Warn records a warning at the current line (after the walk, at the
+// last line of directive) in Common.Warnings.
 func (p *Parser) Warn(directive, msg string) {
-	p.c.Warnings = append(p.c.Warnings, Diagnostic{Line: p.Line, Directive: directive, Message: msg})
+	p.c.Warnings = append(p.c.Warnings, Diagnostic{Line: p.lineOf(directive), Directive: directive, Message: msg})
+}
+
+// lineOf is the current line, or after the walk the last line of
+// directive ("<tag>" or a name).
+func (p *Parser) lineOf(directive string) int {
+	if p.Line != 0 {
+		return p.Line
+	}
+	return p.seen[strings.TrimSuffix(strings.TrimPrefix(directive, "<"), ">")]
 }
 
 // ReadFile reads a file a directive names, relative to Dir. "[inline]"

@@ -159,6 +159,13 @@ type serverExt struct {
 // Role reports config.ServerRole.
 func (e *serverExt) Role() config.Role { return config.ServerRole }
 
+// Directives lists the directives Directive handles (for suggestions).
+func (e *serverExt) Directives() []string {
+	return []string{"dh", "mode", "tls-server", "port", "lport", "local", "proto", "dev", "tun-mtu", "topology",
+		"server", "server-ipv6", "remote-cert-tls", "push", "route", "route-ipv6", "keepalive", "ping",
+		"ping-restart", "reneg-sec", "hand-window", "max-clients", "client-to-client", "duplicate-cn", "comp-lzo"}
+}
+
 // Inline refuses the blocks a server does not implement.
 func (e *serverExt) Inline(p *config.Parser, tag, body string) error {
 	switch tag {

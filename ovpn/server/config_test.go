@@ -118,10 +118,13 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad quote", base + "push \"route 1.2.3.4\n", 11, "unterminated quote"},
 		{"push ifconfig", base + "push \"ifconfig 10.8.0.9 255.255.255.0\"\n", 11, "pushed by the server itself"},
 		{"push comma", base + "push \"route 1.2.3.4,x\"\n", 11, "comma"},
-		{"bad cipher", base + "data-ciphers AES-256-CBC\n", 0, "unsupported cipher"},
+		{"bad cipher", base + "data-ciphers AES-256-CBC\n", 11, "s.conf:11: data-ciphers: data: unsupported cipher"},
+		{"bad ncp-ciphers", base + "ncp-ciphers AES-256-CBC\n", 11, "s.conf:11: data-ciphers: data: unsupported cipher"},
+		{"no CA names no line", "server 10.8.0.0 255.255.255.0\n", 0, "s.conf: ca: no CA certificate given"},
+		{"cert without key", "server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n", 5, "s.conf:5: cert: the server needs both cert and key"},
 		{"bad keepalive", base + "keepalive 10 15\n", 11, "at least twice"},
 		{"bad port", base + "port 70000\n", 11, "bad number"},
-		{"client key direction", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\nkey-direction 1\n", 0, "key direction 0"},
+		{"client key direction", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\nkey-direction 1\n", 31, "s.conf:31: key-direction: a server uses key direction 0"},
 		{"file refs forbidden", "ca ca.crt\n", 1, "file references are not allowed"},
 		{"tap", base + "dev tap0\n", 11, "only tun devices"},
 		{"server-ipv6 IPv4", base + "server-ipv6 10.9.0.0/24\n", 11, "want an IPv6 prefix"},
@@ -133,7 +136,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"push ifconfig-ipv6", base + "push \"ifconfig-ipv6 fd42::9/64 fd42::1\"\n", 11, "pushed by the server itself"},
 		{"route-ipv6 gateway", base + "route-ipv6 fd99::/64 fd42::7\n", 11, "gateways"},
 		{"route-ipv6 IPv4", base + "route-ipv6 10.0.0.0/8\n", 11, "want an IPv6 prefix"},
-		{"both wraps", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\n<tls-crypt>\n" + string(new(wrap.StaticKey).Format()) + "</tls-crypt>\n", 0, "mutually exclusive"},
+		{"both wraps", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\n<tls-crypt>\n" + string(new(wrap.StaticKey).Format()) + "</tls-crypt>\n", 31, "s.conf:31: tls-crypt: tls-auth and tls-crypt are mutually exclusive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.text), "s.conf", "")
@@ -326,6 +329,26 @@ func TestMaskString(t *testing.T) {
 	for bits, want := range map[int]string{0: "0.0.0.0", 8: "255.0.0.0", 24: "255.255.255.0", 29: "255.255.255.248", 32: "255.255.255.255"} {
 		if got := maskString(bits); got != want {
 			t.Errorf("maskString(%d) = %s, want %s", bits, got, want)
+		}
+	}
+}
+
+// TestMisspeltServerDirectivesGetSuggestions checks that an unknown
+// directive's warning in a server file names the likely one, at its line.
+func TestMisspeltServerDirectivesGetSuggestions(t *testing.T) {
+	const base = "server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n" // 10 lines
+	for _, c := range []struct{ line, want string }{
+		{"keepalve 10 60", "line 11: keepalve: unknown directive ignored; did you mean keepalive?"},
+		{"duplicat-cn", "line 11: duplicat-cn: unknown directive ignored; did you mean duplicate-cn?"},
+		{"data-cipher AES-256-GCM", "line 11: data-cipher: unknown directive ignored; did you mean data-ciphers?"},
+		{"frobnicate", "line 11: frobnicate: unknown directive ignored"},
+	} {
+		cfg, err := ParseConfig([]byte(base+c.line+"\n"), "s.conf", "")
+		if err != nil {
+			t.Fatalf("%s: %v", c.line, err)
+		}
+		if len(cfg.Warnings) != 1 || cfg.Warnings[0].String() != c.want {
+			t.Errorf("%s: warnings %v, want %q", c.line, cfg.Warnings, c.want)
 		}
 	}
 }
