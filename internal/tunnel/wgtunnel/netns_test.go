@@ -143,3 +143,37 @@ func TestUpThenDownLeavesTheNamespaceAsItWas(t *testing.T) {
 		}
 	})
 }
+
+// TestUpWithDNSAndNoResolverFailsClosed brings a tunnel with DNS up where
+// neither resolvconf (PATH is empty) nor systemd-resolved (the system bus
+// is nowhere) can take the servers: Up fails at the DNS line and leaves
+// the namespace as it was; with DNSOptional it comes up with a warning.
+func TestUpWithDNSAndNoResolverFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path="+dir+"/no-bus")
+	inFreshNetns(t, func() {
+		before := nsState(t)
+		eng := &fakeEngine{create: veth}
+		err := Up(context.Background(), tunnelConf(t, "DNS = 10.60.0.53, corp.example"), Options{Engine: eng})
+		want := "wlns0.conf:5: DNS: neither systemd-resolved is running nor resolvconf is installed"
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "DNSOptional") {
+			t.Fatalf("Up = %v, want %q", err, want)
+		}
+		if after := nsState(t); after != before {
+			t.Errorf("after a failed Up:\n%s\nwant:\n%s", after, before)
+		}
+		var warned []string
+		o := Options{Engine: &fakeEngine{create: veth}, Warn: func(s string) { warned = append(warned, s) }}
+		cfg := tunnelConf(t, "DNS = 10.60.0.53\n# wirelane: DNSOptional = true")
+		if err := Up(context.Background(), cfg, o); err != nil {
+			t.Fatalf("Up with DNSOptional: %v", err)
+		}
+		if len(warned) != 1 || !strings.Contains(warned[0], "going on without them (DNSOptional)") {
+			t.Errorf("warnings %q", warned)
+		}
+		if err := Down(cfg, o); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

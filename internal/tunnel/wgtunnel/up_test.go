@@ -114,3 +114,23 @@ func TestDeviceConfigResolvesEndpointsAndReportsTheLine(t *testing.T) {
 		t.Errorf("err = %v, want a ParseError at line 8", err)
 	}
 }
+
+// TestUpReportsAnUnknownTableAtItsLine checks that a Table name missing
+// from /etc/iproute2/rt_tables, found only at up time, is reported as
+// FILE:LINE before anything changes.
+func TestUpReportsAnUnknownTableAtItsLine(t *testing.T) {
+	cfg, err := wgquick.Parse("/nonexistent/wlunittest0.conf", []byte("[Interface]\nAddress = 10.0.0.1/24\nTable = nosuchtable\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Name = "wlunittest0"
+	eng := &fakeEngine{}
+	err = Up(context.Background(), cfg, Options{Engine: eng})
+	want := `/nonexistent/wlunittest0.conf:3: Table: routing table "nosuchtable" is not a number and not named in /etc/iproute2/rt_tables`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("Up = %v, want %q", err, want)
+	}
+	if len(eng.calls) != 0 {
+		t.Errorf("engine calls %q: nothing may start", eng.calls)
+	}
+}
