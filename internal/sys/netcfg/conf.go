@@ -20,6 +20,10 @@ type Conf struct {
 	Undo *Undo
 	// Log is called with a description of each change; nil = silent.
 	Log func(string)
+
+	// nsIno is the inode of the namespace's nsfs file, 0 when unknown:
+	// systemd-resolved is used only for links of its own namespace.
+	nsIno uint64
 }
 
 // New returns a Conf for the calling process's current network namespace.
@@ -28,7 +32,7 @@ func New() (*Conf, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Conf{h: h, Undo: &Undo{}}, nil
+	return &Conf{h: h, Undo: &Undo{}, nsIno: nsInode("/proc/thread-self/ns/net")}, nil
 }
 
 // NewAt returns a Conf for the network namespace ns.
@@ -37,7 +41,22 @@ func NewAt(ns netns.NsHandle) (*Conf, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Conf{h: h, Undo: &Undo{}}, nil
+	var ino uint64
+	var st unix.Stat_t
+	if unix.Fstat(int(ns), &st) == nil {
+		ino = st.Ino
+	}
+	return &Conf{h: h, Undo: &Undo{}, nsIno: ino}, nil
+}
+
+// nsInode returns the inode of a namespace file (/proc/PID/ns/net), 0
+// when it cannot be read.
+func nsInode(path string) uint64 {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return 0
+	}
+	return st.Ino
 }
 
 // Close releases the netlink sockets.

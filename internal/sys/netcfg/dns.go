@@ -4,7 +4,8 @@ package netcfg
 // this order (there is no netlink interface for resolver settings):
 //
 //	systemd-resolved, when it owns org.freedesktop.resolve1 on the
-//	    system bus (resolved.go): per-link servers and search domains,
+//	    system bus and runs in the link's network namespace
+//	    (resolved.go): per-link servers and search domains,
 //	    and for a tunnel that takes every lookup (DNS.Default) the
 //	    routing domain "~." and the DNS default route   [undo: RevertLink]
 //	resolvconf(8), when installed and not systemd-resolved's stand-in
@@ -53,7 +54,7 @@ func (c *Conf) SetDNS(ifname string, d DNS) (Resolver, error) {
 	if len(d.Servers) == 0 {
 		return "", nil
 	}
-	if rd, ok := connectResolved(); ok {
+	if rd, ok := connectResolved(c.nsIno); ok {
 		defer rd.close()
 		l, err := c.Link(ifname)
 		if err != nil {
@@ -99,7 +100,7 @@ func (c *Conf) UnsetDNS(ifname string) error {
 
 // revertResolved drops ifname's per-link settings in systemd-resolved.
 func (c *Conf) revertResolved(ifname string) error {
-	rd, ok := connectResolved()
+	rd, ok := connectResolved(c.nsIno)
 	if !ok {
 		return nil
 	}

@@ -92,3 +92,29 @@ func TestSetDNSThroughSystemdResolved(t *testing.T) {
 		t.Errorf("after undo, resolvectl domain: %s", got)
 	}
 }
+
+// TestSystemdResolvedOfAnotherNamespaceIsNotUsed checks that a resolved
+// serving another network namespace is left alone (its link indexes are
+// not ours): with no resolvconf either, SetDNS fails closed.
+func TestSystemdResolvedOfAnotherNamespaceIsNotUsed(t *testing.T) {
+	tnetns.Need(t)
+	rd := tnetns.StartResolved(t, tnetns.New(t, "ncdnsa"))
+	ns := tnetns.New(t, "ncdnsb")
+	tnetns.Run(t, ns, "ip", "tuntap", "add", "wldns1", "mode", "tun")
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", strings.TrimPrefix(rd.Env, "DBUS_SYSTEM_BUS_ADDRESS="))
+	h, err := netns.GetFromName(ns.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	c, err := NewAt(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.SetDNS("wldns1", DNS{Servers: []netip.Addr{netip.MustParseAddr("10.9.0.53")}}); err != ErrNoResolver {
+		t.Fatalf("SetDNS = %v, want ErrNoResolver", err)
+	}
+}

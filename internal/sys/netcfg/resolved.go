@@ -10,10 +10,14 @@ package netcfg
 //
 // The system bus is the one DBUS_SYSTEM_BUS_ADDRESS names, else
 // /run/dbus/system_bus_socket. Resolved counts as running when it owns
-// its bus name; NameHasOwner never starts it through bus activation.
+// its bus name (NameHasOwner never starts it through bus activation) and
+// runs in the network namespace of the link: link indexes are per
+// namespace, so a tunnel in another one would otherwise configure
+// whichever of resolved's links has the same index.
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -28,42 +32,54 @@ const (
 	// resolvedTimeout bounds each call: resolved answers at once, and a
 	// hung bus must not hang `up`.
 	resolvedTimeout = 5 * time.Second
+	// busTimeout bounds a whole connection, authentication included
+	// (godbus closes it when its context ends).
+	busTimeout = 20 * time.Second
 )
 
 // resolvedConn is a private connection to the system bus on which
 // systemd-resolved answers.
 type resolvedConn struct {
-	conn *dbus.Conn
+	conn   *dbus.Conn
+	cancel context.CancelFunc
 }
 
 // connectResolved connects to the system bus and reports whether
-// systemd-resolved is on it.
-func connectResolved() (*resolvedConn, bool) {
-	conn, err := dbus.ConnectSystemBus()
+// systemd-resolved is on it, serving the namespace whose nsfs inode is
+// nsIno (0: unknown, not checked).
+func connectResolved(nsIno uint64) (*resolvedConn, bool) {
+	bctx, bcancel := context.WithTimeout(context.Background(), busTimeout)
+	conn, err := dbus.ConnectSystemBus(dbus.WithContext(bctx))
 	if err != nil {
+		bcancel()
 		return nil, false
 	}
+	r := &resolvedConn{conn, bcancel}
 	ctx, cancel := context.WithTimeout(context.Background(), resolvedTimeout)
 	defer cancel()
 	var has bool
 	if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, resolvedName).Store(&has); err != nil || !has {
-		conn.Close()
+		r.close()
 		return nil, false
 	}
-	return &resolvedConn{conn}, true
-}
-
-// ResolvedRunning reports whether systemd-resolved answers on the system
-// bus (SetDNS then uses it).
-func ResolvedRunning() bool {
-	rd, ok := connectResolved()
-	if ok {
-		rd.close()
+	if nsIno != 0 {
+		// A PID from another PID namespace, or a /proc we may not read,
+		// cannot be checked; resolvectl would not check either.
+		var pid uint32
+		if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.GetConnectionUnixProcessID", 0, resolvedName).Store(&pid); err == nil {
+			if theirs := nsInode(fmt.Sprintf("/proc/%d/ns/net", pid)); theirs != 0 && theirs != nsIno {
+				r.close()
+				return nil, false
+			}
+		}
 	}
-	return ok
+	return r, true
 }
 
-func (r *resolvedConn) close() { r.conn.Close() }
+func (r *resolvedConn) close() {
+	r.conn.Close()
+	r.cancel()
+}
 
 func (r *resolvedConn) call(method string, args ...any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), resolvedTimeout)
