@@ -57,9 +57,10 @@ func cmdOvpn(args []string) int {
 const ovpnConnectUsage = `Usage: wirelane ovpn connect [flags] FILE.ovpn
 
 Connects to the OpenVPN server of a client configuration file, brings up a
-TUN device with the pushed address and routes, registers the pushed DNS
-servers and search domains with resolvconf(8) when it is installed (as
-wg-quick does), and keeps the tunnel up until Ctrl-C. Needs root
+TUN device with the pushed address and routes, gives the pushed DNS
+servers and search domains to systemd-resolved or resolvconf(8) (with
+neither, it fails rather than let lookups go around the tunnel; --dns=off
+connects without them), and keeps the tunnel up until Ctrl-C. Needs root
 (CAP_NET_ADMIN).
 
 Each step is shown on stderr with its time: resolving, connecting, TLS
@@ -92,7 +93,7 @@ func ovpnConnectFlags() (fs *flag.FlagSet, o *ovpntunnel.ConnectOptions, dns *st
 	fs.StringVar(&o.AuthFile, "auth-file", "", "`file` with the username and password lines for auth-user-pass (default: ask on the terminal)")
 	fs.BoolVar(&o.NoRoutes, "no-routes", false, "do not install pushed routes (addresses only)")
 	fs.BoolVar(&o.BlockIPv6, "block-ipv6", false, "answer IPv6 packets into the tunnel with ICMPv6 no-route instead of sending them (as the block-ipv6 directive; with redirect-gateway, global IPv6 is routed into the tunnel)")
-	dns = fs.String("dns", "auto", "pushed DNS servers: auto (register them with resolvconf when it is installed, else warn) or off")
+	dns = fs.String("dns", "auto", "pushed DNS servers: auto (through systemd-resolved or resolvconf; with neither, connect fails) or off (not applied)")
 	fs.BoolVar(&o.Verbose, "v", false, "log protocol details and each ignored directive to stderr")
 	return fs, o, dns
 }
