@@ -36,7 +36,7 @@ if [ "$(id -u)" = 0 ]; then
 			if ! systemctl is-active -q systemd-resolved 2>/dev/null && ! cmp -s "$resolv_saved" /etc/resolv.conf 2>/dev/null; then
 				echo "== systemd-resolved is not running: restoring /etc/resolv.conf"
 				rm -f /etc/resolv.conf
-				cp "$resolv_saved" /etc/resolv.conf
+				install -m 0644 "$resolv_saved" /etc/resolv.conf
 			fi
 			rm -f "$resolv_saved"
 		fi
