@@ -41,7 +41,7 @@ func Up(ctx context.Context, cfg *wgquick.Config, o Options) (err error) {
 	var table int
 	if t := cfg.Interface.Table; t != "" && t != "auto" && t != "off" {
 		if table, err = netcfg.ResolveTable(t); err != nil {
-			return &wgquick.ParseError{File: cfg.Path, Line: cfg.Interface.TableLine, Msg: "Table: " + err.Error()}
+			return lineError(cfg, cfg.Interface.TableLine, "Table: "+err.Error())
 		}
 	}
 	// Only once the engine started is the device ours to wait for (and,
@@ -94,7 +94,20 @@ func setDNS(nc *netcfg.Conf, cfg *wgquick.Config, o *Options) error {
 	if errors.Is(err, netcfg.ErrNoResolver) {
 		msg += "; install resolvconf (or openresolv) or run systemd-resolved, or add \"# wirelane: DNSOptional = true\" to [Interface] to come up without them"
 	}
-	return &wgquick.ParseError{File: cfg.Path, Line: in.DNSLine, Msg: msg}
+	return lineError(cfg, in.DNSLine, msg)
+}
+
+// lineError is msg at line of cfg's file (FILE:LINE: msg), or without the
+// line (or the file) when cfg was not read from one.
+func lineError(cfg *wgquick.Config, line int, msg string) error {
+	switch {
+	case cfg.Path != "" && line > 0:
+		return &wgquick.ParseError{File: cfg.Path, Line: line, Msg: msg}
+	case cfg.Path != "":
+		return fmt.Errorf("%s: %s", cfg.Path, msg)
+	default:
+		return errors.New(msg)
+	}
 }
 
 // setLink adds the addresses, sets the MTU (the file's, else autoMTU's)
