@@ -356,7 +356,7 @@ func (e *clientExt) Inline(p *Parser, tag, body string) error {
 	case "dh":
 		p.Warn("<dh>", "ignored (client)")
 	default:
-		return p.Errorf("<"+tag+">", "unknown inline block")
+		return p.Errorf("<"+tag+">", "unknown inline block%s", p.Suggest(tag))
 	}
 	return nil
 }

@@ -319,3 +319,12 @@ func TestMisspeltDirectivesGetSuggestions(t *testing.T) {
 		}
 	}
 }
+
+// TestMisspeltInlineBlockGetsASuggestion checks an unknown inline block's
+// error: at its line, with the likely block named.
+func TestMisspeltInlineBlockGetsASuggestion(t *testing.T) {
+	_, err := Parse([]byte("client\nremote h\n<caa>\n"+pem+"</caa>\n"), "x.ovpn", "")
+	if want := "x.ovpn:3: <caa>: unknown inline block; did you mean ca?"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}

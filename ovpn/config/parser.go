@@ -195,6 +195,10 @@ func (p *Parser) Unhandled(args []string, unsupported, ignored map[string]string
 	return nil
 }
 
+// Suggest returns "; did you mean NAME?" for the directive or inline
+// block an unknown name was probably meant to be, else "".
+func (p *Parser) Suggest(name string) string { return p.hint(name) }
+
 // hint suggests the directive a misspelt name was probably meant to be:
 // one this side handles, a shared one, or one it knows of.
 func (p *Parser) hint(name string, more ...map[string]string) string {

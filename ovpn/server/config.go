@@ -175,7 +175,7 @@ func (e *serverExt) Inline(p *config.Parser, tag, body string) error {
 		if what, ok := serverUnsupported[tag]; ok {
 			return p.Errorf("<"+tag+">", "%s: %w", what, ErrUnsupported)
 		}
-		return p.Errorf("<"+tag+">", "unknown inline block")
+		return p.Errorf("<"+tag+">", "unknown inline block%s", p.Suggest(tag))
 	}
 	return nil
 }
