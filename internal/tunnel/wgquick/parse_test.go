@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -340,4 +341,30 @@ func FuzzSplitEndpoint(f *testing.F) {
 			t.Fatalf("SplitEndpoint(%q) = %q, %d; %q gives %q, %d, %v", s, host, port, again, h2, p2, err)
 		}
 	})
+}
+
+// TestDirectiveIsACommentToWGQuick checks with wg-quick itself (when
+// installed) that a file with "# wirelane: DNSOptional = true" still
+// works there: `wg-quick strip` accepts it and gives what Strip gives.
+func TestDirectiveIsACommentToWGQuick(t *testing.T) {
+	wq, err := exec.LookPath("wg-quick")
+	if err != nil {
+		t.Skip("wg-quick (wireguard-tools) not installed")
+	}
+	src := "[Interface]\nPrivateKey = " + testPriv + "\nDNS = 10.0.0.53\n# wirelane: DNSOptional = true\n"
+	path := filepath.Join(t.TempDir(), "wl0.conf")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(wq, "strip", path).Output()
+	if err != nil {
+		t.Fatalf("wg-quick strip: %v", err)
+	}
+	c, err := Parse(path, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(out)) != strings.TrimSpace(string(c.Strip())) {
+		t.Errorf("wg-quick strip:\n%s\nStrip:\n%s", out, c.Strip())
+	}
 }
