@@ -71,7 +71,7 @@ func (c *Conf) SetDNS(ifname string, d DNS) (Resolver, error) {
 	rc, stub := findResolvconf()
 	if rc == "" {
 		if stub {
-			return "", fmt.Errorf("%w (resolvconf here is systemd-resolved's, which is not running)", ErrNoResolver)
+			return "", fmt.Errorf("%w (resolvconf here is systemd-resolved's, and no systemd-resolved serves this network namespace)", ErrNoResolver)
 		}
 		return "", ErrNoResolver
 	}

@@ -35,7 +35,7 @@ func TestSetDNSWithoutAResolver(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat("/usr/bin/resolvectl"); err == nil {
-		if _, err := c.SetDNS("wl0", d); err == nil || !strings.Contains(err.Error(), "resolvconf here is systemd-resolved's, which is not running") {
+		if _, err := c.SetDNS("wl0", d); err == nil || !strings.Contains(err.Error(), "resolvconf here is systemd-resolved's, and no systemd-resolved serves this network namespace") {
 			t.Errorf("SetDNS with the stand-in = %v", err)
 		}
 	}
