@@ -147,3 +147,42 @@ func TestE2EConnectAppliesPushedDNS(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EConnectGivesPushedDNSToSystemdResolved runs a real
+// systemd-resolved on a private bus in the client's namespace
+// (netns.StartResolved) and no resolvconf: the pushed server and domains
+// go to the TUN link, with "~." since the server redirects the gateway,
+// and are gone after Ctrl-C.
+func TestE2EConnectGivesPushedDNSToSystemdResolved(t *testing.T) {
+	tb := newTestbed(t, testbedConfig{ca: "Wirelane resolved CA", client: "cli1", srvNS: "ors", cliNS: "orc",
+		srvIf: "s1", cliIf: "c1", net: "192.168.94", need: []string{"openvpn"}})
+	rd := netns.StartResolved(t, tb.cliNS)
+	tb.write(t, map[string]string{
+		"server.conf": "port 1194\nproto udp4\nlocal 192.168.94.1\ndev ovs1\ndev-type tun\ntopology subnet\n" +
+			"server 10.8.1.0 255.255.255.0\n" + serverCreds + "data-ciphers AES-256-GCM\ndisable-dco\n" +
+			"push \"dhcp-option DNS 10.8.1.1\"\npush \"dhcp-option DOMAIN corp.example\"\n" +
+			"push \"redirect-gateway def1\"\nkeepalive 1 3\nverb 3\n",
+		"cli1.ovpn": "client\ndev tun\nremote 192.168.94.1 1194 udp\nnobind\nremote-cert-tls server\ndata-ciphers AES-256-GCM\n" +
+			tb.clientInline(),
+	})
+	tb.startOpenVPN(t, tb.srvNS, "server.conf")
+	empty := filepath.Join(tb.dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cli := startHelperEnv(t, tb.cliNS, []string{"PATH=" + empty, rd.Env}, "connect", "--dev", "wlc1", tb.path("cli1.ovpn"))
+	cli.waitFor(t, "tunnel up", 15*time.Second)
+	if !strings.Contains(cli.out.String(), "ovpn: DNS for wlc1: 10.8.1.1, search corp.example (systemd-resolved)") {
+		t.Fatalf("progress output lacks the DNS line:\n%s", cli.out.String())
+	}
+	if got := rd.Resolvectl(t, "dns", "wlc1"); !strings.Contains(got, "10.8.1.1") {
+		t.Errorf("resolvectl dns wlc1: %s", got)
+	}
+	if got := rd.Resolvectl(t, "domain", "wlc1"); !strings.Contains(got, "corp.example ~.") {
+		t.Errorf("resolvectl domain wlc1: %s", got)
+	}
+	cli.interrupt(t)
+	if got := rd.Resolvectl(t, "dns"); strings.Contains(got, "10.8.1.1") {
+		t.Errorf("resolved keeps the pushed server after Ctrl-C:\n%s", got)
+	}
+}
