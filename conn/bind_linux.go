@@ -47,6 +47,9 @@ var (
 	// ErrFamilyUnavailable is returned by Send for a destination whose
 	// address family has no socket (IPv6 disabled on the host).
 	ErrFamilyUnavailable = errors.New("conn: no socket for the destination's address family")
+	// ErrRoutesMismatch is returned by SendEach when bufs and routes
+	// differ in length.
+	ErrRoutesMismatch = errors.New("conn: SendEach with a route count unlike the buffer count")
 	// ErrShortSlices is returned by a ReceiveFunc whose sizes or eps slice
 	// is shorter than bufs.
 	ErrShortSlices = errors.New("conn: sizes or eps shorter than bufs")
@@ -84,6 +87,12 @@ type Options struct {
 	// RCU is the domain Close waits on and that RCU() returns; nil makes
 	// the bind create its own.
 	RCU *RCU
+	// Addr is the local address to bind. The zero Addr binds an IPv4 and
+	// an IPv6 socket to every address; an IPv4 address (or the IPv4
+	// wildcard 0.0.0.0) binds one IPv4 socket, an IPv6 address (or ::)
+	// one IPv6-only socket. A server that listens on one address of a
+	// multi-homed host sets it.
+	Addr netip.Addr
 }
 
 // StdBind is the kernel UDP Bind: one IPv4 and (when the host has IPv6) one
@@ -101,10 +110,14 @@ type StdBind struct {
 	rcu   *RCU    // immutable
 	inval *invalidator
 
-	views  atomic.Bool             // ReceiveFuncs of the next Open may hand out views (AllowViews)
-	socks  atomic.Pointer[sockets] // published by Open, cleared by Close; borrowed by Send inside a read section
-	gsoOff atomic.Bool             // set when the kernel refused a segmented send; never cleared while open
-	pool   sync.Pool               // *sendState
+	views atomic.Bool             // ReceiveFuncs of the next Open may hand out views (AllowViews)
+	socks atomic.Pointer[sockets] // published by Open, cleared by Close; borrowed by Send inside a read section
+	// segMax: segments of this size or more are sent singly (the kernel
+	// refused them segmented); noSegLimit until a refusal, 0 once GSO is
+	// off for the bind. Only lowered while open (gso_policy.go); reset by
+	// Open.
+	segMax atomic.Int64
+	pool   sync.Pool // *sendState
 
 	mu   sync.Mutex // serialises Open, Close and SetMark
 	open *sockets   // guarded by mu; the same pointer as socks while open
@@ -172,14 +185,14 @@ func (b *StdBind) OnSourceInvalid(fn func()) (remove func()) {
 func (b *StdBind) BatchSize() int { return IdealBatchSize }
 
 // Offload reports which offloads the open bind uses right now: gso is false
-// once a segmented send was refused; gro is true when any socket has
-// UDP_GRO on.
+// once a segmented send was refused (for some segment size, or for all);
+// gro is true when any socket has UDP_GRO on.
 func (b *StdBind) Offload() (gso, gro bool) {
 	s := b.socks.Load()
 	if s == nil {
 		return false, false
 	}
-	gso = s.gso && !b.gsoOff.Load()
+	gso = s.gso && b.segMax.Load() == noSegLimit
 	for _, u := range []*udpSocket{s.v4, s.v6} {
 		if u != nil && u.gro.Load() {
 			gro = true
@@ -195,8 +208,8 @@ func (b *StdBind) HasIPv6() bool {
 }
 
 // Open binds an IPv4 and an IPv6 socket to port (0 picks one free for
-// both) and returns one ReceiveFunc per socket. IPv6 is skipped when the
-// host has it disabled. Each ReceiveFunc must be called by one goroutine at
+// both), or the one socket of Options.Addr, and returns one ReceiveFunc
+// per socket. IPv6 is skipped when the host has it disabled. Each ReceiveFunc must be called by one goroutine at
 // a time; a datagram it could not read whole (truncated, or with an
 // unreadable address) is reported with size 0.
 func (b *StdBind) Open(port uint16) ([]ReceiveFunc, uint16, error) {
@@ -227,7 +240,7 @@ func (b *StdBind) Open(port uint16) ([]ReceiveFunc, uint16, error) {
 			return nil, 0, fmt.Errorf("conn: open port %d: source watch: %w", port, err)
 		}
 	}
-	b.gsoOff.Store(false)
+	b.segMax.Store(noSegLimit)
 	b.inval.start()
 	var fns []ReceiveFunc
 	for _, u := range []*udpSocket{s.v4, s.v6} {
@@ -245,21 +258,38 @@ func (b *StdBind) Open(port uint16) ([]ReceiveFunc, uint16, error) {
 // listen makes the sockets for one Open attempt.
 func (b *StdBind) listen(port uint16) (*sockets, error) {
 	s := &sockets{gso: !b.opts.DisableGSO}
-	v4, err := b.listenUDP("udp4", netip.AddrPortFrom(netip.IPv4Unspecified(), port))
-	if err != nil {
-		return nil, fmt.Errorf("conn: listen udp4 port %d: %w", port, err)
-	}
-	s.v4 = v4
-	s.port = uint16(v4.conn.LocalAddr().(*net.UDPAddr).Port)
-	v6, err := b.listenUDP("udp6", netip.AddrPortFrom(netip.IPv6Unspecified(), s.port))
-	switch {
-	case err == nil:
-		s.v6 = v6
-	case errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.EPROTONOSUPPORT):
-		// IPv6 disabled on this host: IPv4 only.
-	default:
-		s.close()
-		return nil, fmt.Errorf("conn: listen udp6 port %d: %w", s.port, err)
+	if local := b.opts.Addr.Unmap(); local.IsValid() {
+		network := "udp6"
+		if local.Is4() {
+			network = "udp4"
+		}
+		u, err := b.listenUDP(network, netip.AddrPortFrom(local, port))
+		if err != nil {
+			return nil, fmt.Errorf("conn: listen %s %s: %w", network, netip.AddrPortFrom(local, port), err)
+		}
+		if local.Is4() {
+			s.v4 = u
+		} else {
+			s.v6 = u
+		}
+		s.port = uint16(u.conn.LocalAddr().(*net.UDPAddr).Port)
+	} else {
+		v4, err := b.listenUDP("udp4", netip.AddrPortFrom(netip.IPv4Unspecified(), port))
+		if err != nil {
+			return nil, fmt.Errorf("conn: listen udp4 port %d: %w", port, err)
+		}
+		s.v4 = v4
+		s.port = uint16(v4.conn.LocalAddr().(*net.UDPAddr).Port)
+		v6, err := b.listenUDP("udp6", netip.AddrPortFrom(netip.IPv6Unspecified(), s.port))
+		switch {
+		case err == nil:
+			s.v6 = v6
+		case errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.EPROTONOSUPPORT):
+			// IPv6 disabled on this host: IPv4 only.
+		default:
+			s.close()
+			return nil, fmt.Errorf("conn: listen udp6 port %d: %w", s.port, err)
+		}
 	}
 	for _, u := range []*udpSocket{s.v4, s.v6} {
 		if u != nil && s.gso && !probeGSO(u) {
@@ -267,6 +297,22 @@ func (b *StdBind) listen(port uint16) (*sockets, error) {
 		}
 	}
 	return s, nil
+}
+
+// LocalAddr returns the address and port the open bind's first socket is
+// bound to (the wildcard without Options.Addr), or the zero AddrPort when
+// the bind is closed.
+func (b *StdBind) LocalAddr() netip.AddrPort {
+	s := b.socks.Load()
+	if s == nil {
+		return netip.AddrPort{}
+	}
+	u := s.v4
+	if u == nil {
+		u = s.v6
+	}
+	ap := u.conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
 // listenUDP opens one socket with the bind's options set before bind(2).

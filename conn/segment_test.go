@@ -20,7 +20,7 @@ func TestSegmentedMessagesFitTheDevice(t *testing.T) {
 		for size := 32; size <= 9000; size += 4 {
 			bufs := makeBufs(IdealBatchSize, size)
 			st := newSendState(new(RCU), false)
-			st.build(bufs, r, true, false)
+			st.build(bufs, r, nil, noSegLimit, false)
 			start := 0
 			for m := 0; m < st.nmsg; m++ {
 				end := int(st.end[m])

@@ -12,15 +12,20 @@ package conn
 //	   iovecs are the caller's buffers and whose cmsg adds UDP_SEGMENT
 //	4. sendmmsg on the raw descriptor; if the socket buffer is full, wait
 //	   for space through the runtime poller and go on
-//	5. on refusal: EIO/EMSGSIZE for a segmented message turns GSO off for
-//	   the bind and the rest of the batch is resent unsegmented; a refused
-//	   sticky source (EINVAL, ENODEV, EADDRNOTAVAIL, ENETUNREACH) resends
-//	   the rest without it and signals the source-invalid hooks; a single
-//	   oversized datagram is skipped and reported
+//	5. on refusal, the policy of gso_policy.go: GSO off for the bind (EIO)
+//	   or for the refused segment size and larger (EMSGSIZE, EINVAL without
+//	   a sticky source), the sticky source dropped for the rest of the
+//	   batch (hooks signalled), or a single oversized datagram skipped; the
+//	   rest of the batch is resent
+//
+// SendEach is the same path for a batch with a route per datagram (many
+// peers on one socket, the OpenVPN server): messages never join datagrams
+// of different routes, and the batch is cut where the family changes.
 //	6. exit the read section, clear the state's pointers (and return a
 //	   pooled state to the pool)
 
 import (
+	"errors"
 	"net"
 	"os"
 	"runtime"
@@ -52,6 +57,7 @@ type sendState struct {
 	ctrl  [IdealBatchSize][sendCtrlSpace]byte // per-message cmsgs for segmented messages
 	end   [IdealBatchSize]uint16              // end[m]: index after message m's last datagram
 	seg   [IdealBatchSize]bool                // message m is segmented (UDP_SEGMENT)
+	stk   [IdealBatchSize]bool                // message m carries a sticky source
 	nmsg  int                                 // messages built
 	done  int                                 // messages the kernel took
 	errno unix.Errno                          // the refusal that stopped the send, or 0
@@ -95,9 +101,45 @@ func (b *StdBind) Send(bufs [][]byte, r *Route) error {
 		return err
 	}
 	st := b.pool.Get().(*sendState)
-	err := b.sendWith(st, bufs, r)
+	err := b.sendWith(st, bufs, r, nil)
 	b.pool.Put(st)
 	return err
+}
+
+// SendEach writes bufs[i] to routes[i], for many peers on one bind in one
+// call: consecutive datagrams to the same route (the same *Route, as
+// borrowed from one RouteCache) may leave as one segmented message, and
+// the batch takes one sendmmsg per address family. The routes are
+// borrowed like Send's. Scratch comes from the pool, as for Send; see
+// NewSender for a goroutine's own. It returns the first error; the
+// datagrams of other families are still sent.
+func (b *StdBind) SendEach(bufs [][]byte, routes []*Route) error {
+	if ok, err := checkEachArgs(bufs, routes); !ok {
+		return err
+	}
+	st := b.pool.Get().(*sendState)
+	err := b.sendWith(st, bufs, nil, routes)
+	b.pool.Put(st)
+	return err
+}
+
+// checkEachArgs validates one SendEach's arguments; ok is false when there
+// is nothing to send.
+func checkEachArgs(bufs [][]byte, routes []*Route) (ok bool, err error) {
+	switch {
+	case len(routes) != len(bufs):
+		return false, ErrRoutesMismatch
+	case len(bufs) == 0:
+		return false, nil
+	case len(bufs) > IdealBatchSize:
+		return false, ErrBatchTooLarge
+	}
+	for _, r := range routes {
+		if r == nil {
+			return false, ErrNoRoute
+		}
+	}
+	return true, nil
 }
 
 // NewSender returns a Sender whose scratch space belongs to it alone, and
@@ -124,7 +166,18 @@ func (s *stdSender) Send(bufs [][]byte, r *Route) error {
 	if s.st == nil {
 		s.st = newSendState(s.b.rcu, false)
 	}
-	return s.b.sendWith(s.st, bufs, r)
+	return s.b.sendWith(s.st, bufs, r, nil)
+}
+
+// SendEach is StdBind.SendEach with the sender's own scratch space.
+func (s *stdSender) SendEach(bufs [][]byte, routes []*Route) error {
+	if ok, err := checkEachArgs(bufs, routes); !ok {
+		return err
+	}
+	if s.st == nil {
+		s.st = newSendState(s.b.rcu, false)
+	}
+	return s.b.sendWith(s.st, bufs, nil, routes)
 }
 
 func (s *stdSender) release() {
@@ -135,17 +188,48 @@ func (s *stdSender) release() {
 }
 
 // sendWith sends bufs with st's scratch inside st's read section and
-// leaves st holding no pointers.
-func (b *StdBind) sendWith(st *sendState, bufs [][]byte, r *Route) error {
+// leaves st holding no pointers. routes is nil (every datagram to r) or
+// one route per datagram (r unused).
+func (b *StdBind) sendWith(st *sendState, bufs [][]byte, r *Route, routes []*Route) error {
 	st.rd.Enter()
-	err := b.send(st, bufs, r)
+	var err error
+	if routes == nil {
+		err = b.send(st, bufs, r, nil)
+	} else {
+		err = b.sendEach(st, bufs, routes)
+	}
 	st.rd.Exit()
 	st.clear()
 	return err
 }
 
-// send runs inside st's read section.
-func (b *StdBind) send(st *sendState, bufs [][]byte, r *Route) error {
+// sendEach runs inside st's read section: it cuts bufs into runs whose
+// routes share an address family (one socket each) and sends each run.
+func (b *StdBind) sendEach(st *sendState, bufs [][]byte, routes []*Route) error {
+	var first error
+	for start := 0; start < len(bufs); {
+		end := start + 1
+		for end < len(bufs) && routes[end].v6 == routes[start].v6 {
+			end++
+		}
+		err := b.send(st, bufs[start:end], routes[start], routes[start:end])
+		st.clear()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		start = end
+	}
+	return first
+}
+
+// send runs inside st's read section. Every datagram goes to r when routes
+// is nil, else bufs[i] to routes[i] (all of r's family).
+func (b *StdBind) send(st *sendState, bufs [][]byte, r *Route, routes []*Route) error {
 	s := b.socks.Load()
 	if s == nil {
 		return net.ErrClosed
@@ -157,11 +241,18 @@ func (b *StdBind) send(st *sendState, bufs [][]byte, r *Route) error {
 	if u == nil {
 		return ErrFamilyUnavailable
 	}
-	gso := s.gso && !b.gsoOff.Load()
-	sticky := len(r.ctrl) > 0
+	segMax := int64(0)
+	if s.gso {
+		segMax = b.segMax.Load()
+	}
+	sticky := true // routes' sticky sources are used until one is refused
 	var skipped error
 	for start := 0; start < len(bufs); {
-		st.build(bufs[start:], r, gso, sticky)
+		var rs []*Route
+		if routes != nil {
+			rs = routes[start:]
+		}
+		st.build(bufs[start:], r, rs, segMax, sticky)
 		if err := st.transmit(u); err != nil {
 			if b.socks.Load() == nil {
 				return net.ErrClosed
@@ -176,44 +267,49 @@ func (b *StdBind) send(st *sendState, bufs [][]byte, r *Route) error {
 		if failed > 0 {
 			start += int(st.end[failed-1])
 		}
-		switch e := st.errno; {
-		case st.seg[failed] && (e == unix.EIO || e == unix.EMSGSIZE):
-			b.gsoOff.Store(true)
-			gso = false
-		case sticky && isSourceError(e):
+		switch classifyRefusal(st.errno, st.seg[failed], st.stk[failed]) {
+		case refuseGSOOff:
+			b.segMax.Store(0)
+			segMax = 0
+		case refuseSegSize:
+			size := int64(len(bufs[start]))
+			b.lowerSegMax(size)
+			segMax = min(segMax, size)
+		case refuseSource:
 			sticky = false
 			b.inval.signal()
-		case e == unix.EMSGSIZE:
+		case refuseSkip:
 			if skipped == nil {
-				skipped = os.NewSyscallError("sendmmsg", e)
+				skipped = os.NewSyscallError("sendmmsg", st.errno)
 			}
 			start++ // this one datagram cannot go; the rest can
 		default:
-			return os.NewSyscallError("sendmmsg", e)
+			return os.NewSyscallError("sendmmsg", st.errno)
 		}
 	}
 	return skipped
 }
 
-// isSourceError reports whether the kernel refused a datagram because of
-// its sticky source (address gone, interface gone, no route from it).
-func isSourceError(e unix.Errno) bool {
-	return e == unix.EINVAL || e == unix.ENODEV || e == unix.EADDRNOTAVAIL || e == unix.ENETUNREACH
-}
-
-// build lays bufs out as messages to r.
-func (st *sendState) build(bufs [][]byte, r *Route, gso, sticky bool) {
+// build lays bufs out as messages: to r when routes is nil, else bufs[i]
+// to routes[i]. Datagrams to one route (the same *Route) may join a
+// segmented message when GSO is on for their size (below segMax); a
+// message carries its route's sticky source when sticky allows.
+func (st *sendState) build(bufs [][]byte, r *Route, routes []*Route, segMax int64, sticky bool) {
 	maxPayload := maxGSOPayload4
 	if r.v6 {
 		maxPayload = maxGSOPayload6
 	}
 	m := 0
 	for i := 0; i < len(bufs); m++ {
+		rt := r
+		if routes != nil {
+			rt = routes[i]
+		}
 		j := i + 1
 		size := len(bufs[i])
-		if gso && size > 0 {
+		if size > 0 && int64(size) < segMax {
 			total := size
-			for j < len(bufs) && j-i < maxGSOSegments {
+			for j < len(bufs) && j-i < maxGSOSegments && (routes == nil || routes[j] == rt) {
 				l := len(bufs[j])
 				if l == 0 || l > size || total+l > maxPayload {
 					break
@@ -235,25 +331,26 @@ func (st *sendState) build(bufs [][]byte, r *Route, gso, sticky bool) {
 			v.SetLen(len(bufs[k]))
 		}
 		h := &st.hdrs[m].Hdr
-		h.Name = (*byte)(unsafe.Pointer(&r.sa))
-		h.Namelen = r.saLen
+		h.Name = (*byte)(unsafe.Pointer(&rt.sa))
+		h.Namelen = rt.saLen
 		h.Iov = &st.iovs[i]
 		h.SetIovlen(j - i)
 		h.Flags = 0
 		st.seg[m] = j-i > 1
+		st.stk[m] = sticky && len(rt.ctrl) > 0
 		switch {
 		case st.seg[m]:
 			c := st.ctrl[m][:]
 			n := 0
-			if sticky {
-				n = copy(c, r.ctrl)
+			if st.stk[m] {
+				n = copy(c, rt.ctrl)
 			}
 			n += putSegment(c[n:], uint16(size))
 			h.Control = &c[0]
 			h.SetControllen(n)
-		case sticky:
-			h.Control = &r.ctrl[0]
-			h.SetControllen(len(r.ctrl))
+		case st.stk[m]:
+			h.Control = &rt.ctrl[0]
+			h.SetControllen(len(rt.ctrl))
 		default:
 			h.Control = nil
 			h.SetControllen(0)
