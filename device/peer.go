@@ -6,6 +6,7 @@ import (
 
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device/noise"
+	"github.com/wirelane/wirelane/tun"
 )
 
 // peer is one remote WireGuard endpoint: its handshake, sessions, route,
@@ -43,7 +44,7 @@ type peer struct {
 	// write), whether by the peer's receiver goroutine or directly by a
 	// socket's receive goroutine; it guards heads.
 	recvMu sync.Mutex
-	heads  headRoom // guarded by recvMu
+	heads  tun.HeadRoom // guarded by recvMu
 
 	// lifecycle: run is replaced on every start; stop closes run.stopped.
 	// The data path loads run without a lock; runMu serialises start/stop.

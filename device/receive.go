@@ -34,6 +34,7 @@ import (
 
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device/noise"
+	"github.com/wirelane/wirelane/tun"
 )
 
 // runReceive reads datagrams from one socket until the bind closes.
@@ -312,7 +313,7 @@ func (p *peer) deliverDirect(r *peerRun, b *batch) bool {
 
 // deliver checks and writes one opened batch; heads is the receiver's
 // room for the TUN device's merging (coalesce.go).
-func (p *peer) deliver(b *batch, heads *headRoom) {
+func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	d := p.d
 	kp := b.kp
 	now := d.clock.Now()
@@ -373,7 +374,7 @@ func (p *peer) deliver(b *batch, heads *headRoom) {
 	p.setEndpoint(last) // roaming: one publish at most, none when unchanged
 	if len(bufs) > 0 {
 		if d.tunMerges {
-			heads.prepare(bufs)
+			heads.Prepare(bufs, tunOffset)
 		}
 		if _, err := d.tun.Write(bufs, tunOffset); err != nil {
 			d.log.Debug("TUN write failed", "err", err)

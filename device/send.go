@@ -33,14 +33,19 @@ import (
 	"sync/atomic"
 	"time"
 
-	wgtun "golang.zx2c4.com/wireguard/tun"
-
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device/noise"
 	"github.com/wirelane/wirelane/tun"
 )
 
-const tunOffset = noise.MessageTransportHeaderSize
+// tunOffset is the room before each packet in a buffer: the transport
+// header is sealed there in place, and the TUN device's virtio-net header
+// fits in it on read and write.
+const tunOffset = tun.Offset
+
+// The transport header must fit exactly in the TUN offset.
+var _ [tunOffset - noise.MessageTransportHeaderSize]struct{}
+var _ [noise.MessageTransportHeaderSize - tunOffset]struct{}
 
 // batchSize is the largest batch moved through the pipeline.
 func (d *Device) batchSize() int {
@@ -56,66 +61,59 @@ func (d *Device) batchSize() int {
 
 // runTUNReader reads packets from the TUN device and routes them to peers.
 //
-// The first buffer of every read is the reader's own scratch buffer, large
-// enough for any IP packet: a Linux TUN device with offloads delivers one
-// packet that is not a TSO train in bufs[0], and when the MTU has just been
-// raised that packet can be larger than the pool's buffers (the MTU event
-// may come after the read started). It is copied into a packet that fits:
-// for a TSO train that is one segment in dozens, for single packets it is a
-// copy next to the one the TUN device already makes. A packet that fits
-// nowhere, or a read the TUN device rejects, is dropped and logged; only a
-// closed or broken device ends the loop.
+// The reads follow the one TUN pump's policy (tun.Reader): the first
+// buffer is the reader's own, large enough for any IP packet (a Linux TUN
+// device with offloads delivers one packet that is not a TSO train in
+// bufs[0], and just after a raised MTU it can be larger than the pool's
+// buffers); it is copied into a packet that fits: for a TSO train that is
+// one segment in dozens, for single packets a copy next to the one the
+// TUN device already makes. A packet that fits nowhere, or a read the TUN
+// device rejects, is dropped and logged; only a closed or broken device
+// ends the loop.
 func (d *Device) runTUNReader() {
 	defer close(d.tunDone)
 	bs := d.batchSize()
 	pkts := make([]*packet, bs)
-	bufs := make([][]byte, bs)
-	sizes := make([]int, bs)
 	tx := d.newTxState() // for batches sent without the hand-off
 	defer tx.close()
 	owners := make([]*peer, bs)
-	scratch := make([]byte, tunOffset+1<<16)
+	rd := tun.NewReader(d.tun, tun.ReaderConfig{Batch: bs, Fatal: tunReadFatal, CallerBuffers: true,
+		Dropped: func(err error) {
+			// The MTU may have changed under the read.
+			d.log.Warn("TUN read: packet dropped", "err", err)
+			d.refreshMTU()
+		}})
+	bufs, sizes := rd.Buffers(), make([]int, bs)
 	var peers []*peer
 	group := make([]*packet, 0, bs)
-	var failures int
 	for {
 		d.pool.getPackets(pkts)
-		bufs[0] = scratch
 		for i := 1; i < bs; i++ {
 			// Leave room for the tag after the plaintext.
 			bufs[i] = pkts[i].buf[:len(pkts[i].buf)-noise.AEADTagSize]
 		}
-		n, err := d.tun.Read(bufs, sizes, tunOffset)
-		if err != nil && n == 0 {
-			if errors.Is(err, wgtun.ErrTooManySegments) {
-				continue
-			}
+		n, err := rd.Read()
+		if err != nil {
 			if d.closing.Load() {
 				break
 			}
-			if tunReadFatal(err) {
-				// The TUN device went away (or broke): the device goes too.
-				if !errors.Is(err, os.ErrClosed) {
-					d.log.Error("TUN read failed, closing device", "err", err)
-				}
-				go d.Close()
-				break
+			// The TUN device went away (or broke): the device goes too.
+			if !errors.Is(err, os.ErrClosed) {
+				d.log.Error("TUN read failed, closing device", "err", err)
 			}
-			// One bad or oversized packet: drop it and go on. The MTU may
-			// have changed under the read.
-			failures++
-			d.log.Warn("TUN read: packet dropped", "err", err)
-			d.refreshMTU()
-			if failures > 64 {
-				time.Sleep(time.Millisecond) // do not spin on a device that keeps failing
-			}
+			go d.Close()
+			break
+		}
+		if n == 0 {
 			continue
 		}
-		failures = 0
+		for i := 0; i < n; i++ {
+			sizes[i] = len(rd.Packet(i))
+		}
 		if !d.up.Load() {
 			continue // buffers stay in pkts for the next read
 		}
-		if n > 0 && !d.takeScratch(pkts, scratch[tunOffset:tunOffset+sizes[0]]) {
+		if !d.takeScratch(pkts, rd.Packet(0)) {
 			sizes[0] = -1 // dropped
 		}
 		peers = peers[:0]

@@ -59,3 +59,19 @@ func ReadFatal(err error) bool {
 	return errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) ||
 		errors.As(err, &pe) || errors.As(err, &errno)
 }
+
+// Offset is the room Wirelane keeps before every packet it reads from or
+// writes to a device: the virtio-net header of a Linux device with
+// offloads (VirtioHeaderLen) fits in it, and the WireGuard device seals
+// its 16-byte transport header there in place.
+const Offset = 16
+
+// MaxPacket is the largest IP packet a device moves (and the size after
+// Offset of a Reader's first buffer).
+const MaxPacket = 65535
+
+// MaxBatch bounds the packets of one Reader read or BatchWriter write. It
+// matches the Linux device batch: a TSO super-packet splits into up to
+// about 45 segments at MTU 1500, and a smaller batch would drop it
+// (ErrTooManySegments).
+const MaxBatch = 128

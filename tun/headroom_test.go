@@ -1,4 +1,4 @@
-package device
+package tun
 
 import (
 	"encoding/binary"
@@ -26,13 +26,13 @@ func tcpPacket(port uint16, payload int) []byte {
 func atOffset(pkts ...[]byte) [][]byte {
 	bufs := make([][]byte, len(pkts))
 	for i, p := range pkts {
-		bufs[i] = append(make([]byte, tunOffset), p...)
+		bufs[i] = append(make([]byte, Offset), p...)
 	}
 	return bufs
 }
 
 func TestHeadRoomPreparesRuns(t *testing.T) {
-	var h headRoom
+	var h HeadRoom
 	var pkts [][]byte
 	// Flow 1: 60 segments of 1380 bytes (two runs: 64 KiB holds 47);
 	// flow 2 interleaved; a lone UDP datagram at the end.
@@ -42,15 +42,15 @@ func TestHeadRoomPreparesRuns(t *testing.T) {
 			pkts = append(pkts, tcpPacket(2000, 1380))
 		}
 	}
-	pkts = append(pkts, ipPacket(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), make([]byte, 100)))
+	pkts = append(pkts, v4UDPPacket(100))
 	bufs := atOffset(pkts...)
-	h.prepare(bufs)
+	h.Prepare(bufs, Offset)
 	var heads []int
 	for i, b := range bufs {
-		if string(b[tunOffset:]) != string(pkts[i]) {
+		if string(b[Offset:]) != string(pkts[i]) {
 			t.Fatalf("packet %d changed", i)
 		}
-		if cap(b) >= headBufferSize {
+		if cap(b) >= headBufferSize(Offset) {
 			heads = append(heads, i)
 		}
 	}
@@ -62,11 +62,11 @@ func TestHeadRoomPreparesRuns(t *testing.T) {
 		t.Fatalf("%d head buffers", len(h.bufs))
 	}
 	// A second batch reuses the buffers.
-	h.prepare(atOffset(pkts...))
+	h.Prepare(atOffset(pkts...), Offset)
 	if len(h.bufs) != 3 {
 		t.Fatalf("%d head buffers after reuse", len(h.bufs))
 	}
-	if a := testing.AllocsPerRun(20, func() { h.prepare(atOffsetNoAlloc(bufs, pkts)) }); a != 0 {
+	if a := testing.AllocsPerRun(20, func() { h.Prepare(atOffsetNoAlloc(bufs, pkts), Offset) }); a != 0 {
 		t.Fatalf("%v allocations per batch", a)
 	}
 }
@@ -74,14 +74,14 @@ func TestHeadRoomPreparesRuns(t *testing.T) {
 // atOffsetNoAlloc resets bufs to the original packets without allocating.
 func atOffsetNoAlloc(bufs, pkts [][]byte) [][]byte {
 	for i := range bufs {
-		bufs[i] = bufs[i][:tunOffset+len(pkts[i])]
+		bufs[i] = bufs[i][:Offset+len(pkts[i])]
 	}
 	return bufs
 }
 
 func FuzzFlowOf(f *testing.F) {
 	f.Add(tcpPacket(1, 10))
-	f.Add(ipPacket(netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2"), []byte("x")))
+	f.Add(v6UDPPacket())
 	f.Add([]byte{0x45})
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		if _, hdr, _, ok := flowOf(pkt); ok && (hdr >= len(pkt) || hdr < 28) {
@@ -91,7 +91,7 @@ func FuzzFlowOf(f *testing.F) {
 }
 
 func TestHeadRoomEndsRunsAtPSH(t *testing.T) {
-	var h headRoom
+	var h HeadRoom
 	var pkts [][]byte
 	// Three TSO trains of 5 segments, each ending with PSH, then a lone
 	// PSH segment (nothing can merge into it).
@@ -108,10 +108,10 @@ func TestHeadRoomEndsRunsAtPSH(t *testing.T) {
 	psh[33] |= tcpFlagPSH
 	pkts = append(pkts, psh, tcpPacket(3000, 1380))
 	bufs := atOffset(pkts...)
-	h.prepare(bufs)
+	h.Prepare(bufs, Offset)
 	var heads []int
 	for i, b := range bufs {
-		if cap(b) >= headBufferSize {
+		if cap(b) >= headBufferSize(Offset) {
 			heads = append(heads, i)
 		}
 	}
@@ -123,7 +123,7 @@ func TestHeadRoomEndsRunsAtPSH(t *testing.T) {
 // BenchmarkHeadRoomPrepare measures the merge preparation of a batch of
 // 128 segments of one TCP stream (TSO trains of 16 ending with PSH).
 func BenchmarkHeadRoomPrepare(b *testing.B) {
-	var h headRoom
+	var h HeadRoom
 	pkts := make([][]byte, 128)
 	for i := range pkts {
 		pkts[i] = tcpPacket(1000, 1380)
@@ -137,6 +137,30 @@ func BenchmarkHeadRoomPrepare(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		copy(bufs, orig)
-		h.prepare(bufs)
+		h.Prepare(bufs, Offset)
 	}
+}
+
+// v6UDPPacket is a minimal IPv6 UDP packet with one byte of payload.
+func v6UDPPacket() []byte {
+	pkt := make([]byte, 40+8+1)
+	pkt[0] = 0x60
+	binary.BigEndian.PutUint16(pkt[4:], 9)
+	pkt[6] = 17
+	copy(pkt[8:24], netip.MustParseAddr("fd00::1").AsSlice())
+	copy(pkt[24:40], netip.MustParseAddr("fd00::2").AsSlice())
+	return pkt
+}
+
+// v4UDPPacket is an IPv4 UDP packet of payload bytes between fixed
+// addresses (checksums left zero: HeadRoom does not read them).
+func v4UDPPacket(payload int) []byte {
+	pkt := make([]byte, 28+payload)
+	pkt[0] = 0x45
+	binary.BigEndian.PutUint16(pkt[2:], uint16(len(pkt)))
+	pkt[9] = 17
+	copy(pkt[12:16], []byte{10, 0, 0, 1})
+	copy(pkt[16:20], []byte{10, 0, 0, 2})
+	binary.BigEndian.PutUint16(pkt[24:], uint16(8+payload))
+	return pkt
 }

@@ -1,6 +1,8 @@
-package device
+package tun
 
-// Room for the TUN device's receive coalescing (GRO on write).
+// Room for the TUN device's receive coalescing (GRO on write): the one
+// head-room logic, used by the WireGuard device (HeadRoom.Prepare on its
+// own buffers) and by BatchWriter (both OpenVPN sides).
 //
 // A Linux TUN device with offloads merges the TCP segments (and UDP
 // datagrams) of one flow in a written batch into a single large packet,
@@ -10,7 +12,7 @@ package device
 // allocates. Packet buffers here are MTU-sized, so without help nothing
 // would ever merge.
 //
-// headRoom predicts, per batch, which packets will be the first of a run
+// HeadRoom predicts, per batch, which packets will be the first of a run
 // and copies those few into the receiver's own 64 KiB buffers. A run of
 // one flow ends when the merged packet would pass 64 KiB, after a TCP
 // segment with PSH (the sender's TSO train ended there) and after a
@@ -22,10 +24,6 @@ package device
 import "encoding/binary"
 
 const (
-	// headBufferSize is the capacity of a run's first packet: the TUN
-	// device's capacity check counts the offset twice, so this lets a run
-	// grow to exactly the largest IP packet.
-	headBufferSize = 2*tunOffset + maxMerged
 	// maxHeads bounds the runs one batch prepares; later runs are written
 	// unmerged.
 	maxHeads = 16
@@ -49,18 +47,18 @@ type run struct {
 	closed bool
 }
 
-// headRoom is one receiver goroutine's set of 64 KiB first-packet buffers.
-// It is used by that goroutine alone.
-type headRoom struct {
-	bufs [][]byte // up to maxHeads buffers of headBufferSize
-	runs []run
+// HeadRoom is one receiver goroutine's set of 64 KiB first-packet
+// buffers. It is used by that goroutine alone; the zero value is ready.
+type HeadRoom struct {
+	bufs   [][]byte // up to maxHeads buffers of headBufferSize(offset)
+	offset int      // the offset bufs were sized for
+	runs   []run
 }
 
-// Merge candidates, as the TUN device sees them.
-const (
-	tcpFlagACK = 0x10
-	tcpFlagPSH = 0x08
-)
+// headBufferSize is the capacity of a run's first packet: the TUN device's
+// capacity check counts the offset twice, so this lets a run grow to
+// exactly the largest IP packet.
+func headBufferSize(offset int) int { return 2*offset + maxMerged }
 
 // flowOf parses pkt's flow, the length of its IP and transport headers,
 // and whether it ends a run (TCP PSH); ok is false for what the TUN device
@@ -119,16 +117,22 @@ func flowOf(pkt []byte) (k flowKey, hdrLen int, last, ok bool) {
 	return k, hdrLen, last, true
 }
 
-// prepare rewrites bufs (packets at tunOffset) so that every predicted
-// first packet of a run sits in a buffer with room to merge into.
-func (h *headRoom) prepare(bufs [][]byte) {
+// Prepare rewrites bufs (packets at bufs[i][offset:]) so that every
+// predicted first packet of a run sits in a buffer with room to merge
+// into. It replaces only elements of bufs, never the bytes of the
+// caller's buffers, and allocates only when it needs more head buffers
+// than any batch before.
+func (h *HeadRoom) Prepare(bufs [][]byte, offset int) {
 	if len(bufs) < 2 {
 		return
+	}
+	if offset != h.offset {
+		h.bufs, h.offset = nil, offset // sized for another offset
 	}
 	h.runs = h.runs[:0]
 	heads := 0
 	for i, b := range bufs {
-		pkt := b[tunOffset:]
+		pkt := b[offset:]
 		k, hdrLen, last, ok := flowOf(pkt)
 		if !ok {
 			continue
@@ -159,11 +163,11 @@ func (h *headRoom) prepare(bufs [][]byte) {
 			continue
 		}
 		if heads == len(h.bufs) {
-			h.bufs = append(h.bufs, make([]byte, headBufferSize))
+			h.bufs = append(h.bufs, make([]byte, headBufferSize(offset)))
 		}
 		hb := h.bufs[heads]
 		heads++
-		n := copy(hb[tunOffset:], pkt)
-		bufs[i] = hb[:tunOffset+n]
+		n := copy(hb[offset:], pkt)
+		bufs[i] = hb[:offset+n]
 	}
 }
