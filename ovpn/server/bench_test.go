@@ -161,7 +161,7 @@ func BenchmarkHandleDataToTUN(b *testing.B) {
 		}
 		s.handleData(p, pkt, k)
 		if i%32 == 31 {
-			k.flush(s)
+			s.flushTUN(k)
 		}
 	}
 	b.StopTimer()

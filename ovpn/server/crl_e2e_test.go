@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/testkit/netns"
-	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/control"
@@ -185,12 +183,7 @@ func TestE2ECRLOpenVPNClients(t *testing.T) {
 	}
 	ns := netns.New(t, "ovcrl")
 	log, logs := testlog.New(t)
-	s := startServer(t, cfg, Options{Logger: log, ListenUDP: func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
-		if e := testnet.InNamespace(ns.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
-			return nil, e
-		}
-		return c, err
-	}})
+	s := startServer(t, cfg, Options{Logger: log, WrapSocket: udpIn(ns)})
 	needCRLWiring(t, s, lostCert)
 
 	connected := func(c *ovpnClient) error {

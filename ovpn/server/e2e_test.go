@@ -159,14 +159,9 @@ func tunIn(t *testing.T, ns *netns.NS, name string) tun.Device {
 	return dev
 }
 
-// udpIn is an Options.ListenUDP that opens the server's socket in ns.
-func udpIn(ns *netns.NS) func(network string, laddr *net.UDPAddr) (*net.UDPConn, error) {
-	return func(network string, laddr *net.UDPAddr) (c *net.UDPConn, err error) {
-		if e := testnet.InNamespace(ns.Name, func() { c, err = net.ListenUDP(network, laddr) }); e != nil {
-			return nil, e
-		}
-		return c, err
-	}
+// udpIn is an Options.WrapSocket that opens the server's socket in ns.
+func udpIn(ns *netns.NS) func(open func()) error {
+	return func(open func()) error { return testnet.InNamespace(ns.Name, open) }
 }
 
 func TestE2EOpenVPNClients(t *testing.T) {
@@ -183,7 +178,7 @@ func TestE2EOpenVPNClients(t *testing.T) {
 	cfg.ClientToClient = true
 	cfg.RenegSec = 2 // server-initiated renegotiations while the test runs
 	log, logs := testlog.New(t)
-	s := startServer(t, cfg, Options{Logger: log, ListenUDP: udpIn(srvNS)})
+	s := startServer(t, cfg, Options{Logger: log, WrapSocket: udpIn(srvNS)})
 	attached := make(chan error, 1)
 	go func() { attached <- s.AttachTUN(dev) }()
 

@@ -29,7 +29,7 @@ func TestE2EOpenVPNClientsIPv6(t *testing.T) {
 	cfg.Network6 = netip.MustParsePrefix("fd42:42::/64")
 	cfg.ClientToClient = true
 	cfg.Push = append(cfg.Push, "route-ipv6 fd99::/64")
-	s := startServer(t, cfg, Options{ListenUDP: udpIn(srvNS)})
+	s := startServer(t, cfg, Options{WrapSocket: udpIn(srvNS)})
 	netns.Run(t, srvNS, "ip", "addr", "add", s.TunnelAddress().String(), "dev", "wlsrv6")
 	netns.Run(t, srvNS, "ip", "-6", "addr", "add", s.TunnelAddress6().String(), "dev", "wlsrv6", "nodad")
 	netns.Run(t, srvNS, "ip", "link", "set", "wlsrv6", "up")
@@ -81,7 +81,7 @@ func TestE2EOpenVPNClientsIPv6Only(t *testing.T) {
 	cfg.Network = netip.Prefix{}
 	cfg.Network6 = netip.MustParsePrefix("fd42:44::/64")
 	cfg.ClientToClient = true
-	s := startServer(t, cfg, Options{ListenUDP: udpIn(srvNS)})
+	s := startServer(t, cfg, Options{WrapSocket: udpIn(srvNS)})
 	if s.TunnelAddress().IsValid() {
 		t.Fatalf("IPv6-only server has IPv4 tunnel address %s", s.TunnelAddress())
 	}

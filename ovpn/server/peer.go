@@ -13,12 +13,12 @@ package server
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wire"
@@ -29,7 +29,7 @@ type peer struct {
 	s       *Server
 	id      uint32                         // peer-id; immutable
 	addr    atomic.Pointer[netip.AddrPort] // transport address; changed only under s.mu (float)
-	uaddr   atomic.Pointer[net.UDPAddr]    // addr for batched UDP sends; stored with addr
+	route   conn.RouteCache                // UDP: the route to addr, published with it
 	tx      transport                      // immutable
 	ctrl    *control.Channel               // immutable; its flusher goroutine sends control packets
 	kx      control.Exchange               // immutable; the key-exchange loop, with side{p}
@@ -65,7 +65,7 @@ type peer struct {
 func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wrap.Wrapper, tx transport, resetSent bool) (*peer, error) {
 	p := &peer{s: s, tx: tx, created: time.Now(), closed: make(chan struct{})}
 	p.addr.Store(&from)
-	p.uaddr.Store(net.UDPAddrFromAddrPort(from))
+	p.route.Set(conn.Endpoint{Dst: from})
 	isUDP := tx == nil
 	if isUDP {
 		p.tx = udpTransport{p: p}

@@ -9,30 +9,26 @@ package server
 //	    -> else the UDP reader's TUN batch (AttachTUN; one device write per
 //	       receive batch) or the rx queue -> ReadPacket
 //	WritePacket -> destination pool address (IPv4 or IPv6) -> client -> encrypt -> send
-//	WritePackets -> the same per packet into a batch -> runs of equal-size
-//	    packets to one client become UDP_SEGMENT (GSO) messages -> one sendmmsg
+//	WritePackets -> the same per packet into a batch, each with its client's
+//	    borrowed route -> conn.StdBind.SendEach (runs of equal-size packets
+//	    to one client become UDP_SEGMENT messages; one sendmmsg)
 //	ReadPackets <- the rx queue, everything already queued at once
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"time"
-	"unsafe"
 
-	"golang.org/x/net/ipv4"
-	"golang.org/x/sys/unix"
-
+	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/tun"
 )
 
 // handleData decrypts a data packet of p and routes its payload: to
 // another client, to sink when it is not nil (the UDP reader's batch for
 // the attached TUN device), else to the rx queue. It reports whether the
 // packet authenticated.
-func (s *Server) handleData(p *peer, pkt []byte, sink *tunSink) bool {
+func (s *Server) handleData(p *peer, pkt []byte, sink *tun.BatchWriter) bool {
 	ch := p.data.Load()
 	if ch == nil {
 		s.stats.BadData.Add(1)
@@ -69,7 +65,9 @@ func (s *Server) handleData(p *peer, pkt []byte, sink *tunSink) bool {
 		}
 	}
 	if sink != nil {
-		sink.add(s, payload)
+		if sink.Add(payload) != nil {
+			s.stats.TUNErrors.Add(1)
+		}
 		return true
 	}
 	s.deliver(payload)
@@ -156,31 +154,23 @@ func (s *Server) ReadPackets(bufs [][]byte, sizes []int, offset int) (int, error
 }
 
 // maxWriteBatch is how many packets WritePackets encrypts before one
-// sendmmsg.
+// send (at most conn.IdealBatchSize).
 const maxWriteBatch = 64
-
-// Limits of one UDP_SEGMENT (GSO) message: the kernel takes at most 64
-// segments and one UDP datagram's worth of bytes.
-const (
-	maxGSOSegments = 64
-	maxGSOBytes    = 65000
-)
 
 // txBatch holds the buffers of one WritePackets call.
 type txBatch struct {
-	bufs [maxWriteBatch][]byte // grown to the largest packet seen
-	segs [maxWriteBatch][]byte // encrypted packets, in order
-	msgs [maxWriteBatch]ipv4.Message
-	oob  [maxWriteBatch][]byte // UDP_SEGMENT cmsg space per message
+	bufs   [maxWriteBatch][]byte      // grown to the largest packet seen
+	segs   [maxWriteBatch][]byte      // encrypted packets, in order
+	routes [maxWriteBatch]*conn.Route // segs[i]'s client route, borrowed for this batch
 }
 
 // WritePackets sends host-side IP packets to the clients whose tunnel
 // addresses are their destinations, like WritePacket for each, except
 // that packets for UDP clients are encrypted into a batch and leave in
-// one sendmmsg, consecutive equal-size packets to one client as a single
-// UDP_SEGMENT (GSO) message where the kernel supports it. It returns the
-// first error; the other packets are still sent. It may be called
-// concurrently.
+// one conn.StdBind.SendEach: one sendmmsg, consecutive equal-size packets
+// to one client as a single UDP_SEGMENT (GSO) message where the kernel
+// takes it (the transport's one GSO policy). It returns the first error;
+// the other packets are still sent. It may be called concurrently.
 func (s *Server) WritePackets(pkts [][]byte) error {
 	b := s.batches.Get().(*txBatch)
 	defer s.batches.Put(b)
@@ -190,28 +180,15 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 			first = err
 		}
 	}
-	gso := s.gso.Load()
-	n, m := 0, 0 // packets and messages in the batch
-	var segSize, msgBytes int
-	var lastAddr *net.UDPAddr
+	n := 0 // packets in the batch
 	flush := func() {
-		if m == 0 {
+		if n == 0 {
 			return
 		}
-		for i := range m {
-			if len(b.msgs[i].Buffers) > 1 {
-				b.msgs[i].OOB = putUDPSegment(b.oob[i][:0], len(b.msgs[i].Buffers[0]))
-			} else {
-				b.msgs[i].OOB = nil
-			}
-		}
-		keep(s.writeBatch(b.msgs[:m]))
+		keep(s.bind.SendEach(b.segs[:n], b.routes[:n]))
 		clear(b.segs[:n])
-		for i := range m {
-			b.msgs[i].Buffers, b.msgs[i].Addr = nil, nil
-		}
-		n, m = 0, 0
-		lastAddr = nil
+		clear(b.routes[:n])
+		n = 0
 	}
 	now := time.Now().UnixNano()
 	for _, pkt := range pkts {
@@ -231,7 +208,7 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 			keep(ErrNoRoute)
 			continue
 		}
-		if _, udp := p.tx.(udpTransport); !udp || s.ubatch == nil {
+		if _, udp := p.tx.(udpTransport); !udp || s.bind == nil {
 			if err := p.sendData(pkt); err != nil {
 				keep(err)
 			} else {
@@ -256,20 +233,7 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 			continue
 		}
 		b.segs[n] = out
-		addr := p.uaddr.Load()
-		// Join the previous message when it goes to the same address, all
-		// its segments so far have this one's size or more (only the last
-		// may be shorter) and the limits allow.
-		if cur := &b.msgs[max(m-1, 0)]; gso && m > 0 && addr == lastAddr && len(out) <= segSize && segSize < int(s.gsoLimit.Load()) &&
-			len(cur.Buffers[len(cur.Buffers)-1]) == segSize && len(cur.Buffers) < maxGSOSegments && msgBytes+len(out) <= maxGSOBytes {
-			cur.Buffers = b.segs[n-len(cur.Buffers) : n+1]
-			msgBytes += len(out)
-		} else {
-			b.msgs[m].Buffers = b.segs[n : n+1]
-			b.msgs[m].Addr = addr
-			m++
-			segSize, msgBytes, lastAddr = len(out), len(out), addr
-		}
+		b.routes[n] = p.route.Borrow()
 		n++
 		p.txBytes.Add(uint64(len(pkt)))
 		p.lastSend.Store(now)
@@ -279,57 +243,4 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 	}
 	flush()
 	return first
-}
-
-// putUDPSegment appends a UDP_SEGMENT control message for segments of
-// size bytes to b.
-func putUDPSegment(b []byte, size int) []byte {
-	space := unix.CmsgSpace(2)
-	if cap(b) < space {
-		b = make([]byte, 0, space)
-	}
-	b = b[:space]
-	clear(b)
-	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
-	h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
-	h.SetLen(unix.CmsgLen(2))
-	binary.NativeEndian.PutUint16(b[unix.CmsgLen(0):], uint16(size))
-	return b
-}
-
-// writeBatch sends msgs with as few sendmmsg calls as the kernel allows.
-// A segmented message the kernel refuses (segments above the path MTU
-// give EINVAL or EMSGSIZE, a device without checksum offload EIO) is sent
-// as single datagrams instead, and segments of its size are not joined
-// again.
-func (s *Server) writeBatch(msgs []ipv4.Message) error {
-	for len(msgs) > 0 {
-		k, err := s.ubatch.WriteBatch(msgs, 0)
-		if err == nil && k == 0 {
-			err = fmt.Errorf("server: sendmmsg sent nothing")
-		}
-		if err != nil {
-			m := &msgs[0]
-			if len(m.Buffers) < 2 {
-				return err
-			}
-			if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EMSGSIZE) && !errors.Is(err, unix.EIO) {
-				return err
-			}
-			if size := int64(len(m.Buffers[0])); size < s.gsoLimit.Load() {
-				s.gsoLimit.Store(size)
-				s.log.Warn("UDP segmentation refused; sending datagrams singly", "size", size, "err", err)
-			}
-			single := make([]ipv4.Message, len(m.Buffers))
-			for i := range single {
-				single[i] = ipv4.Message{Buffers: m.Buffers[i : i+1], Addr: m.Addr}
-			}
-			if err := s.writeBatch(single); err != nil {
-				return err
-			}
-			k = 1
-		}
-		msgs = msgs[k:]
-	}
-	return nil
 }

@@ -9,7 +9,7 @@
 //
 // Pipelines:
 //
-//	UDP reader: socket (recvmmsg batches, UDP_GRO runs split again)
+//	UDP reader: socket (conn.StdBind batches, UDP_GRO runs split again)
 //	                   -> data opcode -> peer by peer-id (DATA_V2) or address
 //	                      -> data.Decrypt -> ping/exit -> source check
 //	                      -> client-to-client? peer.sendData : rx queue -> ReadPacket
@@ -18,12 +18,13 @@
 //	                      reset -> HARD_RESET_SERVER_V2; acked cookie -> new peer
 //	TCP: one reader goroutine per connection, the same steps without cookies.
 //	WritePacket (any goroutine): destination address -> peer -> data.Encrypt -> send
-//	WritePackets: the same per packet into a batch; equal-size runs to one
-//	    client become UDP_SEGMENT (GSO) messages; one sendmmsg
+//	WritePackets: the same per packet into a batch with each client's
+//	    borrowed route; conn.StdBind.SendEach joins equal-size runs to one
+//	    client into UDP_SEGMENT (GSO) messages; one sendmmsg
 //	per peer: control.Channel's flusher (retransmits, acks); a goroutine for the 1 s timers
 //	key-state goroutines: TLS -> key_method_2 -> keys -> push -> messages
 //
-// Files: udp.go and tcp.go (transports), cookie.go (stateless UDP
+// Files: udp.go (the UDP side on conn.StdBind) and tcp.go (transports), cookie.go (stateless UDP
 // handshake), peer.go (a client's key exchange, push and timers), route.go (packet routing), pool.go,
 // config.go (server configuration files), tun.go (AttachTUN).
 package server
@@ -39,9 +40,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
-
+	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/internal/pktqueue"
@@ -57,9 +56,12 @@ type Options struct {
 	// concurrently) when a client has connected or has left; it must not
 	// block.
 	Events func(Event)
-	// ListenUDP and ListenTCP replace the socket calls (tests use them to
-	// open the socket in another network namespace).
-	ListenUDP func(network string, laddr *net.UDPAddr) (*net.UDPConn, error)
+	// WrapSocket, when set, runs fn (which opens the UDP socket) and
+	// returns its own error, if any; tests use it to open the socket in
+	// another network namespace.
+	WrapSocket func(fn func()) error
+	// ListenTCP replaces the TCP listen call (tests use it to open the
+	// socket in another network namespace).
 	ListenTCP func(network, addr string) (net.Listener, error)
 	// TransitionWindow is how long an old key keeps decrypting after a
 	// renegotiation (default 60 s).
@@ -114,15 +116,12 @@ type Server struct {
 	cookies    *cookieJar
 	handWindow time.Duration
 
-	udp *net.UDPConn // nil for TCP
-	// ubatch is udp as a batch writer (sendmmsg); nil
-	// for TCP. Immutable.
-	ubatch batchConn
-	gso    atomic.Bool // the UDP socket takes UDP_SEGMENT messages
-	// gsoLimit: segments of this size or more are sent singly (the
-	// kernel refused them segmented, e.g. above the path MTU).
-	gsoLimit atomic.Int64
-	tcp      net.Listener // nil for UDP
+	// bind is the UDP transport (conn.StdBind: batched receive and send,
+	// GSO and GRO, one route per peer); nil for TCP. Immutable.
+	bind     *conn.StdBind
+	recv     []conn.ReceiveFunc // the bind's, one reader goroutine each; immutable
+	udpSends sync.Pool          // *[1][]byte for single sends
+	tcp      net.Listener       // nil for UDP
 	addr     netip.AddrPort
 
 	mu      sync.RWMutex             // guards the maps and closed
@@ -240,24 +239,13 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		s.wg.Add(1)
 		go s.acceptTCP()
 	} else {
-		listen := opts.ListenUDP
-		if listen == nil {
-			listen = net.ListenUDP
-		}
-		if s.udp, err = listen(network, net.UDPAddrFromAddrPort(c.Listen)); err != nil {
+		if err := s.openUDP(&c); err != nil {
 			return nil, fmt.Errorf("server: listen %s %s: %w", network, c.Listen, err)
 		}
-		s.addr = s.udp.LocalAddr().(*net.UDPAddr).AddrPort()
-		if network == "udp4" {
-			s.ubatch = ipv4.NewPacketConn(s.udp)
-		} else {
-			s.ubatch = ipv6.NewPacketConn(s.udp)
+		for _, fn := range s.recv {
+			s.wg.Add(1)
+			go s.readUDP(fn)
 		}
-		setSocketBuffers(s.udp)
-		s.gso.Store(probeGSO(s.udp))
-		s.gsoLimit.Store(maxPkt + 1)
-		s.wg.Add(1)
-		go s.readUDP()
 	}
 	s.log.Info("listening", "proto", string(c.Proto), "addr", s.addr, "pool", poolsString(c), "ciphers", fmt.Sprint(c.DataCiphers))
 	return s, nil
@@ -360,8 +348,8 @@ func (s *Server) Close() error {
 	wg.Wait()
 	close(s.done)
 	var err error
-	if s.udp != nil {
-		err = s.udp.Close()
+	if s.bind != nil {
+		err = s.bind.Close()
 	}
 	if s.tcp != nil {
 		err = s.tcp.Close()

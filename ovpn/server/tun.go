@@ -1,13 +1,15 @@
 package server
 
-// Attaching a TUN device to the server.
+// Attaching a TUN device to the server, through the one TUN pump
+// (tun.Reader, tun.BatchWriter):
 //
-//	device Read (batch) -> WritePackets -> client by destination address
-//	UDP reader: decrypted packets -> its tunSink (copied behind virtio
-//	    header room) -> device Write of the batch at the end of each
-//	    receive batch (the device coalesces with GRO)
-//	TCP readers: rx queue -> ReadPackets (what is queued) -> device Write
-//	    of the batch
+//	tun.Reader (batch; the ReadFatal policy) -> WritePackets -> client by
+//	    destination address
+//	UDP reader: decrypted packets -> its tun.BatchWriter (copied behind
+//	    tun.Offset) -> one device Write at the end of each receive batch,
+//	    run heads in 64 KiB head room so the device coalesces (GRO)
+//	TCP readers: rx queue -> ReadPackets (what is queued) -> the same
+//	    writer's Write of the batch in place
 
 import (
 	"errors"
@@ -17,20 +19,12 @@ import (
 	"github.com/wirelane/wirelane/tun"
 )
 
-// tunOffset leaves room before each packet for the virtio-net header that
-// Linux TUN devices with offloads put there.
-const tunOffset = 16
-
-// maxTUNBatch bounds the buffers of one device read or write (each 64
-// KiB). It matches the Linux device batch: a TSO super-packet splits into
-// up to about 45 segments at MTU 1500, and a smaller batch would drop it
-// (tun.ErrTooManySegments).
-const maxTUNBatch = 128
-
 // AttachTUN moves packets between dev and the server until the server is
 // closed or the device fails, and returns why (nil after Close). It does
 // not close dev; closing dev afterwards ends its reader goroutine. Packets
-// for addresses no client has are dropped (counted in Stats.NoRoute).
+// for addresses no client has are dropped (counted in Stats.NoRoute); a
+// read that dropped a packet (tun.ReadFatal says it is not fatal) is
+// counted in Stats.TUNErrors and reading goes on.
 func (s *Server) AttachTUN(dev tun.Device) error {
 	att := &attached{dev: dev}
 	s.tun.Store(att)
@@ -46,50 +40,43 @@ func (s *Server) AttachTUN(dev tun.Device) error {
 }
 
 func (s *Server) fromTUN(dev tun.Device) error {
-	n := min(max(dev.BatchSize(), 1), maxTUNBatch)
-	bufs := make([][]byte, n)
-	sizes := make([]int, n)
-	for i := range bufs {
-		bufs[i] = make([]byte, tunOffset+maxPkt)
-	}
-	pkts := make([][]byte, n)
+	rd := tun.NewReader(dev, tun.ReaderConfig{Dropped: func(error) { s.stats.TUNErrors.Add(1) }})
+	pkts := make([][]byte, len(rd.Buffers()))
 	for {
-		got, err := dev.Read(bufs, sizes, tunOffset)
-		for i := 0; i < got; i++ {
-			pkts[i] = bufs[i][tunOffset : tunOffset+sizes[i]]
-		}
-		if got > 0 {
-			_ = s.WritePackets(pkts[:got])
-		}
+		got, err := rd.Read()
 		if err != nil {
-			if errors.Is(err, tun.ErrTooManySegments) {
-				continue
-			}
 			if s.isClosed() {
 				return ErrClosed
 			}
 			return fmt.Errorf("server: TUN read: %w", err)
 		}
+		for i := 0; i < got; i++ {
+			pkts[i] = rd.Packet(i)
+		}
+		if got > 0 {
+			_ = s.WritePackets(pkts[:got])
+		}
 	}
 }
 
 func (s *Server) toTUN(dev tun.Device) error {
-	n := min(max(dev.BatchSize(), 1), maxTUNBatch)
+	n := min(max(dev.BatchSize(), 1), tun.MaxBatch)
+	w := tun.NewBatchWriter(dev, tun.Offset, n)
 	bufs := make([][]byte, n)
 	out := make([][]byte, n)
 	sizes := make([]int, n)
 	for i := range bufs {
-		bufs[i] = make([]byte, tunOffset+maxPkt)
+		bufs[i] = make([]byte, tun.Offset+maxPkt)
 	}
 	for {
-		got, err := s.ReadPackets(bufs, sizes, tunOffset)
+		got, err := s.ReadPackets(bufs, sizes, tun.Offset)
 		if err != nil {
 			return err
 		}
 		for i := 0; i < got; i++ {
-			out[i] = bufs[i][:tunOffset+sizes[i]]
+			out[i] = bufs[i][:tun.Offset+sizes[i]]
 		}
-		if _, err := dev.Write(out[:got], tunOffset); err != nil {
+		if err := w.Write(out[:got]); err != nil {
 			if s.isClosed() {
 				return ErrClosed
 			}
@@ -105,53 +92,23 @@ func (s *Server) toTUN(dev tun.Device) error {
 // attached is the device of a running AttachTUN.
 type attached struct{ dev tun.Device }
 
-// tunSink is the UDP reader's batch of decrypted packets for the attached
-// device. Only the reader goroutine uses it.
-type tunSink struct {
-	att  *attached
-	bufs [][]byte // each tunOffset+maxPkt bytes, so the device can coalesce into it
-	out  [][]byte // bufs[:n] cut to their packets
-	n    int
-}
-
-// sinkFor returns the reader's sink for the device attached now: cur
-// when it is still the one, nil when no device is attached.
-func (s *Server) sinkFor(cur *tunSink) *tunSink {
+// sinkFor returns the UDP reader's batch writer for the device attached
+// now: cur when it still writes to that device, nil when no device is
+// attached. Only the reader goroutine uses it.
+func (s *Server) sinkFor(cur *tun.BatchWriter) *tun.BatchWriter {
 	att := s.tun.Load()
 	if att == nil {
 		return nil
 	}
-	if cur != nil && cur.att == att {
+	if cur != nil && cur.Writer() == att.dev {
 		return cur
 	}
-	n := min(max(att.dev.BatchSize(), 1), maxTUNBatch)
-	k := &tunSink{att: att, bufs: make([][]byte, n), out: make([][]byte, n)}
-	for i := range k.bufs {
-		k.bufs[i] = make([]byte, tunOffset+maxPkt)
-	}
-	return k
+	return tun.NewBatchWriter(att.dev, tun.Offset, min(max(att.dev.BatchSize(), 1), tun.MaxBatch))
 }
 
-// add copies one packet into the batch, writing the batch out first when
-// it is full.
-func (k *tunSink) add(s *Server, pkt []byte) {
-	if k.n == len(k.bufs) {
-		k.flush(s)
-	}
-	b := k.bufs[k.n]
-	k.out[k.n] = b[:tunOffset+copy(b[tunOffset:], pkt)]
-	k.n++
-}
-
-// flush writes the batch to the device in one call.
-func (k *tunSink) flush(s *Server) {
-	if k.n == 0 {
-		return
-	}
-	_, err := k.att.dev.Write(k.out[:k.n], tunOffset)
-	clear(k.out[:k.n])
-	k.n = 0
-	if err != nil {
+// flushTUN writes the reader's batch to the device in one call.
+func (s *Server) flushTUN(k *tun.BatchWriter) {
+	if err := k.Flush(); err != nil {
 		// A packet the kernel refused, or the device is gone (AttachTUN
 		// then returns and detaches it).
 		s.stats.TUNErrors.Add(1)

@@ -2,7 +2,7 @@ package server
 
 // The UDP transport: one socket for every client.
 //
-//	socket (recvmmsg batches) -> data opcode -> peer by peer-id (DATA_V2) or address -> handleData
+//	socket (conn.StdBind receive batches) -> data opcode -> peer by peer-id (DATA_V2) or address -> handleData
 //	                         (a known peer-id from a new address floats the peer)
 //	       -> decrypted packets for the host, with a TUN device attached:
 //	          copied into the reader's TUN batch, one device write per
@@ -17,90 +17,66 @@ import (
 	"net/netip"
 	"time"
 
-	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
+	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wire"
+	"github.com/wirelane/wirelane/tun"
 )
 
-// batchConn writes batches of datagrams (x/net's ipv4 and ipv6
-// PacketConn share the message type); receiving is batchReader's.
-type batchConn interface {
-	WriteBatch(ms []ipv4.Message, flags int) (int, error)
-}
+// udpBatch is how many datagrams one receive call may return: with
+// UDP_GRO a train of up to 64 segments is cut into separate buffers.
+const udpBatch = 64
 
-// probeGSO reports whether the kernel knows UDP_SEGMENT on c.
-func probeGSO(c *net.UDPConn) bool {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	ok := false
-	rc.Control(func(fd uintptr) {
-		_, err := unix.GetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT)
-		ok = err == nil
-	})
-	return ok
-}
-
-// socketBuffer is asked for as SO_RCVBUF and SO_SNDBUF of the UDP socket:
-// the kernel default (about 200 KiB) overflows under one fast client's
-// bursts, and each drop costs the client's TCP a retransmission.
-const socketBuffer = 7 << 20
-
-// setSocketBuffers enlarges c's buffers: the FORCE options first (they
-// pass net.core.rmem_max with CAP_NET_ADMIN), else the plain ones
-// (capped by the sysctl). Best effort.
-func setSocketBuffers(c *net.UDPConn) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return
-	}
-	rc.Control(func(fd uintptr) {
-		for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
-			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[0], socketBuffer) != nil {
-				_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[1], socketBuffer)
-			}
+// openUDP opens the server's UDP socket on c.Listen through conn.StdBind:
+// its batched receive and send, buffer sizes, GSO and GRO are the
+// transport's, as for WireGuard and the OpenVPN client. The bind's
+// source watcher is off: the server answers from the socket's address
+// (routes carry no sticky source).
+func (s *Server) openUDP(c *Config) error {
+	s.bind = conn.NewStdBindOptions(conn.Options{Addr: c.Listen.Addr(), DisableSourceWatch: true})
+	var err error
+	open := func() { s.recv, _, err = s.bind.Open(c.Listen.Port()) }
+	if s.opts.WrapSocket != nil {
+		if werr := s.opts.WrapSocket(open); werr != nil {
+			return werr
 		}
-	})
+	} else {
+		open()
+	}
+	if err != nil {
+		return err
+	}
+	s.addr = s.bind.LocalAddr()
+	s.udpSends.New = func() any { return new([1][]byte) }
+	return nil
 }
 
-// udpReadBatch is how many datagrams one receive system call may return.
-const udpReadBatch = 32
-
-// readUDP is the UDP receive loop: one recvmmsg per batch (recvmmsg.go),
-// then each datagram in turn. With UDP_GRO the kernel hands over runs of
-// equal-size datagrams from one sender as one buffer; they are split
-// again here, each copied out so that decryption has its tailroom.
-func (s *Server) readUDP() {
+// readUDP is the UDP receive loop of one socket: one conn.ReceiveFunc
+// call per batch (coalesced trains already cut into separate buffers),
+// then each datagram in turn. Each buffer keeps tailroom after maxPkt,
+// so decryption needs no copy.
+func (s *Server) readUDP(recv conn.ReceiveFunc) {
 	defer s.wg.Done()
 	const stride = maxPkt + data.Tailroom
-	slab := make([]byte, udpReadBatch*stride)
-	bufs := make([][]byte, udpReadBatch)
+	slab := make([]byte, udpBatch*stride)
+	bufs := make([][]byte, udpBatch)
 	for i := range bufs {
 		bufs[i] = slab[i*stride : i*stride+maxPkt]
 	}
-	gro := enableGRO(s.udp)
-	r, err := newBatchReader(s.udp, bufs)
-	if err != nil {
-		s.log.Error("UDP socket", "err", err)
-		return
-	}
-	var scratch []byte
-	if gro {
-		scratch = make([]byte, stride)
-	}
-	var sink *tunSink // this goroutine's batch for the attached device
+	sizes := make([]int, udpBatch)
+	eps := make([]conn.Endpoint, udpBatch)
+	var sink *tun.BatchWriter // this goroutine's batch for the attached device
 	for {
 		if sink != nil {
-			sink.flush(s)
+			s.flushTUN(sink)
 		}
 		sink = s.sinkFor(sink)
-		n, err := r.readBatch()
+		n, err := recv(bufs, sizes, eps)
 		if err != nil {
-			if s.isClosed() {
+			if s.isClosed() || errors.Is(err, net.ErrClosed) {
 				return
 			}
 			var errno unix.Errno
@@ -111,21 +87,13 @@ func (s *Server) readUDP() {
 			return
 		}
 		for i := 0; i < n; i++ {
-			size, from, seg := r.message(i)
-			if size == 0 || !from.IsValid() {
+			from := eps[i].Dst
+			if sizes[i] == 0 || !from.IsValid() {
 				continue
 			}
 			// Capacity runs to the end of this buffer's stride: tailroom
 			// for Decrypt without touching the next datagram.
-			pkt := slab[i*stride : i*stride+size : (i+1)*stride]
-			if !gro || seg <= 0 || seg >= len(pkt) {
-				s.udpPacket(from, pkt, sink)
-				continue
-			}
-			for off := 0; off < len(pkt); off += seg {
-				k := copy(scratch, pkt[off:min(off+seg, len(pkt))])
-				s.udpPacket(from, scratch[:k], sink)
-			}
+			s.udpPacket(from, slab[i*stride:i*stride+sizes[i]:(i+1)*stride], sink)
 		}
 	}
 }
@@ -141,23 +109,9 @@ func transientRecvError(e unix.Errno) bool {
 	return false
 }
 
-// enableGRO asks the kernel to coalesce received datagrams (UDP_GRO); it
-// reports whether the socket took it.
-func enableGRO(c *net.UDPConn) bool {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	ok := false
-	rc.Control(func(fd uintptr) {
-		ok = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) == nil
-	})
-	return ok
-}
-
 // udpPacket handles one datagram; sink (nil without a TUN device) takes
 // decrypted packets for the host.
-func (s *Server) udpPacket(from netip.AddrPort, pkt []byte, sink *tunSink) {
+func (s *Server) udpPacket(from netip.AddrPort, pkt []byte, sink *tun.BatchWriter) {
 	op, _ := wire.Header(pkt[0])
 	if op.IsData() {
 		s.udpData(from, pkt, sink)
@@ -181,7 +135,7 @@ func (s *Server) udpPacket(from netip.AddrPort, pkt []byte, sink *tunSink) {
 	s.udpUnknown(from, pkt)
 }
 
-func (s *Server) udpData(from netip.AddrPort, pkt []byte, sink *tunSink) {
+func (s *Server) udpData(from netip.AddrPort, pkt []byte, sink *tun.BatchWriter) {
 	op, _, pid, _, err := wire.DecodeDataHeader(pkt)
 	if err != nil {
 		s.stats.BadData.Add(1)
@@ -222,7 +176,7 @@ func (s *Server) float(p *peer, to netip.AddrPort) {
 	delete(s.byAddr, old)
 	s.byAddr[to] = p
 	p.addr.Store(&to)
-	p.uaddr.Store(net.UDPAddrFromAddrPort(to))
+	p.route.Set(conn.Endpoint{Dst: to})
 	s.log.Info("floated", "client", p.label(), "from", old)
 }
 
@@ -256,7 +210,8 @@ func (s *Server) udpUnknown(from netip.AddrPort, raw []byte) {
 		if b, err = w.Wrap(nil, b); err != nil {
 			return
 		}
-		_, _ = s.udp.WriteToUDPAddrPort(b, from)
+		// A one-off route: this address is no client's yet.
+		_ = s.bind.Send([][]byte{b}, conn.NewRoute(conn.Endpoint{Dst: from}, 0))
 	case wire.ControlV1, wire.AckV1:
 		acked := false
 		for _, a := range p.AckList() {
@@ -328,11 +283,17 @@ func (s *Server) buried(from netip.AddrPort, session wire.SessionID, now time.Ti
 	return ok && now.Before(until)
 }
 
-// udpTransport sends to the peer's current address (it may float).
+// udpTransport sends to the peer's current address (it may float),
+// through the route borrowed from the peer's conn.RouteCache.
 type udpTransport struct{ p *peer }
 
 func (t udpTransport) send(buf []byte, off, n int) error {
-	_, err := t.p.s.udp.WriteToUDPAddrPort(buf[off:off+n], t.p.remote())
+	s := t.p.s
+	bufs := s.udpSends.Get().(*[1][]byte)
+	bufs[0] = buf[off : off+n]
+	err := s.bind.Send(bufs[:], t.p.route.Borrow())
+	bufs[0] = nil
+	s.udpSends.Put(bufs)
 	return err
 }
 
