@@ -2,14 +2,18 @@ package client
 
 // Delivery of received packets straight to a writer (a TUN device):
 //
-//	receive goroutine: handlePacket -> payload -> rxBatch.add (copy behind
-//	    the writer's headroom) -> ... -> rxBatch.flush at the end of the
-//	    receive batch: one PacketWriter.Write for all of them
+//	receive goroutine: handlePacket -> payload -> rxBatch.add: the one TUN
+//	    batch writer (tun.BatchWriter: copy behind the writer's offset)
+//	    -> ... -> rxBatch.flush at the end of the receive batch: one
+//	    PacketWriter.Write for all of them, run heads in 64 KiB head room
+//	    so a TUN device can coalesce them (GRO)
 //
 // Without a writer, payloads go to the rx queue for ReadPacket(s). The
 // writer replaces a queue and a goroutine hand-off per packet with one
 // copy; a slow writer holds the receive goroutine back and the socket
 // buffer absorbs the burst instead of a queue dropping it.
+
+import "github.com/wirelane/wirelane/tun"
 
 // PacketWriter takes batches of IP packets, bufs[i][offset:] each, and may
 // use the bytes before offset as scratch space. tun.Device has this Write.
@@ -30,8 +34,9 @@ type sink struct {
 // DeliverTo makes the receive goroutines write the IP packets they
 // decrypt to w, one Write per receive batch (at most 128 packets), with
 // offset bytes free before each packet, instead of queueing them for
-// ReadPacket(s). Each buffer has 65535 bytes after offset, so a device
-// may coalesce later packets into an earlier one. Packets queued before
+// ReadPacket(s). The packets predicted to start a run of one flow sit in
+// buffers with 65535 bytes after offset, so a TUN device may coalesce
+// later packets into them (tun.BatchWriter). Packets queued before
 // the call stay for ReadPacket(s). Write is called from the receive
 // goroutines (one per socket), possibly concurrently; a failed Write
 // loses its batch, as a full device queue would, and is not fatal.
@@ -41,11 +46,9 @@ func (s *Session) DeliverTo(w PacketWriter, offset int) {
 
 // rxBatch is one receive goroutine's state. Only that goroutine uses it.
 type rxBatch struct {
-	s    *Session
-	k    *sink    // the writer of the current batch, nil when there is none
-	bufs [][]byte // offset+maxPkt bytes each, allocated on first use
-	out  [][]byte // bufs[:n] cut to their packets
-	n    int
+	s *Session
+	k *sink            // the writer of the current batch, nil when there is none
+	w *tun.BatchWriter // the batch for k; nil when k is
 }
 
 func (s *Session) newRxBatch() *rxBatch { return &rxBatch{s: s} }
@@ -56,42 +59,30 @@ func (rb *rxBatch) handle(pkt []byte) { rb.s.handlePacket(pkt, rb) }
 // add copies a received IP packet into the batch and reports true, or
 // reports false when no writer is attached.
 func (rb *rxBatch) add(p []byte) bool {
-	if rb.n == 0 {
+	if rb.w == nil || rb.w.Len() == 0 {
 		rb.refresh()
 	}
 	if rb.k == nil {
 		return false
 	}
-	if rb.n == len(rb.bufs) {
-		if len(rb.bufs) < deliverBatch {
-			rb.bufs = append(rb.bufs, make([]byte, rb.k.offset+maxPkt))
-			rb.out = append(rb.out, nil)
-		} else {
-			rb.flush()
-		}
-	}
-	b := rb.bufs[rb.n]
-	rb.out[rb.n] = b[:rb.k.offset+copy(b[rb.k.offset:], p)]
-	rb.n++
+	_ = rb.w.Add(p) // a full batch written first; its failure is not fatal
 	return true
 }
 
 // flush writes the batch.
 func (rb *rxBatch) flush() {
-	if rb.n == 0 {
+	if rb.w == nil {
 		return
 	}
-	_, _ = rb.k.w.Write(rb.out[:rb.n], rb.k.offset)
-	clear(rb.out[:rb.n])
-	rb.n = 0
+	_ = rb.w.Flush() // a failed Write loses its batch, not fatal
 }
 
 // refresh picks up the writer DeliverTo set; the batch is empty.
 func (rb *rxBatch) refresh() {
 	if k := rb.s.sink.Load(); k != rb.k {
-		if rb.k != nil && k != nil && k.offset != rb.k.offset {
-			rb.bufs, rb.out = nil, nil // sized for the old offset
+		rb.k, rb.w = k, nil
+		if k != nil {
+			rb.w = tun.NewBatchWriter(k.w, k.offset, deliverBatch)
 		}
-		rb.k = k
 	}
 }

@@ -22,7 +22,6 @@ package ovpntunnel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -353,45 +352,31 @@ func waitSession(ctx context.Context, sess *client.Session, ph *phases, teardown
 	}
 }
 
-// tunBatch bounds how many packets one device read or write moves; a TSO
-// super-packet splits into up to about 45 segments at MTU 1500, and a
-// smaller batch would drop it (tun.ErrTooManySegments).
-const tunBatch = 128
-
-// tunOffset is the room before each packet for the virtio-net header of
-// Linux TUN devices with offloads.
-const tunOffset = 16
+// tunOffset is the room before each packet, the TUN pump's (tun.Offset).
+const tunOffset = tun.Offset
 
 // pumpFromTUN sends what the device reads into the current session's
-// tunnel, a device batch per WritePackets call. While block-ipv6 is in
-// force (block holds a blocker), IPv6 packets are answered on the device
-// instead (block6.go), the replies of a batch in one write.
-//
-// The first buffer takes any packet (up to 64 KiB); the others, which the
-// segments of a TSO train and gathered single packets land in, are sized
-// for the device's MTU. That keeps the batch at about 250 KiB instead of
-// 8 MiB, and lets the device gather single packets into one read (its
-// gathering is for buffers of at most 16 KiB). A read that failed for a
-// packet (one that fit no buffer, say after the MTU was raised) drops it,
-// and the buffers grow to the MTU the device has now.
+// tunnel, a device batch per WritePackets call, through the one TUN pump
+// (tun.Reader: the first buffer takes any packet, the others are sized for
+// the device's MTU and follow it after a dropped read; only what
+// tun.ReadFatal calls fatal ends it). While block-ipv6 is in force (block
+// holds a blocker), IPv6 packets are answered on the device instead
+// (block6.go), the replies of a batch in one write.
 func pumpFromTUN(d tun.Device, cur *atomic.Pointer[client.Session], block *atomic.Pointer[block6]) {
 	const offset = tunOffset
-	n := min(max(d.BatchSize(), 1), tunBatch)
-	bufs := make([][]byte, n)
+	rd := tun.NewReader(d, tun.ReaderConfig{})
+	n := len(rd.Buffers())
 	pkts := make([][]byte, n)
-	sizes := make([]int, n)
-	bufs[0] = make([]byte, offset+65535)
-	size := segmentBufSize(d)
-	for i := 1; i < n; i++ {
-		bufs[i] = make([]byte, size)
-	}
 	var replyBufs, replies [][]byte // allocated when block-ipv6 first answers
 	for {
-		got, err := d.Read(bufs, sizes, offset)
+		got, err := rd.Read()
+		if err != nil {
+			return
+		}
 		b := block.Load()
 		k, r := 0, 0
 		for i := 0; i < got; i++ {
-			p := bufs[i][offset : offset+sizes[i]]
+			p := rd.Packet(i)
 			if b != nil && len(p) > 0 && p[0]>>4 == 6 {
 				if replyBufs == nil {
 					replyBufs, replies = make([][]byte, n), make([][]byte, n)
@@ -416,27 +401,5 @@ func pumpFromTUN(d tun.Device, cur *atomic.Pointer[client.Session], block *atomi
 		if r > 0 {
 			_, _ = d.Write(replies[:r], offset)
 		}
-		switch {
-		case err == nil || errors.Is(err, tun.ErrTooManySegments):
-		case tun.ReadFatal(err):
-			return
-		default:
-			if s := segmentBufSize(d); s > size {
-				size = s
-				for i := 1; i < n; i++ {
-					bufs[i] = make([]byte, size)
-				}
-			}
-		}
 	}
-}
-
-// segmentBufSize is the size of pumpFromTUN's buffers after the first:
-// the device's MTU (at least 1500) after the offset.
-func segmentBufSize(d tun.Device) int {
-	m, err := d.MTU()
-	if err != nil || m < 1500 {
-		m = 1500
-	}
-	return tunOffset + min(m, 65535)
 }
