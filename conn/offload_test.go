@@ -48,6 +48,10 @@ func TestGSORefusedResendsUnsegmented(t *testing.T) {
 	if gso, _ := a.Offload(); gso {
 		t.Fatal("GSO still on after the kernel refused it")
 	}
+	// Only the refused size and larger lost GSO (gso_policy.go).
+	if got := a.segMax.Load(); got != 1400 {
+		t.Fatalf("segment limit %d after 1400-byte segments were refused, want 1400", got)
+	}
 	// Later batches go out unsegmented.
 	more := stamped(8, 1400, 6)
 	if err := a.Send(more, r); err != nil {
