@@ -38,11 +38,6 @@ import (
 // metadata in front of each packet.
 const VirtioHeaderLen = 10
 
-// ErrTooManySegments is returned by Read when one offloaded packet splits
-// into more segments than the buffers passed in can hold. The packets that
-// fit were delivered; the error is not fatal and reading should go on.
-var ErrTooManySegments = wgtun.ErrTooManySegments
-
 // CreateTUN creates (or attaches to) the Linux TUN interface name, sets its
 // MTU, and enables the TSO/GRO offloads the kernel supports. name may hold a
 // %d pattern (for example "wl%d") for the kernel to fill in; Name reports the

@@ -111,10 +111,17 @@ func statNS(path string) (nsID, error) {
 // Read reads a batch: a TSO train split into packets, or single packets
 // gathered while more are waiting (gather_linux.go).
 func (n *nsDevice) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
+	var k int
+	var err error
 	if n.gather == nil {
-		return n.reader.Read(bufs, sizes, offset)
+		k, err = n.reader.Read(bufs, sizes, offset)
+	} else {
+		k, err = n.gather.read(n.reader, bufs, sizes, offset)
 	}
-	return n.gather.read(n.reader, bufs, sizes, offset)
+	if err == wgtun.ErrTooManySegments {
+		err = ErrTooManySegments // the underlying device's, when it reads itself
+	}
+	return k, err
 }
 
 // Write writes the packets bufs[i][offset:]. With virtio-net headers on,

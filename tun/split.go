@@ -24,7 +24,6 @@ import (
 	"fmt"
 
 	"github.com/wirelane/wirelane/internal/sys/inetsum"
-	wgtun "golang.zx2c4.com/wireguard/tun"
 )
 
 const (
@@ -38,7 +37,7 @@ const (
 // split turns one read from a TUN device (in: the virtio-net header, then
 // the packet) into packets at bufs[i][offset:], sizes[i] long, and returns
 // how many. It may modify in. A train with more segments than bufs gives
-// the tun package's ErrTooManySegments, and nothing.
+// ErrTooManySegments, and nothing.
 func split(in []byte, bufs [][]byte, sizes []int, offset int) (int, error) {
 	if len(in) < VirtioHeaderLen {
 		return 0, fmt.Errorf("tun: read of %d bytes is shorter than the virtio-net header", len(in))
@@ -49,7 +48,7 @@ func split(in []byte, bufs [][]byte, sizes []int, offset int) (int, error) {
 	csumOffset := int(binary.NativeEndian.Uint16(in[8:10]))
 	pkt := in[VirtioHeaderLen:]
 	if len(bufs) == 0 {
-		return 0, wgtun.ErrTooManySegments
+		return 0, ErrTooManySegments
 	}
 
 	if gsoType == virtioGSONone {
@@ -122,7 +121,7 @@ func split(in []byte, bufs [][]byte, sizes []int, offset int) (int, error) {
 	payload := len(pkt) - hdrLen
 	n := max(1, (payload+gsoSize-1)/gsoSize)
 	if n > len(bufs) {
-		return 0, wgtun.ErrTooManySegments
+		return 0, ErrTooManySegments
 	}
 	for i := 0; i < n; i++ {
 		if offset+hdrLen+min(gsoSize, payload-i*gsoSize) > len(bufs[i]) {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/wirelane/wirelane/internal/sys/inetsum"
-	wgtun "golang.zx2c4.com/wireguard/tun"
 )
 
 // outBufs returns n buffers of size bytes and their sizes.
@@ -238,7 +237,7 @@ func TestSplitRefuses(t *testing.T) {
 		}
 	}
 	bufs, sizes := outBufs(2, 2000)
-	if n, err := split(good(), bufs, sizes, 0); n != 0 || !errors.Is(err, wgtun.ErrTooManySegments) {
+	if n, err := split(good(), bufs, sizes, 0); n != 0 || !errors.Is(err, ErrTooManySegments) {
 		t.Errorf("3 segments into 2 buffers: split = %d, %v; want ErrTooManySegments", n, err)
 	}
 }

@@ -49,6 +49,12 @@ type Device interface {
 	BatchSize() int
 }
 
+// ErrTooManySegments is returned by Read when one offloaded packet splits
+// into more segments than the buffers passed in can hold. The packets that
+// fit were delivered; the error is not fatal and reading should go on.
+// Linux devices return it in place of wireguard-go's own.
+var ErrTooManySegments = errors.New("tun: too many segments for the buffers")
+
 // ReadFatal reports whether an error from Device.Read means the device is
 // gone or broken (closed, at its end, or a failing system call) rather
 // than one packet it could not deliver, which the caller drops before
