@@ -214,3 +214,25 @@ func TestBatchWriterFullBatchAndAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per batch", a)
 	}
 }
+
+// BenchmarkBatchWriter measures one receive batch through the writer: 32
+// TCP segments of 1380 bytes copied in, head room prepared (a kernel
+// device), one Write.
+func BenchmarkBatchWriter(b *testing.B) {
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devNull.Close()
+	d := &stepDevice{mtu: 1500, batch: MaxBatch, file: devNull, count: true}
+	w := NewBatchWriter(d, Offset, 0)
+	pkt := tcpPacket(1000, 1380)
+	b.SetBytes(int64(32 * len(pkt)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 32 {
+			w.Add(pkt)
+		}
+		w.Flush()
+	}
+}
