@@ -22,7 +22,7 @@
 // cores batches are sealed and opened by the goroutine that built them
 // (a hand-off costs more there than parallelism gains); elsewhere only
 // small batches are. A Linux TUN device gets whole batches with room to
-// merge each flow's packets (coalesce.go), and reads are never limited by
+// merge each flow's packets (tun.HeadRoom, tun/headroom.go), and reads are never limited by
 // the current MTU: a packet larger than it (the MTU just grew) is taken
 // from a scratch buffer, one it cannot carry is dropped, not fatal.
 //

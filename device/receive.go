@@ -24,7 +24,7 @@ package device
 //	     batch): the inner source must belong to this peer
 //	  -> roaming: at most one route publish per batch, none when unchanged
 //	  -> first packets of TCP/UDP runs copied to 64 KiB buffers so that
-//	     the TUN device can merge each run (coalesce.go)
+//	     the TUN device can merge each run (tun.HeadRoom)
 //	  -> TUN Write(batch), timers, buffers back to the pool
 
 import (
@@ -312,7 +312,7 @@ func (p *peer) deliverDirect(r *peerRun, b *batch) bool {
 }
 
 // deliver checks and writes one opened batch; heads is the receiver's
-// room for the TUN device's merging (coalesce.go).
+// room for the TUN device's merging (tun.HeadRoom).
 func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	d := p.d
 	kp := b.kp
