@@ -22,9 +22,10 @@
 // cores batches are sealed and opened by the goroutine that built them
 // (a hand-off costs more there than parallelism gains); elsewhere only
 // small batches are. A Linux TUN device gets whole batches with room to
-// merge each flow's packets (tun.HeadRoom, tun/headroom.go), and reads are never limited by
-// the current MTU: a packet larger than it (the MTU just grew) is taken
-// from a scratch buffer, one it cannot carry is dropped, not fatal.
+// merge each flow's packets (tun.HeadRoom), and reads (tun.Reader) are
+// never limited by the current MTU: a packet larger than it (the MTU just
+// grew) is taken from a scratch buffer, one it cannot carry is dropped,
+// not fatal.
 //
 // The send path borrows each peer's route (conn.RouteCache.Borrow) inside
 // an RCU read section (conn.RCU): no lock and no allocation between the
