@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/ovpn/internal/testnet"
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 
