@@ -22,6 +22,7 @@ package ovpntunnel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
