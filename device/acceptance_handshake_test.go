@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/conn/conntest"
-	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 func TestAcceptanceReplayedHandshakeMessagesIgnored(t *testing.T) {
@@ -76,15 +75,15 @@ func TestAcceptancePeerRemovedAndAddedAgain(t *testing.T) {
 	p.send(p.ta, p.tb, ipA4, ipB4, "first life")
 	epB := p.bb.Addr()
 	for i := 0; i < 3; i++ {
-		must(t, p.a.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(p.kb.PublicKey()), Remove: true}}}))
+		must(t, p.a.Configure(&Config{Peers: []PeerConfig{{PublicKey: p.kb.PublicKey(), Remove: true}}}))
 		if peerOf(p.a, p.kb) != nil {
 			t.Fatal("peer not removed")
 		}
 		pkt := ipPacket(ipA4, ipB4, []byte("to nobody"))
 		p.ta.Inject(pkt)
 		p.expectNone(p.tb, 50*time.Millisecond)
-		must(t, p.a.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{
-			PublicKey: uapi.Key(p.kb.PublicKey()), Endpoint: &epB, AllowedIPs: prefixes("10.0.0.2/32"),
+		must(t, p.a.Configure(&Config{Peers: []PeerConfig{{
+			PublicKey: p.kb.PublicKey(), Endpoint: &epB, AllowedIPs: prefixes("10.0.0.2/32"),
 		}}}))
 		// B still holds the old session: A's new peer has none and must
 		// handshake again; both directions then work.
@@ -110,7 +109,7 @@ func TestAcceptanceRetransmitFollowsNewEndpoint(t *testing.T) {
 	// The operator points A at another address for B (nobody listens
 	// there; only where the retries go matters).
 	relay := netip.MustParseAddrPort("192.0.2.99:5555")
-	must(t, p.a.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(p.kb.PublicKey()), Endpoint: &relay}}}))
+	must(t, p.a.Configure(&Config{Peers: []PeerConfig{{PublicKey: p.kb.PublicKey(), Endpoint: &relay}}}))
 	sentOld := p.nw.SentTo(old)
 	p.clk.Advance(RekeyTimeout + RekeyTimeoutJitterMax)
 	waitFor(t, "a retransmission to the new endpoint", func() bool { return p.nw.SentTo(relay) >= 1 })

@@ -7,28 +7,11 @@ package device
 import (
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"strings"
 	"testing"
-
-	"github.com/wirelane/wirelane/conn/conntest"
-	"github.com/wirelane/wirelane/internal/control/uapi"
-	"github.com/wirelane/wirelane/tun/memtun"
 )
-
-// countingWriter counts the lines written to it.
-type countingWriter struct{ n int }
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	for _, b := range p {
-		if b == '\n' {
-			c.n++
-		}
-	}
-	return len(p), nil
-}
 
 func TestAcceptanceInteropIPv6BothDirections(t *testing.T) {
 	if testing.Short() {
@@ -67,34 +50,6 @@ func TestAcceptanceInteropIPv6BothDirections(t *testing.T) {
 					})
 				})
 			}
-		}
-	}
-}
-
-// BenchmarkAcceptanceDeviceGet measures a get=1 answer for one peer with
-// 131,071 allowed IPs through Device.Get, per answer.
-func BenchmarkAcceptanceDeviceGet(b *testing.B) {
-	d := NewDevice(memtun.New("get", 1420), conntest.NewNetwork().NewBind(netip.MustParseAddr("192.0.2.1")), Options{})
-	b.Cleanup(d.Close)
-	must(b, d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(mustKey(b))), Peers: []uapi.PeerRequest{{
-		PublicKey: uapi.Key(mustKey(b).PublicKey()), AllowedIPs: bigPrefixes(bigPrefixCount),
-	}}}))
-	var lines countingWriter
-	w := uapi.NewWriter(&lines)
-	must(b, d.Get(w))
-	must(b, w.Flush())
-	if lines.n < bigPrefixCount {
-		b.Fatalf("get wrote %d lines, want at least %d", lines.n, bigPrefixCount)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		w := uapi.NewWriter(io.Discard)
-		if err := d.Get(w); err != nil {
-			b.Fatal(err)
-		}
-		if err := w.Flush(); err != nil {
-			b.Fatal(err)
 		}
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 func TestAcceptanceCryptoRoutingOtherPeersSource(t *testing.T) {
@@ -19,8 +17,8 @@ func TestAcceptanceCryptoRoutingOtherPeersSource(t *testing.T) {
 	// B knows a third peer C owning 10.0.0.3 and fd00::3; A routes those
 	// through B so that A will seal packets claiming to come from C.
 	c := mustKey(t).PublicKey()
-	must(t, p.b.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{
-		PublicKey: uapi.Key(c), AllowedIPs: prefixes("10.0.0.3/32", "fd00::3/128"),
+	must(t, p.b.Configure(&Config{Peers: []PeerConfig{{
+		PublicKey: c, AllowedIPs: prefixes("10.0.0.3/32", "fd00::3/128"),
 	}}}))
 	for _, tc := range []struct{ src, dst netip.Addr }{
 		{netip.MustParseAddr("10.0.0.3"), ipB4},

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/conn/conntest"
-	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 
@@ -189,8 +188,8 @@ func TestAcceptancePersistentKeepaliveOnUp(t *testing.T) {
 	d := NewDevice(memtun.New("ka", 1420), b, Options{})
 	t.Cleanup(d.Close)
 	dst := netip.MustParseAddrPort("192.0.2.2:51820")
-	must(t, d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(mustKey(t))), Peers: []uapi.PeerRequest{{
-		PublicKey: uapi.Key(mustKey(t).PublicKey()), Endpoint: &dst, PersistentKeepalive: ptr(uint16(25)),
+	must(t, d.Configure(&Config{PrivateKey: ptr(mustKey(t)), Peers: []PeerConfig{{
+		PublicKey: mustKey(t).PublicKey(), Endpoint: &dst, PersistentKeepalive: ptr(uint16(25)),
 	}}}))
 	time.Sleep(20 * time.Millisecond)
 	if n := nw.SentTo(dst); n != 0 {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/wirelane/wirelane/conn/conntest"
 	"github.com/wirelane/wirelane/device/noise"
-	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 
@@ -37,12 +36,10 @@ func benchPair(b *testing.B, ref bool) *pair {
 		b.Fatal(err)
 	}
 	epA, epB := p.ba.Addr(), p.bb.Addr()
-	if err := p.a.IpcSet("private_key=" + hexKey(p.ka) + "\npublic_key=" + hexKey(p.kb.PublicKey()) +
-		"\nendpoint=" + epB.String() + "\nallowed_ip=10.0.0.2/32\n"); err != nil {
+	if err := p.a.Configure(connectConfig(p.ka, p.kb.PublicKey(), epB, "10.0.0.2/32")); err != nil {
 		b.Fatal(err)
 	}
-	if err := p.b.IpcSet("private_key=" + hexKey(p.kb) + "\npublic_key=" + hexKey(p.ka.PublicKey()) +
-		"\nendpoint=" + epA.String() + "\nallowed_ip=10.0.0.1/32\n"); err != nil {
+	if err := p.b.Configure(connectConfig(p.kb, p.ka.PublicKey(), epA, "10.0.0.1/32")); err != nil {
 		b.Fatal(err)
 	}
 	// Establish the session with one packet.
@@ -184,7 +181,7 @@ func BenchmarkSendPipelinePeers(b *testing.B) {
 				b.Fatal(err)
 			}
 			hubEP := hubBind.Addr()
-			req := &uapi.SetRequest{PrivateKey: ptr(uapi.Key(hubKey))}
+			req := &Config{PrivateKey: ptr(hubKey)}
 			var pkts [][]byte
 			var tuns []*memtun.Device
 			for i := 0; i < peers; i++ {
@@ -197,18 +194,18 @@ func BenchmarkSendPipelinePeers(b *testing.B) {
 				if err := d.Up(); err != nil {
 					b.Fatal(err)
 				}
-				if err := d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(k)), Peers: []uapi.PeerRequest{{
-					PublicKey: uapi.Key(hubKey.PublicKey()), Endpoint: &hubEP, AllowedIPs: prefixes("10.0.0.1/32"),
+				if err := d.Configure(&Config{PrivateKey: ptr(k), Peers: []PeerConfig{{
+					PublicKey: hubKey.PublicKey(), Endpoint: &hubEP, AllowedIPs: prefixes("10.0.0.1/32"),
 				}}}); err != nil {
 					b.Fatal(err)
 				}
 				ep := bd.Addr()
-				req.Peers = append(req.Peers, uapi.PeerRequest{PublicKey: uapi.Key(k.PublicKey()), Endpoint: &ep,
+				req.Peers = append(req.Peers, PeerConfig{PublicKey: k.PublicKey(), Endpoint: &ep,
 					AllowedIPs: prefixes(netip.PrefixFrom(ip, 32).String())})
 				pkts = append(pkts, ipPacket(netip.MustParseAddr("10.0.0.1"), ip, make([]byte, benchPayload)))
 				tuns = append(tuns, tn)
 			}
-			if err := hub.Set(req); err != nil {
+			if err := hub.Configure(req); err != nil {
 				b.Fatal(err)
 			}
 			for i, tn := range tuns { // establish every session before timing

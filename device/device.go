@@ -59,7 +59,7 @@ type Device struct {
 	ctrlMu     sync.Mutex   // serialises handshake sends, which share ctrlReader
 	ctrlReader *conn.Reader // guarded by ctrlMu
 
-	// cfgMu serialises configuration: Up, Down, Close, Set.
+	// cfgMu serialises configuration: Up, Down, Close, Configure.
 	cfgMu      sync.Mutex
 	up         atomic.Bool // written under cfgMu
 	listenPort uint16      // configured port (0 = random); guarded by cfgMu
@@ -70,7 +70,7 @@ type Device struct {
 	// mu guards peers and peerList; RefMode senders read-lock it per batch.
 	mu       sync.RWMutex
 	peers    map[noise.PublicKey]*peer // guarded by mu
-	peerList []*peer                   // guarded by mu; creation order for Get
+	peerList []*peer                   // guarded by mu; creation order for WriteStatus
 
 	ident atomic.Pointer[identity] // nil when there is no private key
 
@@ -167,7 +167,7 @@ func (d *Device) Up() error {
 	d.cfgMu.Lock()
 	defer d.cfgMu.Unlock()
 	if d.closing.Load() {
-		return errors.New("device: closed")
+		return ErrClosed
 	}
 	if d.up.Load() {
 		return nil

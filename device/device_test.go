@@ -10,7 +10,6 @@ import (
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/conn/conntest"
 	"github.com/wirelane/wirelane/device/noise"
-	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 
@@ -74,23 +73,23 @@ func newPair(t testing.TB, o pairOpts) *pair {
 	if err := p.b.Up(); err != nil {
 		t.Fatal(err)
 	}
-	psk := uapi.Key(p.psk)
+	psk := p.psk
 	epA, epB := p.ba.Addr(), p.bb.Addr()
-	reqA := &uapi.SetRequest{PrivateKey: ptr(uapi.Key(p.ka)), Peers: []uapi.PeerRequest{{
-		PublicKey: uapi.Key(p.kb.PublicKey()), PresharedKey: &psk, Endpoint: &epB,
+	reqA := &Config{PrivateKey: ptr(p.ka), Peers: []PeerConfig{{
+		PublicKey: p.kb.PublicKey(), PresharedKey: &psk, Endpoint: &epB,
 		AllowedIPs: prefixes("10.0.0.2/32", "fd00::2/128"),
 	}}}
-	reqB := &uapi.SetRequest{PrivateKey: ptr(uapi.Key(p.kb)), Peers: []uapi.PeerRequest{{
-		PublicKey: uapi.Key(p.ka.PublicKey()), PresharedKey: &psk,
+	reqB := &Config{PrivateKey: ptr(p.kb), Peers: []PeerConfig{{
+		PublicKey: p.ka.PublicKey(), PresharedKey: &psk,
 		AllowedIPs: prefixes("10.0.0.1/32", "fd00::1/128"),
 	}}}
 	if !o.aOnly {
 		reqB.Peers[0].Endpoint = &epA
 	}
-	if err := p.a.Set(reqA); err != nil {
+	if err := p.a.Configure(reqA); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.b.Set(reqB); err != nil {
+	if err := p.b.Configure(reqB); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -209,15 +208,15 @@ func TestMostSpecificPrefixAcrossPeers(t *testing.T) {
 	c, tc, baC, kc := mk("192.0.2.3")
 	epA, epB, epC := baA.Addr(), baB.Addr(), baC.Addr()
 	// A: B owns 10.1.0.0/16, C owns the more specific 10.1.2.0/24.
-	must(t, a.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(ka)), Peers: []uapi.PeerRequest{
-		{PublicKey: uapi.Key(kb.PublicKey()), Endpoint: &epB, AllowedIPs: prefixes("10.1.0.0/16")},
-		{PublicKey: uapi.Key(kc.PublicKey()), Endpoint: &epC, AllowedIPs: prefixes("10.1.2.0/24")},
+	must(t, a.Configure(&Config{PrivateKey: ptr(ka), Peers: []PeerConfig{
+		{PublicKey: kb.PublicKey(), Endpoint: &epB, AllowedIPs: prefixes("10.1.0.0/16")},
+		{PublicKey: kc.PublicKey(), Endpoint: &epC, AllowedIPs: prefixes("10.1.2.0/24")},
 	}}))
-	must(t, b.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(kb)), Peers: []uapi.PeerRequest{
-		{PublicKey: uapi.Key(ka.PublicKey()), Endpoint: &epA, AllowedIPs: prefixes("10.0.0.1/32")},
+	must(t, b.Configure(&Config{PrivateKey: ptr(kb), Peers: []PeerConfig{
+		{PublicKey: ka.PublicKey(), Endpoint: &epA, AllowedIPs: prefixes("10.0.0.1/32")},
 	}}))
-	must(t, c.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(kc)), Peers: []uapi.PeerRequest{
-		{PublicKey: uapi.Key(ka.PublicKey()), Endpoint: &epA, AllowedIPs: prefixes("10.0.0.1/32")},
+	must(t, c.Configure(&Config{PrivateKey: ptr(kc), Peers: []PeerConfig{
+		{PublicKey: ka.PublicKey(), Endpoint: &epA, AllowedIPs: prefixes("10.0.0.1/32")},
 	}}))
 	toC := ipPacket(ipA4, netip.MustParseAddr("10.1.2.7"), []byte("to c"))
 	toB := ipPacket(ipA4, netip.MustParseAddr("10.1.3.7"), []byte("to b"))

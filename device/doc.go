@@ -12,6 +12,15 @@
 // TUN device and the bind, and Wait's channel closes. A TUN device that goes
 // away closes the device.
 //
+// # Configuration
+//
+// Configure applies a Config (keys, port, mark, peers and their allowed
+// IPs) with the semantics of a set operation of WireGuard's userspace
+// protocol, and WriteStatus streams the state back through a StatusWriter
+// as a get operation reports it. The protocol's text form is not this
+// package's: internal/control/uapi parses it into a Config and writes a
+// status as text, and maps ErrClosed and *BindError to its error numbers.
+//
 // # Data path
 //
 // The send and receive pipelines are drawn at the top of send.go and
@@ -30,7 +39,7 @@
 // The send path borrows each peer's route (conn.RouteCache.Borrow) inside
 // an RCU read section (conn.RCU): no lock and no allocation between the
 // sealed batch and Bind.Send. Roaming publishes a new route at most once per
-// received batch; an endpoint set through UAPI, a peer's removal and Close
+// received batch; an endpoint set through Configure, a peer's removal and Close
 // also wait for a grace period, so once they return no packet goes to the
 // old place. Options.RefMode selects the
 // conventional locked path instead, for A/B measurements.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/device/noise"
-	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 // ipPacket builds a UDP packet from src to dst carrying payload, IPv4 or
@@ -71,10 +70,62 @@ func mustKey(t testing.TB) noise.PrivateKey {
 
 func ptr[T any](v T) *T { return &v }
 
-func prefixes(ss ...string) []uapi.AllowedIPChange {
-	var out []uapi.AllowedIPChange
+func prefixes(ss ...string) []AllowedIPChange {
+	var out []AllowedIPChange
 	for _, s := range ss {
-		out = append(out, uapi.AllowedIPChange{Prefix: netip.MustParsePrefix(s).Masked()})
+		out = append(out, AllowedIPChange{Prefix: netip.MustParsePrefix(s).Masked()})
 	}
 	return out
+}
+
+// bigPrefixes returns n distinct IPv4 /32 and IPv6 /128 prefixes.
+func bigPrefixes(n int) []AllowedIPChange {
+	out := make([]AllowedIPChange, 0, n)
+	for i := 0; i < n; i++ {
+		var p netip.Prefix
+		if i%2 == 0 {
+			p = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 32)
+		} else {
+			a := [16]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, byte(i >> 16), byte(i >> 8), byte(i)}
+			p = netip.PrefixFrom(netip.AddrFrom16(a), 128)
+		}
+		out = append(out, AllowedIPChange{Prefix: p})
+	}
+	return out
+}
+
+// statusRecorder keeps what WriteStatus reports.
+type statusRecorder struct {
+	dev     Status
+	peers   []PeerStatus
+	allowed [][]netip.Prefix // per peer, in the order reported
+}
+
+func (r *statusRecorder) Device(s Status) error { r.dev = s; return nil }
+
+func (r *statusRecorder) Peer(p PeerStatus) error {
+	r.peers = append(r.peers, p)
+	r.allowed = append(r.allowed, nil)
+	return nil
+}
+
+func (r *statusRecorder) AllowedIP(p netip.Prefix) error {
+	r.allowed[len(r.allowed)-1] = append(r.allowed[len(r.allowed)-1], p)
+	return nil
+}
+
+// status returns d's state as WriteStatus reports it.
+func status(t testing.TB, d *Device) *statusRecorder {
+	t.Helper()
+	var r statusRecorder
+	if err := d.WriteStatus(&r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+// connectConfig makes a device with key priv send to the peer pub at ep,
+// which owns the prefix allowed.
+func connectConfig(priv, pub noise.Key, ep netip.AddrPort, allowed string) *Config {
+	return &Config{PrivateKey: &priv, Peers: []PeerConfig{{PublicKey: pub, Endpoint: &ep, AllowedIPs: prefixes(allowed)}}}
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/conn/conntest"
 	"github.com/wirelane/wirelane/device/noise"
-	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 
@@ -135,9 +134,9 @@ func newInteropAt(t *testing.T, bm bindMaker, psk bool, tweak func(*Device), lo 
 		}
 	}
 	refEP := netip.AddrPortFrom(lo, s.ref.port)
-	pk := uapi.Key(k)
-	must(t, s.ours.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(s.ourKey)), Peers: []uapi.PeerRequest{{
-		PublicKey: uapi.Key(s.ref.key.PublicKey()), PresharedKey: &pk, Endpoint: &refEP,
+	pk := k
+	must(t, s.ours.Configure(&Config{PrivateKey: ptr(s.ourKey), Peers: []PeerConfig{{
+		PublicKey: s.ref.key.PublicKey(), PresharedKey: &pk, Endpoint: &refEP,
 		AllowedIPs: prefixes("10.0.0.2/32", "fd00::2/128"),
 	}}}))
 	ourPub := s.ourKey.PublicKey()
@@ -333,7 +332,7 @@ func TestInteropRoamingBothWays(t *testing.T) {
 			// authenticated packet.
 			newPort := uint16(0)
 			for port := s.ourPort + 1; port != 0 && newPort == 0; port++ {
-				if err := s.ours.Set(&uapi.SetRequest{ListenPort: &port}); err == nil {
+				if err := s.ours.Configure(&Config{ListenPort: &port}); err == nil {
 					newPort = port
 				}
 			}

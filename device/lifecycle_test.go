@@ -79,10 +79,8 @@ func TestJumboMTU(t *testing.T) {
 func connectPair(t *testing.T, p *pair) {
 	t.Helper()
 	epA, epB := p.ba.Addr(), p.bb.Addr()
-	must(t, p.a.IpcSet("private_key="+hexKey(p.ka)+"\npublic_key="+hexKey(p.kb.PublicKey())+
-		"\nendpoint="+epB.String()+"\nallowed_ip=10.0.0.2/32\n"))
-	must(t, p.b.IpcSet("private_key="+hexKey(p.kb)+"\npublic_key="+hexKey(p.ka.PublicKey())+
-		"\nendpoint="+epA.String()+"\nallowed_ip=10.0.0.1/32\n"))
+	must(t, p.a.Configure(connectConfig(p.ka, p.kb.PublicKey(), epB, "10.0.0.2/32")))
+	must(t, p.b.Configure(connectConfig(p.kb, p.ka.PublicKey(), epA, "10.0.0.1/32")))
 }
 
 func TestGarbageDatagramsAreIgnored(t *testing.T) {

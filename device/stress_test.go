@@ -9,7 +9,6 @@ import (
 
 	"github.com/wirelane/wirelane/conn/conntest"
 	"github.com/wirelane/wirelane/device/noise"
-	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 
@@ -27,7 +26,7 @@ func TestConfigurationChurnUnderTraffic(t *testing.T) {
 	t.Cleanup(hub.Close)
 	hubKey := mustKey(t)
 	must(t, hub.Up())
-	must(t, hub.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(hubKey))}))
+	must(t, hub.Configure(&Config{PrivateKey: ptr(hubKey)}))
 	type spoke struct {
 		d   *Device
 		tun *memtun.Device
@@ -44,15 +43,15 @@ func TestConfigurationChurnUnderTraffic(t *testing.T) {
 		must(t, s.d.Up())
 		s.ep = b.Addr()
 		hubEP := hubBind.Addr()
-		must(t, s.d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(s.key)), Peers: []uapi.PeerRequest{{
-			PublicKey: uapi.Key(hubKey.PublicKey()), Endpoint: &hubEP, AllowedIPs: prefixes("10.0.0.1/32"),
+		must(t, s.d.Configure(&Config{PrivateKey: ptr(s.key), Peers: []PeerConfig{{
+			PublicKey: hubKey.PublicKey(), Endpoint: &hubEP, AllowedIPs: prefixes("10.0.0.1/32"),
 			PersistentKeepalive: ptr(uint16(1)),
 		}}}))
 		ss = append(ss, s)
 	}
 	addSpoke := func(s *spoke) {
-		must(t, hub.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{
-			PublicKey: uapi.Key(s.key.PublicKey()), Endpoint: &s.ep, ReplaceAllowedIPs: true,
+		must(t, hub.Configure(&Config{Peers: []PeerConfig{{
+			PublicKey: s.key.PublicKey(), Endpoint: &s.ep, ReplaceAllowedIPs: true,
 			AllowedIPs: prefixes(netip.PrefixFrom(s.ip, 32).String()),
 		}}}))
 	}
@@ -102,19 +101,18 @@ func TestConfigurationChurnUnderTraffic(t *testing.T) {
 		s := ss[round%spokes]
 		switch round % 5 {
 		case 0:
-			must(t, hub.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(s.key.PublicKey()), Remove: true}}}))
+			must(t, hub.Configure(&Config{Peers: []PeerConfig{{PublicKey: s.key.PublicKey(), Remove: true}}}))
 			addSpoke(s)
 		case 1:
 			elsewhere := netip.MustParseAddrPort(fmt.Sprintf("198.51.100.%d:1", round))
-			must(t, hub.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(s.key.PublicKey()), Endpoint: &elsewhere}}}))
-			must(t, hub.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(s.key.PublicKey()), Endpoint: &s.ep}}}))
+			must(t, hub.Configure(&Config{Peers: []PeerConfig{{PublicKey: s.key.PublicKey(), Endpoint: &elsewhere}}}))
+			must(t, hub.Configure(&Config{Peers: []PeerConfig{{PublicKey: s.key.PublicKey(), Endpoint: &s.ep}}}))
 		case 2:
-			must(t, hub.Set(&uapi.SetRequest{ListenPort: ptr(uint16(30000 + round))}))
+			must(t, hub.Configure(&Config{ListenPort: ptr(uint16(30000 + round))}))
 		case 3:
-			_, err := hub.IpcGet()
-			must(t, err)
+			status(t, hub)
 		case 4:
-			must(t, hub.Set(&uapi.SetRequest{FwMark: ptr(uint32(round))}))
+			must(t, hub.Configure(&Config{FwMark: ptr(uint32(round))}))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

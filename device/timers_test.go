@@ -8,7 +8,6 @@ import (
 
 	"github.com/wirelane/wirelane/conn/conntest"
 	"github.com/wirelane/wirelane/device/noise"
-	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 // traffic counts datagrams by sender and kind, and can drop some.
@@ -155,8 +154,8 @@ func TestTimerPersistentKeepalive(t *testing.T) {
 	p, tr := established(t)
 	a := p.ba.Addr()
 	before := tr.count(a, "keepalive")
-	must(t, p.a.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{
-		PublicKey: uapi.Key(p.kb.PublicKey()), PersistentKeepalive: ptr(uint16(25)),
+	must(t, p.a.Configure(&Config{Peers: []PeerConfig{{
+		PublicKey: p.kb.PublicKey(), PersistentKeepalive: ptr(uint16(25)),
 	}}}))
 	waitFor(t, "immediate keepalive", func() bool { return tr.count(a, "keepalive") == before+1 })
 	// B's own keepalive (for the data it received) arrives at
@@ -174,8 +173,8 @@ func TestTimerPersistentKeepalive(t *testing.T) {
 		p.clk.Advance(25 * time.Second)
 		waitFor(t, "periodic keepalive", func() bool { return tr.count(a, "keepalive") >= before+i })
 	}
-	must(t, p.a.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{
-		PublicKey: uapi.Key(p.kb.PublicKey()), PersistentKeepalive: ptr(uint16(0)),
+	must(t, p.a.Configure(&Config{Peers: []PeerConfig{{
+		PublicKey: p.kb.PublicKey(), PersistentKeepalive: ptr(uint16(0)),
 	}}}))
 	n := tr.count(a, "keepalive")
 	p.clk.Advance(time.Minute)

@@ -43,11 +43,7 @@ var layers = []struct {
 
 // pending lists the edges that break the layering today and are being
 // removed; each entry names its way out. The list only shrinks.
-var pending = map[string]bool{
-	// device's UAPI handling moves to internal/control/uapi, which then
-	// speaks to device through device's own configuration types.
-	"device -> internal/control/uapi": true,
-}
+var pending = map[string]bool{}
 
 // within reports whether the module-relative path rel lies in folder
 // (a folder without a trailing slash also matches itself exactly).

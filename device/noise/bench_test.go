@@ -203,7 +203,7 @@ func refDevices(b *testing.B) (a, c *device.Device, peerOfA, peerOfC *device.Pee
 	mk := func(i int, priv, peer PrivateKey) *device.Device {
 		d := device.NewDevice(tuntest.NewChannelTUN().TUN(), binds[i], device.NewLogger(device.LogLevelSilent, ""))
 		b.Cleanup(d.Close)
-		if err := d.IpcSet(fmt.Sprintf("private_key=%s\npublic_key=%s\n", HexKey(priv), HexKey(peer.PublicKey()))); err != nil {
+		if err := d.IpcSet(fmt.Sprintf("private_key=%s\npublic_key=%s\n", hexKey(priv), hexKey(peer.PublicKey()))); err != nil {
 			b.Fatal(err)
 		}
 		// Peers only take part in handshakes on a device that is up.

@@ -47,7 +47,7 @@ func startRefPeer(t *testing.T, psk PresharedKey) *refPeer {
 	t.Cleanup(r.dev.Close)
 	// Endpoint 3 is the channel from the device's bind to ours (see bindtest).
 	cfg := fmt.Sprintf("private_key=%s\nlisten_port=0\npublic_key=%s\npreshared_key=%s\nendpoint=127.0.0.1:3\nallowed_ip=%s/32\n",
-		HexKey(refKey), HexKey(r.me.PublicKey()), HexKey(psk), r.myAddr)
+		hexKey(refKey), hexKey(r.me.PublicKey()), hexKey(psk), r.myAddr)
 	if err := r.dev.IpcSet(cfg); err != nil {
 		t.Fatal(err)
 	}

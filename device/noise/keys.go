@@ -7,15 +7,29 @@ import (
 	"fmt"
 )
 
-// PrivateKey is an X25519 private key (a Curve25519 scalar).
-type PrivateKey [KeySize]byte
+// Key is a 32-byte key of the protocol: an X25519 private key (a
+// Curve25519 scalar), an X25519 public key (a u-coordinate) or a preshared
+// key. It is the tree's one key type: the engine, the UAPI, configuration
+// files and tools all hold keys as a Key, so that none can disagree about
+// clamping or encoding. PrivateKey, PublicKey and PresharedKey are its
+// names by role, for signatures that say which key they want.
+//
+// fmt never prints a Key's bytes: every verb gives "[key]" (Format), so a
+// configuration printed by mistake leaks nothing. String gives the base64
+// text `wg` uses, for the places (a public key in a log, a configuration
+// file being written) that mean to show a key.
+type Key [KeySize]byte
 
-// PublicKey is an X25519 public key (a Curve25519 u-coordinate).
-type PublicKey [KeySize]byte
+// PrivateKey is a Key used as an X25519 private key.
+type PrivateKey = Key
 
-// PresharedKey is the optional symmetric key mixed into a handshake; all
-// zeros means "none", which is what the protocol mixes in when unset.
-type PresharedKey [KeySize]byte
+// PublicKey is a Key used as an X25519 public key.
+type PublicKey = Key
+
+// PresharedKey is a Key used as the optional symmetric key mixed into a
+// handshake; all zeros means "none", which is what the protocol mixes in
+// when unset.
+type PresharedKey = Key
 
 // GeneratePrivateKey returns a fresh clamped private key from crypto/rand,
 // exactly like `wg genkey`.
@@ -40,15 +54,15 @@ func GeneratePresharedKey() (PresharedKey, error) {
 
 // Clamp applies the X25519 scalar clamping of RFC 7748 in place: clears the
 // three low bits and the top bit, sets bit 254.
-func (k *PrivateKey) Clamp() {
+func (k *Key) Clamp() {
 	k[0] &= 248
 	k[31] = (k[31] & 127) | 64
 }
 
-// PublicKey returns k's public key: X25519(k, 9). The scalar is clamped by
+// PublicKey returns the public key of k, a private key: X25519(k, 9). The scalar is clamped by
 // the multiplication, so an unclamped k gives the same result as its clamped
 // form. It costs one scalar multiplication.
-func (k PrivateKey) PublicKey() PublicKey {
+func (k Key) PublicKey() Key {
 	var pub PublicKey
 	priv, err := ecdh.X25519().NewPrivateKey(k[:])
 	if err != nil {
@@ -60,32 +74,20 @@ func (k PrivateKey) PublicKey() PublicKey {
 	return pub
 }
 
-// IsZero reports whether k is all zeros (unset), in constant time.
-func (k PrivateKey) IsZero() bool { return isZero32((*[32]byte)(&k)) }
+// IsZero reports whether k is all zeros (unset; for a preshared key, none),
+// in constant time.
+func (k Key) IsZero() bool { return isZero32((*[32]byte)(&k)) }
 
-// IsZero reports whether k is all zeros (unset), in constant time.
-func (k PublicKey) IsZero() bool { return isZero32((*[32]byte)(&k)) }
+// Format prints a placeholder instead of the key's bytes, whatever the verb.
+func (k Key) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte("[key]")) }
 
-// IsZero reports whether k is all zeros (no preshared key), in constant time.
-func (k PresharedKey) IsZero() bool { return isZero32((*[32]byte)(&k)) }
-
-// String hides the key: private keys must never reach logs.
-func (k PrivateKey) String() string { return "(private key)" }
-
-// GoString hides the key from %#v as well.
-func (k PrivateKey) GoString() string { return "(private key)" }
-
-// String hides the key: preshared keys must never reach logs.
-func (k PresharedKey) String() string { return "(preshared key)" }
-
-// GoString hides the key from %#v as well.
-func (k PresharedKey) GoString() string { return "(preshared key)" }
-
-// String returns the public key in base64, as `wg` prints it.
-func (k PublicKey) String() string { return Base64Key(k) }
+// String returns the key in base64, as `wg` prints it. It is for public
+// keys and for writing configuration files: never log a private or
+// preshared key's String.
+func (k Key) String() string { return Base64Key(k) }
 
 // Equal reports whether k and o are the same key, in constant time.
-func (k PublicKey) Equal(o PublicKey) bool {
+func (k Key) Equal(o Key) bool {
 	return subtle.ConstantTimeCompare(k[:], o[:]) == 1
 }
 
@@ -100,14 +102,11 @@ func isZero32(k *[32]byte) bool {
 // Base64KeyLen is the length of a key in base64: 43 characters and one '='.
 const Base64KeyLen = 44
 
-// HexKeyLen is the length of a key in hex.
-const HexKeyLen = 64
-
 const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 // Base64Key encodes k in standard padded base64 (44 characters), as `wg`
 // prints keys.
-func Base64Key(k [KeySize]byte) string {
+func Base64Key(k Key) string {
 	var out [Base64KeyLen]byte
 	for i := 0; i < KeySize/3; i++ {
 		v := uint32(k[3*i])<<16 | uint32(k[3*i+1])<<8 | uint32(k[3*i+2])
@@ -163,8 +162,8 @@ func base64Value(ch byte) int32 {
 // extra padding, whitespace, non-canonical trailing bits) is rejected, as
 // `wg` rejects it. Decoding runs in time independent of the key's value; the
 // error names the offending position but never echoes the input.
-func ParseBase64Key(s string) ([KeySize]byte, error) {
-	var k [KeySize]byte
+func ParseBase64Key(s string) (Key, error) {
+	var k Key
 	if len(s) != Base64KeyLen {
 		return k, fmt.Errorf("noise: base64 key has %d characters, want %d", len(s), Base64KeyLen)
 	}
@@ -187,64 +186,13 @@ func ParseBase64Key(s string) ([KeySize]byte, error) {
 	k[31] = byte(v >> 8)
 	trailing := c & 3
 	if bad < 0 || trailing != 0 {
-		k = [KeySize]byte{}
+		k = Key{}
 		for i := 0; i < Base64KeyLen-1; i++ {
 			if base64Value(s[i]) < 0 {
 				return k, fmt.Errorf("noise: base64 key has an invalid character at position %d", i+1)
 			}
 		}
 		return k, fmt.Errorf("noise: base64 key is not canonical: character %d has unused low bits set", Base64KeyLen-1)
-	}
-	return k, nil
-}
-
-// HexKey encodes k as 64 lowercase hex characters, the form of the
-// userspace configuration protocol.
-func HexKey(k [KeySize]byte) string {
-	var out [HexKeyLen]byte
-	for i, b := range k {
-		out[2*i] = hexChar(b >> 4)
-		out[2*i+1] = hexChar(b & 15)
-	}
-	return string(out[:])
-}
-
-// hexChar maps a nibble to '0'-'9' or 'a'-'f' without a secret-indexed load.
-func hexChar(n byte) byte {
-	x := int32(n)
-	return byte('0' + x + (((9 - x) >> 8) & ('a' - '0' - 10)))
-}
-
-// hexValue maps a hex digit of either case to its value, or -1.
-func hexValue(ch byte) int32 {
-	c := int32(ch)
-	v := int32(-1)
-	v += (((('0' - 1) - c) & (c - ('9' + 1))) >> 8) & (c - '0' + 1)
-	v += (((('a' - 1) - c) & (c - ('f' + 1))) >> 8) & (c - 'a' + 10 + 1)
-	v += (((('A' - 1) - c) & (c - ('F' + 1))) >> 8) & (c - 'A' + 10 + 1)
-	return v
-}
-
-// ParseHexKey decodes exactly 64 hex digits (either case, as `wg` accepts)
-// into a key, in time independent of the key's value.
-func ParseHexKey(s string) ([KeySize]byte, error) {
-	var k [KeySize]byte
-	if len(s) != HexKeyLen {
-		return k, fmt.Errorf("noise: hex key has %d characters, want %d", len(s), HexKeyLen)
-	}
-	var bad int32
-	for i := range k {
-		hi, lo := hexValue(s[2*i]), hexValue(s[2*i+1])
-		bad |= hi | lo
-		k[i] = byte(hi<<4 | lo)
-	}
-	if bad < 0 {
-		k = [KeySize]byte{}
-		for i := 0; i < HexKeyLen; i++ {
-			if hexValue(s[i]) < 0 {
-				return k, fmt.Errorf("noise: hex key has an invalid character at position %d", i+1)
-			}
-		}
 	}
 	return k, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/wirelane/wirelane/internal/control/uapi"
+
+	"github.com/wirelane/wirelane/device"
 )
 
 func ExampleParseSet() {
@@ -33,8 +35,8 @@ func ExampleParseSet() {
 
 func ExampleWriter() {
 	w := uapi.NewWriter(os.Stdout)
-	w.Device(uapi.DeviceInfo{ListenPort: 51820})
-	w.Peer(uapi.PeerInfo{Endpoint: netip.MustParseAddrPort("192.0.2.1:51820"), TxBytes: 148})
+	w.Device(device.Status{ListenPort: 51820})
+	w.Peer(device.PeerStatus{Endpoint: netip.MustParseAddrPort("192.0.2.1:51820"), TxBytes: 148})
 	w.AllowedIP(netip.MustParsePrefix("10.0.0.2/32"))
 	w.Finish(nil)
 	// Output:

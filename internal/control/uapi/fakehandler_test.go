@@ -5,25 +5,28 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/wirelane/wirelane/device"
+	"github.com/wirelane/wirelane/device/noise"
 )
 
 // fakeHandler is an in-memory device: it records the requests it is given
 // and answers get=1 from a fixed state.
 type fakeHandler struct {
-	mu     sync.Mutex   // guards sets
-	sets   []SetRequest // requests applied, in order; guarded by mu
-	setErr error        // returned by Set; immutable while serving
-	getErr error        // returned by Get after streaming; immutable while serving
+	mu     sync.Mutex      // guards sets
+	sets   []device.Config // requests applied, in order; guarded by mu
+	setErr error           // returned by Configure; immutable while serving
+	getErr error           // returned by WriteStatus after streaming; immutable while serving
 
-	dev   DeviceInfo // immutable while serving
-	peers []fakePeer // immutable while serving
+	dev   device.Status // immutable while serving
+	peers []fakePeer    // immutable while serving
 }
 
 // fakePeer is one peer of the fake device. Its allowed IPs are the fixed
 // list followed by gen generated /32 prefixes (so that huge peers cost no
 // memory on the handler side).
 type fakePeer struct {
-	info    PeerInfo
+	info    device.PeerStatus
 	allowed []netip.Prefix
 	gen     int
 }
@@ -34,7 +37,7 @@ func genPrefix(i int) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4(a), 32)
 }
 
-func (h *fakeHandler) Get(w *Writer) error {
+func (h *fakeHandler) WriteStatus(w device.StatusWriter) error {
 	if err := w.Device(h.dev); err != nil {
 		return err
 	}
@@ -56,24 +59,24 @@ func (h *fakeHandler) Get(w *Writer) error {
 	return h.getErr
 }
 
-func (h *fakeHandler) Set(req *SetRequest) error {
+func (h *fakeHandler) Configure(req *device.Config) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.sets = append(h.sets, *req)
 	return h.setErr
 }
 
-func (h *fakeHandler) applied() []SetRequest {
+func (h *fakeHandler) applied() []device.Config {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]SetRequest(nil), h.sets...)
+	return append([]device.Config(nil), h.sets...)
 }
 
 // formatSet writes req back as request lines (without set=1 and without the
 // blank line), the inverse of ParseSet for the fuzz round trip.
-func formatSet(req *SetRequest) string {
+func formatSet(req *device.Config) string {
 	var b strings.Builder
-	key := func(name string, k *Key) {
+	key := func(name string, k *noise.Key) {
 		b.WriteString(name + "=" + string(appendKeyHex(nil, k)) + "\n")
 	}
 	if req.PrivateKey != nil {

@@ -1,16 +1,18 @@
 package uapi
 
+import "github.com/wirelane/wirelane/device/noise"
+
 // Keys travel as 64 hexadecimal characters. Decoding and encoding here use
 // arithmetic instead of lookup tables or branches on the key's bytes, so the
 // time they take and the memory they touch do not depend on the key (private
 // and preshared keys pass through these functions).
 
 // keyHexLen is the length of a key's hexadecimal form.
-const keyHexLen = 2 * len(Key{})
+const keyHexLen = 2 * noise.KeySize
 
 // decodeKeyHex decodes exactly 64 hexadecimal characters (either case) into
 // k. It reports false, leaving k unspecified, for any other input.
-func decodeKeyHex(k *Key, src []byte) bool {
+func decodeKeyHex(k *noise.Key, src []byte) bool {
 	if len(src) != keyHexLen {
 		return false
 	}
@@ -37,7 +39,7 @@ func hexNibble(c byte) (v, bad uint32) {
 }
 
 // appendKeyHex appends the 64 lowercase hexadecimal characters of k.
-func appendKeyHex(dst []byte, k *Key) []byte {
+func appendKeyHex(dst []byte, k *noise.Key) []byte {
 	for _, b := range k {
 		dst = append(dst, hexDigit(uint32(b)>>4), hexDigit(uint32(b)&0xf))
 	}

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/wirelane/wirelane/device"
+	"github.com/wirelane/wirelane/device/noise"
 )
 
 func TestKeyHexRoundTripsEveryByteValue(t *testing.T) {
-	for b := 0; b < 256; b += len(Key{}) {
-		var k Key
+	for b := 0; b < 256; b += len(noise.Key{}) {
+		var k noise.Key
 		for i := range k {
 			k[i] = byte(b + i)
 		}
@@ -18,7 +21,7 @@ func TestKeyHexRoundTripsEveryByteValue(t *testing.T) {
 		if want := hex.EncodeToString(k[:]); string(enc) != want {
 			t.Fatalf("appendKeyHex = %s, want %s", enc, want)
 		}
-		var lower, upper Key
+		var lower, upper noise.Key
 		if !decodeKeyHex(&lower, enc) || lower != k {
 			t.Fatalf("decoding lowercase %s failed", enc)
 		}
@@ -35,7 +38,7 @@ func TestKeyHexRejectsEveryNonHexCharacter(t *testing.T) {
 		for _, pos := range []int{0, 1, 63} {
 			in := bytes.Clone(valid)
 			in[pos] = byte(c)
-			var k Key
+			var k noise.Key
 			if got := decodeKeyHex(&k, in); got != isHex {
 				t.Fatalf("character %#x at %d: decode ok = %v, want %v", c, pos, got, isHex)
 			}
@@ -45,7 +48,7 @@ func TestKeyHexRejectsEveryNonHexCharacter(t *testing.T) {
 
 func TestKeyHexRejectsWrongLengths(t *testing.T) {
 	for _, n := range []int{0, 1, 62, 63, 65, 66, 128} {
-		var k Key
+		var k noise.Key
 		if decodeKeyHex(&k, bytes.Repeat([]byte("a"), n)) {
 			t.Errorf("%d characters accepted", n)
 		}
@@ -53,8 +56,8 @@ func TestKeyHexRejectsWrongLengths(t *testing.T) {
 }
 
 func TestKeyFormatsAsPlaceholder(t *testing.T) {
-	k := Key{1, 2, 3}
-	req := SetRequest{PrivateKey: &k, Peers: []PeerRequest{{PublicKey: k, PresharedKey: &k}}}
+	k := noise.Key{1, 2, 3}
+	req := device.Config{PrivateKey: &k, Peers: []device.PeerConfig{{PublicKey: k, PresharedKey: &k}}}
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%X", "%d"} {
 		out := fmt.Sprintf(verb, k) + fmt.Sprintf(verb, req) + fmt.Sprintf(verb, *req.PrivateKey)
 		if strings.Contains(out, "010203") || strings.Contains(out, "1 2 3") || strings.Contains(out, "[1 2") {
@@ -64,7 +67,7 @@ func TestKeyFormatsAsPlaceholder(t *testing.T) {
 }
 
 func TestKeyIsZero(t *testing.T) {
-	var k Key
+	var k noise.Key
 	if !k.IsZero() {
 		t.Fatal("zero key not zero")
 	}
@@ -80,7 +83,7 @@ func FuzzDecodeKeyHex(f *testing.F) {
 	f.Add(strings.Repeat("g", 64))
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
-		var k Key
+		var k noise.Key
 		ok := decodeKeyHex(&k, []byte(s))
 		ref, err := hex.DecodeString(s)
 		wantOK := err == nil && len(ref) == len(k)

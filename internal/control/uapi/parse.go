@@ -3,9 +3,9 @@ package uapi
 // A set=1 request flows: bufio.Reader -> lineReader.next (one line as a
 // slice of the reader's buffer, no copy for lines that fit in it) ->
 // setParser.line (key dispatch and value validation, no allocation except an
-// endpoint's address and the growth of the request's slices) -> SetRequest.
+// endpoint's address and the growth of the request's slices) -> device.Config.
 // Nothing reaches the device until the whole request has been read and
-// validated; Serve then hands it to Handler.Set.
+// validated; Serve then hands it to Handler.Configure.
 //
 // Decisions beyond what the reference implementations spell out:
 //   - Keys are accepted in either hexadecimal case (both references do) and
@@ -35,6 +35,9 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/wirelane/wirelane/device"
+	"github.com/wirelane/wirelane/device/noise"
 )
 
 // Limits on one set=1 request. They bound the memory a request can take
@@ -123,7 +126,7 @@ func (lr *lineReader) next() ([]byte, error) {
 //
 // The end of input at a line boundary also ends the operation; a last line
 // without its newline is an error.
-func ParseSet(r io.Reader) (*SetRequest, error) {
+func ParseSet(r io.Reader) (*device.Config, error) {
 	br, ok := r.(*bufio.Reader)
 	if !ok {
 		br = bufio.NewReaderSize(r, readerBufferSize)
@@ -143,8 +146,8 @@ func ParseSet(r io.Reader) (*SetRequest, error) {
 // first parse error, and readErr: nil when the blank line was read, io.EOF
 // when the input ended at a line boundary before it, or the read failure
 // (a parse error then also describes a last line without its newline).
-func parseSet(lr *lineReader) (req *SetRequest, perr *Error, readErr error) {
-	p := setParser{req: new(SetRequest)}
+func parseSet(lr *lineReader) (req *device.Config, perr *Error, readErr error) {
+	p := setParser{req: new(device.Config)}
 	for lineNo := 1; ; lineNo++ {
 		line, err := lr.next()
 		switch err {
@@ -182,7 +185,7 @@ func parseSet(lr *lineReader) (req *SetRequest, perr *Error, readErr error) {
 
 // setParser holds the state of one request while its lines are read.
 type setParser struct {
-	req     *SetRequest
+	req     *device.Config
 	inPeers bool // a public_key line has been read: peer keys apply to the last peer
 	allowed int  // allowed_ip lines so far
 }
@@ -199,11 +202,11 @@ func (p *setParser) line(line []byte) (string, Errno) {
 		if len(p.req.Peers) >= MaxPeers {
 			return "more than " + itoa(MaxPeers) + " peers in one request", ErrnoInvalid
 		}
-		var k Key
+		var k noise.Key
 		if !decodeKeyHex(&k, val) {
 			return "public_key: want 64 hexadecimal characters", ErrnoInvalid
 		}
-		p.req.Peers = append(p.req.Peers, PeerRequest{PublicKey: k})
+		p.req.Peers = append(p.req.Peers, device.PeerConfig{PublicKey: k})
 		p.inPeers = true
 		return "", 0
 	}
@@ -217,7 +220,7 @@ func (p *setParser) deviceLine(key, val []byte) (string, Errno) {
 	r := p.req
 	switch string(key) {
 	case "private_key":
-		var k Key
+		var k noise.Key
 		if !decodeKeyHex(&k, val) {
 			return "private_key: want 64 hexadecimal characters", ErrnoInvalid
 		}
@@ -251,7 +254,7 @@ func (p *setParser) deviceLine(key, val []byte) (string, Errno) {
 	return "", 0
 }
 
-func (p *setParser) peerLine(peer *PeerRequest, key, val []byte) (string, Errno) {
+func (p *setParser) peerLine(peer *device.PeerConfig, key, val []byte) (string, Errno) {
 	switch string(key) {
 	case "remove":
 		if string(val) != "true" {
@@ -264,7 +267,7 @@ func (p *setParser) peerLine(peer *PeerRequest, key, val []byte) (string, Errno)
 		}
 		peer.UpdateOnly = true
 	case "preshared_key":
-		var k Key
+		var k noise.Key
 		if !decodeKeyHex(&k, val) {
 			return "preshared_key: want 64 hexadecimal characters", ErrnoInvalid
 		}
@@ -314,7 +317,7 @@ func (p *setParser) peerLine(peer *PeerRequest, key, val []byte) (string, Errno)
 			// its final size in total instead of about 5x.
 			peer.AllowedIPs = slices.Grow(peer.AllowedIPs, max(8, len(peer.AllowedIPs)))
 		}
-		peer.AllowedIPs = append(peer.AllowedIPs, AllowedIPChange{Prefix: pfx.Masked(), Remove: remove})
+		peer.AllowedIPs = append(peer.AllowedIPs, device.AllowedIPChange{Prefix: pfx.Masked(), Remove: remove})
 	case "protocol_version":
 		if string(val) != "1" {
 			return badValue("protocol_version", val, "1"), ErrnoInvalid

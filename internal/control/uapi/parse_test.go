@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/wirelane/wirelane/device"
+	"github.com/wirelane/wirelane/device/noise"
 )
 
 // Keys used across the tests, as wg writes them (lowercase hexadecimal).
@@ -20,9 +23,9 @@ const (
 	hexZero = "0000000000000000000000000000000000000000000000000000000000000000"
 )
 
-func mustKey(t testing.TB, s string) Key {
+func mustKey(t testing.TB, s string) noise.Key {
 	t.Helper()
-	var k Key
+	var k noise.Key
 	if !decodeKeyHex(&k, []byte(s)) {
 		t.Fatalf("bad test key %q", s)
 	}
@@ -55,19 +58,19 @@ func TestParseSetAcceptsEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &SetRequest{
+	want := &device.Config{
 		PrivateKey:   ptr(mustKey(t, hexPriv)),
 		ListenPort:   ptr(uint16(51820)),
 		FwMark:       ptr(uint32(4294967295)),
 		ReplacePeers: true,
-		Peers: []PeerRequest{{
+		Peers: []device.PeerConfig{{
 			PublicKey:           mustKey(t, hexPub1),
 			UpdateOnly:          true,
 			PresharedKey:        ptr(mustKey(t, hexPSK)),
 			Endpoint:            ptr(netip.MustParseAddrPort("[fe80::1%eth0]:51820")),
 			PersistentKeepalive: ptr(uint16(25)),
 			ReplaceAllowedIPs:   true,
-			AllowedIPs: []AllowedIPChange{
+			AllowedIPs: []device.AllowedIPChange{
 				{Prefix: netip.MustParsePrefix("10.0.0.0/24")},
 				{Prefix: netip.MustParsePrefix("fd00::/64"), Remove: true},
 			},
@@ -93,7 +96,7 @@ func TestParseSetReplaceAllowedIPsDropsEarlierLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []AllowedIPChange{{Prefix: netip.MustParsePrefix("10.2.0.0/16")}}
+	want := []device.AllowedIPChange{{Prefix: netip.MustParsePrefix("10.2.0.0/16")}}
 	if p := got.Peers[0]; !p.ReplaceAllowedIPs || !reflect.DeepEqual(p.AllowedIPs, want) {
 		t.Fatalf("got %s", formatSet(got))
 	}
@@ -104,7 +107,7 @@ func TestParseSetEmptyRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, &SetRequest{}) {
+	if !reflect.DeepEqual(got, &device.Config{}) {
 		t.Fatalf("empty request parsed as %+v", got)
 	}
 }
@@ -294,7 +297,7 @@ func buildAllowedIPs(n int) string {
 func TestParseSet131071AllowedIPs(t *testing.T) {
 	const n = 131071
 	in := buildAllowedIPs(n)
-	var req *SetRequest
+	var req *device.Config
 	allocs := testing.AllocsPerRun(3, func() {
 		var err error
 		req, err = ParseSet(strings.NewReader(in))

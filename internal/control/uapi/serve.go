@@ -1,8 +1,8 @@
 package uapi
 
 // One connection flows: conn -> bufio.Reader -> operation line ->
-//   get=1: blank line -> Handler.Get streams into a Writer -> errno=N, blank
-//   set=1: parseSet (whole request validated) -> Handler.Set -> errno=N, blank
+//   get=1: blank line -> Handler.WriteStatus streams into a Writer -> errno=N, blank
+//   set=1: parseSet (whole request validated) -> Handler.Configure -> errno=N, blank
 // and loops until the client closes its end. Replies go through one
 // bufio.Writer, flushed after every answer. Operations on one connection run
 // one after another; separate connections run concurrently.
@@ -18,11 +18,12 @@ import (
 // Serve answers the operations that arrive on conn, one after another, until
 // the client closes the connection; then it closes conn and returns nil.
 //
-//   - get=1 followed by a blank line: Handler.Get's answer, then errno=N.
+//   - get=1 followed by a blank line: Handler.WriteStatus's answer, then
+//     errno=N.
 //     Anything but a blank line after get=1 is answered errno=-22 once the
 //     blank line arrives.
 //   - set=1, lines, blank line: the whole request is read and validated
-//     first; a valid one goes to Handler.Set. Either way the answer is
+//     first; a valid one goes to Handler.Configure. Either way the answer is
 //     errno=0 or errno=-N, and the connection stays usable.
 //   - any other line (including a stray blank line): errno=-71 is written
 //     and Serve closes the connection, since it can no longer tell where
@@ -76,7 +77,7 @@ func serve(rw io.ReadWriter, h Handler) error {
 				continue
 			}
 			w := NewWriter(bw)
-			if err := w.Finish(h.Get(w)); err != nil {
+			if err := w.Finish(h.WriteStatus(w)); err != nil {
 				return err
 			}
 		case "set=1":
@@ -91,7 +92,7 @@ func serve(rw io.ReadWriter, h Handler) error {
 			if perr != nil {
 				opErr = perr
 			} else {
-				opErr = h.Set(req)
+				opErr = h.Configure(req)
 			}
 			if err := answer(opErr); err != nil {
 				return err

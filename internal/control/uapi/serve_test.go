@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelane/wirelane/device"
 )
 
 // socketPair returns the two ends of a connected UNIX stream socket pair, as
@@ -99,17 +101,17 @@ func TestServeGoldenConversation(t *testing.T) {
 		t.Fatalf("answers:\n%q\nwant:\n%q", out, want)
 	}
 	sets := h.applied()
-	want := SetRequest{
+	want := device.Config{
 		PrivateKey: ptr(mustKey(t, hexPriv)),
 		ListenPort: ptr(uint16(51820)),
 		FwMark:     ptr(uint32(0x1234)),
-		Peers: []PeerRequest{{
+		Peers: []device.PeerConfig{{
 			PublicKey:           mustKey(t, hexPub1),
 			PresharedKey:        ptr(mustKey(t, hexPSK)),
 			Endpoint:            ptr(h.peers[0].info.Endpoint),
 			PersistentKeepalive: ptr(uint16(25)),
 			ReplaceAllowedIPs:   true,
-			AllowedIPs:          []AllowedIPChange{{Prefix: h.peers[0].allowed[0]}, {Prefix: h.peers[0].allowed[1]}},
+			AllowedIPs:          []device.AllowedIPChange{{Prefix: h.peers[0].allowed[0]}, {Prefix: h.peers[0].allowed[1]}},
 		}, {
 			PublicKey: mustKey(t, hexPub2),
 			Remove:    true,
@@ -120,7 +122,7 @@ func TestServeGoldenConversation(t *testing.T) {
 	}
 }
 
-func formatSetAll(sets []SetRequest) string {
+func formatSetAll(sets []device.Config) string {
 	var b strings.Builder
 	for i := range sets {
 		b.WriteString(formatSet(&sets[i]) + "--\n")
@@ -248,7 +250,7 @@ func TestServeConversations(t *testing.T) {
 // serving it allocates far less than the answer's size.
 func TestServeStreams131071AllowedIPs(t *testing.T) {
 	const n = 131071
-	h := &fakeHandler{peers: []fakePeer{{info: PeerInfo{PublicKey: mustKey(t, hexPub1)}, gen: n}}}
+	h := &fakeHandler{peers: []fakePeer{{info: device.PeerStatus{PublicKey: mustKey(t, hexPub1)}, gen: n}}}
 	client, server := socketPair(t)
 	served := make(chan error, 1)
 	go func() { served <- Serve(server, h) }()
@@ -341,7 +343,7 @@ func FuzzServe(f *testing.F) {
 // a peer with 131,071 allowed IPs over a UNIX socket, the client reading
 // line by line as wg does.
 func BenchmarkServeGet131071AllowedIPs(b *testing.B) {
-	h := &fakeHandler{peers: []fakePeer{{info: PeerInfo{PublicKey: mustKey(b, hexPub1)}, gen: 131071}}}
+	h := &fakeHandler{peers: []fakePeer{{info: device.PeerStatus{PublicKey: mustKey(b, hexPub1)}, gen: 131071}}}
 	client, server := socketPair(b)
 	go Serve(server, h)
 	br := bufio.NewReaderSize(client, 64<<10)

@@ -1,42 +1,22 @@
 // Package uapi speaks WireGuard's cross-platform userspace configuration
 // protocol (the one `wg` uses over /var/run/wireguard/NAME.sock): it parses
-// set=1 requests into a validated SetRequest, streams get=1 answers through a
-// Writer, and serves connections that carry several operations.
+// set=1 requests into a validated device.Config, writes a device's status
+// (device.StatusWriter) as a get=1 answer through a Writer, and serves
+// connections that carry several operations.
 //
-// The package knows nothing of the device: a Handler applies requests and
-// streams state. Parsing is complete before anything is applied, so a bad
-// line never leaves a half-applied configuration behind.
+// The text is this package's alone: the device speaks in its own types
+// (device.Config, device.Status), and a Handler (a *device.Device or a test
+// double) applies configurations and streams state. Parsing is complete
+// before anything is applied, so a bad line never leaves a half-applied
+// configuration behind.
 //
-// Files: types.go (the contract), keyhex.go (key encoding), parse.go (set=1
-// parser), writer.go (get=1 answers), serve.go (the operation loop),
-// listen.go (the socket, stale sockets, removal watch).
+// Files: types.go (the contract, errors), keyhex.go (key encoding),
+// parse.go (set=1 parser), writer.go (get=1 answers), serve.go (the
+// operation loop), text.go (one operation as a string), listen.go (the
+// socket, stale sockets, removal watch).
 package uapi
 
-import (
-	"fmt"
-	"net/netip"
-	"time"
-)
-
-// Key is a 32-byte Curve25519 or preshared key as carried on the wire
-// (64 hexadecimal characters; written lowercase, read in either case).
-//
-// A Key formats as a fixed placeholder with every fmt verb, so that a
-// SetRequest or PeerInfo printed by mistake never leaks key material.
-type Key [32]byte
-
-// IsZero reports whether k is all zeros (the wire's "no key"). It takes the
-// same time whatever the key holds.
-func (k Key) IsZero() bool {
-	var acc byte
-	for _, b := range k {
-		acc |= b
-	}
-	return acc == 0
-}
-
-// Format prints a placeholder instead of the key's bytes.
-func (k Key) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte("[key]")) }
+import "github.com/wirelane/wirelane/device"
 
 // Errno is a UAPI error number. The server answers errno=-N on the wire, as
 // the reference implementations do; Errno holds the positive N.
@@ -91,67 +71,17 @@ func itoa(n int) string {
 	return string(b[i:])
 }
 
-// SetRequest is one validated set=1 operation. Nil pointer fields were not
-// present in the request. When a key appears twice, the last value wins.
-type SetRequest struct {
-	PrivateKey   *Key    // all zeros clears the key
-	ListenPort   *uint16 // 0 = random
-	FwMark       *uint32 // 0 = off
-	ReplacePeers bool
-	Peers        []PeerRequest // in request order; one entry per public_key line
-}
-
-// PeerRequest is the part of a set=1 operation that follows one public_key.
-// A public key that appears twice yields two entries, applied in order.
-type PeerRequest struct {
-	PublicKey           Key
-	Remove              bool
-	UpdateOnly          bool
-	PresharedKey        *Key // all zeros = none
-	Endpoint            *netip.AddrPort
-	PersistentKeepalive *uint16 // seconds, 0 = off
-	// ReplaceAllowedIPs asks to drop the peer's allowed IPs before applying
-	// AllowedIPs. The parser has already discarded the allowed_ip lines
-	// that preceded replace_allowed_ips, so applying "replace, then
-	// AllowedIPs in order" gives the reference's line-by-line result.
-	ReplaceAllowedIPs bool
-	// AllowedIPs lists additions and removals in request order.
-	AllowedIPs []AllowedIPChange
-}
-
-// AllowedIPChange adds (Remove false) or removes one allowed-IPs prefix.
-type AllowedIPChange struct {
-	Prefix netip.Prefix // masked
-	Remove bool
-}
-
-// DeviceInfo is the device part of a get=1 answer.
-type DeviceInfo struct {
-	PrivateKey Key    // zero = none (then omitted)
-	ListenPort uint16 // omitted when 0, as the reference does
-	FwMark     uint32 // omitted when 0
-}
-
-// PeerInfo is one peer of a get=1 answer, without its allowed IPs (those are
-// streamed one by one through Writer.AllowedIP).
-type PeerInfo struct {
-	PublicKey           Key
-	PresharedKey        Key            // zero = none (written as zeros)
-	Endpoint            netip.AddrPort // invalid = none (then omitted)
-	LastHandshake       time.Time      // zero = never (written as 0 and 0)
-	TxBytes, RxBytes    uint64
-	PersistentKeepalive uint16
-}
-
-// Handler is the device side of the protocol. Serve calls it from one
-// goroutine per connection, so it must be safe for concurrent use.
+// Handler is the device side of the protocol; *device.Device is one. Serve
+// calls it from one goroutine per connection, so it must be safe for
+// concurrent use.
 type Handler interface {
-	// Get streams the device's state into w: w.Device once, then for each
-	// peer w.Peer followed by its w.AllowedIP calls. It returns the first
-	// error w reported. Serve writes the errno line and flushes afterwards.
-	Get(w *Writer) error
-	// Set applies a validated request. It returns an *Error for failures
-	// the client should see (for example ErrnoAddrUse); any other error is
-	// answered as ErrnoOther.
-	Set(req *SetRequest) error
+	// WriteStatus streams the device's state into w: w.Device once, then
+	// for each peer w.Peer followed by its w.AllowedIP calls. It returns
+	// the first error w reported. Serve writes the errno line and flushes
+	// afterwards.
+	WriteStatus(w device.StatusWriter) error
+	// Configure applies a validated request. Its error is answered with
+	// the errno ErrnoOf gives it (for example ErrnoAddrUse for a
+	// *device.BindError).
+	Configure(c *device.Config) error
 }

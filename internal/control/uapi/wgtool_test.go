@@ -23,6 +23,8 @@ import (
 	"golang.org/x/crypto/curve25519"
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
+
+	"github.com/wirelane/wirelane/device"
 )
 
 // wgServer serves h on a real /var/run/wireguard socket under a unique name
@@ -143,17 +145,17 @@ func TestRealWGSet(t *testing.T) {
 		"peer", b64(t, hexPub1), "preshared-key", pskFile, "endpoint", "[2001:db8::1]:51821",
 		"persistent-keepalive", "25", "allowed-ips", "10.0.0.0/24,fd00::/64",
 		"peer", b64(t, hexPub2), "remove")
-	want := SetRequest{
+	want := device.Config{
 		PrivateKey: ptr(mustKey(t, hexPriv)),
 		ListenPort: ptr(uint16(51820)),
 		FwMark:     ptr(uint32(0x1234)),
-		Peers: []PeerRequest{{
+		Peers: []device.PeerConfig{{
 			PublicKey:           mustKey(t, hexPub1),
 			PresharedKey:        ptr(mustKey(t, hexPSK)),
 			Endpoint:            ptr(netip.MustParseAddrPort("[2001:db8::1]:51821")),
 			PersistentKeepalive: ptr(uint16(25)),
 			ReplaceAllowedIPs:   true,
-			AllowedIPs: []AllowedIPChange{
+			AllowedIPs: []device.AllowedIPChange{
 				{Prefix: netip.MustParsePrefix("10.0.0.0/24")},
 				{Prefix: netip.MustParsePrefix("fd00::/64")},
 			},
@@ -198,7 +200,7 @@ func TestRealWGSeesErrors(t *testing.T) {
 // the kernel's own test size, through the streaming writer.
 func TestRealWG131071AllowedIPs(t *testing.T) {
 	const n = 131071
-	h := &fakeHandler{peers: []fakePeer{{info: PeerInfo{PublicKey: mustKey(t, hexPub1)}, gen: n}}}
+	h := &fakeHandler{peers: []fakePeer{{info: device.PeerStatus{PublicKey: mustKey(t, hexPub1)}, gen: n}}}
 	name := wgServer(t, h)
 	out := runWG(t, false, "show", name, "allowed-ips")
 	key, list, ok := strings.Cut(strings.TrimSuffix(out, "\n"), "\t")
@@ -270,7 +272,7 @@ func TestWgctrlClient(t *testing.T) {
 	}
 	sets := h.applied()
 	if len(sets) != 1 || *sets[0].ListenPort != 1234 || len(sets[0].Peers) != 1 || !sets[0].Peers[0].UpdateOnly ||
-		!reflect.DeepEqual(sets[0].Peers[0].AllowedIPs, []AllowedIPChange{{Prefix: netip.MustParsePrefix("10.9.0.0/16")}}) {
+		!reflect.DeepEqual(sets[0].Peers[0].AllowedIPs, []device.AllowedIPChange{{Prefix: netip.MustParsePrefix("10.9.0.0/16")}}) {
 		t.Fatalf("wgctrl applied:\n%s", formatSetAll(sets))
 	}
 

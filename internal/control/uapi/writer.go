@@ -1,6 +1,7 @@
 package uapi
 
-// A get=1 answer flows: Handler.Get -> Writer.Device / Peer / AllowedIP ->
+// A get=1 answer flows: Handler.WriteStatus -> Writer.Device / Peer /
+// AllowedIP ->
 // one line at a time formatted into a fixed scratch array -> bufio.Writer ->
 // the connection. Nothing holds the whole answer: memory stays constant
 // whatever the number of peers and allowed IPs, and a line costs no
@@ -12,12 +13,17 @@ import (
 	"io"
 	"net/netip"
 	"strconv"
+
+	"github.com/wirelane/wirelane/device"
+	"github.com/wirelane/wirelane/device/noise"
 )
 
 // writerBufferSize is the size of the bufio.Writer NewWriter creates: large
 // enough that a peer's fixed lines and a few hundred allowed IPs go out in
 // one write.
 const writerBufferSize = 16 << 10
+
+var _ device.StatusWriter = (*Writer)(nil)
 
 // Writer streams a get=1 answer in the order `wg` expects: the device keys,
 // then each peer's keys followed by its allowed IPs. It remembers the first
@@ -63,7 +69,7 @@ func (w *Writer) Err() error { return w.err }
 // listen_port (omitted when 0, as the reference does; `wg` reads a missing
 // port as 0) and fwmark (omitted when 0). It must be the first call, at
 // most once; a Handler with no device keys to report may skip it.
-func (w *Writer) Device(d DeviceInfo) error {
+func (w *Writer) Device(d device.Status) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -88,7 +94,7 @@ func (w *Writer) Device(d DeviceInfo) error {
 // invalid; IPv6 as [addr]:port), last_handshake_time_sec and _nsec (0 and 0
 // for never), tx_bytes, rx_bytes and persistent_keepalive_interval. Its
 // allowed IPs follow through AllowedIP.
-func (w *Writer) Peer(p PeerInfo) error {
+func (w *Writer) Peer(p device.PeerStatus) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -180,7 +186,9 @@ func appendErrno(dst []byte, err error) []byte {
 }
 
 // ErrnoOf returns the Errno an error is answered with: the one an *Error
-// carries (found with errors.As), ErrnoOther for anything else, 0 for nil.
+// carries (found with errors.As), ErrnoAddrUse for a *device.BindError (a
+// port or mark the bind refused), ErrnoIO for device.ErrClosed, ErrnoOther
+// for anything else, 0 for nil.
 func ErrnoOf(err error) Errno {
 	if err == nil {
 		return 0
@@ -189,10 +197,17 @@ func ErrnoOf(err error) Errno {
 	if errors.As(err, &e) && e.Errno > 0 {
 		return e.Errno
 	}
+	var be *device.BindError
+	if errors.As(err, &be) {
+		return ErrnoAddrUse
+	}
+	if errors.Is(err, device.ErrClosed) {
+		return ErrnoIO
+	}
 	return ErrnoOther
 }
 
-func (w *Writer) keyLine(prefix string, k *Key) {
+func (w *Writer) keyLine(prefix string, k *noise.Key) {
 	b := append(w.scratch[:0], prefix...)
 	b = appendKeyHex(b, k)
 	w.line(append(b, '\n'))

@@ -10,14 +10,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wirelane/wirelane/device"
 )
 
 // goldenPeers is a device with two peers whose get=1 answer is goldenGet.
 func goldenHandler(t testing.TB) *fakeHandler {
 	return &fakeHandler{
-		dev: DeviceInfo{PrivateKey: mustKey(t, hexPriv), ListenPort: 51820, FwMark: 51820},
+		dev: device.Status{PrivateKey: mustKey(t, hexPriv), ListenPort: 51820, FwMark: 51820},
 		peers: []fakePeer{{
-			info: PeerInfo{
+			info: device.PeerStatus{
 				PublicKey:           mustKey(t, hexPub1),
 				PresharedKey:        mustKey(t, hexPSK),
 				Endpoint:            netip.MustParseAddrPort("[2001:db8::1]:51821"),
@@ -28,7 +30,7 @@ func goldenHandler(t testing.TB) *fakeHandler {
 			},
 			allowed: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24"), netip.MustParsePrefix("fd00::/64")},
 		}, {
-			info: PeerInfo{PublicKey: mustKey(t, hexPub2), Endpoint: netip.MustParseAddrPort("192.0.2.7:9")},
+			info: device.PeerStatus{PublicKey: mustKey(t, hexPub2), Endpoint: netip.MustParseAddrPort("192.0.2.7:9")},
 		}},
 	}
 }
@@ -62,7 +64,7 @@ func TestWriterGolden(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
 	h := goldenHandler(t)
-	if err := w.Finish(h.Get(w)); err != nil {
+	if err := w.Finish(h.WriteStatus(w)); err != nil {
 		t.Fatal(err)
 	}
 	if buf.String() != goldenGet {
@@ -73,7 +75,7 @@ func TestWriterGolden(t *testing.T) {
 func TestWriterOmitsEmptyDeviceKeys(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
-	w.Device(DeviceInfo{})
+	w.Device(device.Status{})
 	if err := w.Finish(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func TestWriterOmitsEmptyDeviceKeys(t *testing.T) {
 func TestWriterHandshakeBefore1970IsNever(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
-	w.Peer(PeerInfo{LastHandshake: time.Unix(-5, 7)})
+	w.Peer(device.PeerStatus{LastHandshake: time.Unix(-5, 7)})
 	w.Flush()
 	if !strings.Contains(buf.String(), "last_handshake_time_sec=0\nlast_handshake_time_nsec=0\n") {
 		t.Fatalf("got %q", buf.String())
@@ -98,9 +100,9 @@ func TestWriterRejectsMisuse(t *testing.T) {
 		run  func(w *Writer)
 	}{
 		{"allowed IP before any peer", func(w *Writer) { w.AllowedIP(netip.MustParsePrefix("10.0.0.0/8")) }},
-		{"device after a peer", func(w *Writer) { w.Peer(PeerInfo{}); w.Device(DeviceInfo{}) }},
-		{"device twice", func(w *Writer) { w.Device(DeviceInfo{}); w.Device(DeviceInfo{}) }},
-		{"invalid prefix", func(w *Writer) { w.Peer(PeerInfo{}); w.AllowedIP(netip.Prefix{}) }},
+		{"device after a peer", func(w *Writer) { w.Peer(device.PeerStatus{}); w.Device(device.Status{}) }},
+		{"device twice", func(w *Writer) { w.Device(device.Status{}); w.Device(device.Status{}) }},
+		{"invalid prefix", func(w *Writer) { w.Peer(device.PeerStatus{}); w.AllowedIP(netip.Prefix{}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,7 +158,7 @@ func (f *failWriter) Write(p []byte) (int, error) {
 func TestWriterStopsAtTheFirstWriteError(t *testing.T) {
 	h := &fakeHandler{peers: []fakePeer{{gen: 1 << 20}}}
 	w := NewWriter(&failWriter{after: 2})
-	err := h.Get(w)
+	err := h.WriteStatus(w)
 	if !errors.Is(err, io.ErrClosedPipe) {
 		t.Fatalf("Get returned %v, want the write error", err)
 	}
@@ -169,7 +171,7 @@ func TestWriterUsesCallersBufioWriter(t *testing.T) {
 	var buf bytes.Buffer
 	bw := bufio.NewWriter(&buf)
 	w := NewWriter(bw)
-	w.Device(DeviceInfo{ListenPort: 1})
+	w.Device(device.Status{ListenPort: 1})
 	if buf.Len() != 0 {
 		t.Fatal("wrote through before Flush")
 	}
@@ -189,12 +191,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 func TestWriterStreams131071AllowedIPsWithoutAllocating(t *testing.T) {
 	const n = 131071
-	h := &fakeHandler{peers: []fakePeer{{info: PeerInfo{PublicKey: mustKey(t, hexPub1)}, gen: n}}}
+	h := &fakeHandler{peers: []fakePeer{{info: device.PeerStatus{PublicKey: mustKey(t, hexPub1)}, gen: n}}}
 	var cw countingWriter
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	w := NewWriter(&cw)
-	if err := w.Finish(h.Get(w)); err != nil {
+	if err := w.Finish(h.WriteStatus(w)); err != nil {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
@@ -208,22 +210,22 @@ func TestWriterStreams131071AllowedIPsWithoutAllocating(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(1, func() {
 		w := NewWriter(io.Discard)
-		w.Finish(h.Get(w))
+		w.Finish(h.WriteStatus(w))
 	}); allocs > 3 {
 		t.Fatalf("%v allocations per answer, want at most 3 (writer and buffer)", allocs)
 	}
 }
 
 func BenchmarkWriterGet131071AllowedIPs(b *testing.B) {
-	h := &fakeHandler{peers: []fakePeer{{info: PeerInfo{PublicKey: mustKey(b, hexPub1)}, gen: 131071}}}
+	h := &fakeHandler{peers: []fakePeer{{info: device.PeerStatus{PublicKey: mustKey(b, hexPub1)}, gen: 131071}}}
 	var cw countingWriter
 	w := NewWriter(&cw)
-	w.Finish(h.Get(w))
+	w.Finish(h.WriteStatus(w))
 	b.SetBytes(int64(cw.bytes))
 	b.ReportAllocs()
 	for b.Loop() {
 		w := NewWriter(io.Discard)
-		if err := w.Finish(h.Get(w)); err != nil {
+		if err := w.Finish(h.WriteStatus(w)); err != nil {
 			b.Fatal(err)
 		}
 	}

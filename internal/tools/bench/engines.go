@@ -18,6 +18,7 @@ import (
 
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device"
+	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 // Engine names as they appear in reports.
@@ -37,6 +38,16 @@ type uapiDevice interface {
 	Close()
 }
 
+// wirelaneDevice gives Wirelane's device the text conversation wireguard-go's
+// offers, through the UAPI package that speaks it.
+type wirelaneDevice struct{ *device.Device }
+
+// IpcSet applies one set operation given as text.
+func (d wirelaneDevice) IpcSet(text string) error { return uapi.SetText(d.Device, text) }
+
+// IpcGet returns the answer to a get operation.
+func (d wirelaneDevice) IpcGet() (string, error) { return uapi.GetText(d.Device) }
+
 // engine builds a device of one implementation on an in-memory TUN with a
 // real UDP bind.
 type engine struct {
@@ -54,7 +65,7 @@ func wirelaneEngine(ref bool) engine {
 		name = EngineWirelaneRef
 	}
 	return engine{name: name, make: func(t *genTUN, key []byte) (uapiDevice, error) {
-		d := device.NewDevice(t, conn.NewStdBind(), device.Options{RefMode: ref})
+		d := wirelaneDevice{device.NewDevice(t, conn.NewStdBind(), device.Options{RefMode: ref})}
 		if err := d.IpcSet("private_key=" + hex.EncodeToString(key) + "\nlisten_port=0\n"); err != nil {
 			d.Close()
 			return nil, fmt.Errorf("%s: set private key: %w", name, err)

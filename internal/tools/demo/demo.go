@@ -118,7 +118,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 			return rep, fmt.Errorf("generate keys: %w", err)
 		}
 	}
-	fmt.Fprintf(out, "keys: generated two key pairs\n  A public key %s\n  B public key %s\n", a.key.PublicKey(), b.key.PublicKey())
+	fmt.Fprintf(out, "keys: generated two key pairs\n  A public key %s\n  B public key %s\n", a.key.PublicKey().String(), b.key.PublicKey().String())
 
 	// 2. Namespaces.
 	for _, s := range []*side{a, b} {

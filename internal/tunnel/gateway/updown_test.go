@@ -171,7 +171,7 @@ public_key = %q
 endpoint = "%s:51820"
 networks = [%q, "%s/32"]
 persistent_keepalive = 5
-`, s.ifname, s.ifname+".key", s.tunnel, o.priv.PublicKey(), o.under, o.lan, o.tunnel)
+`, s.ifname, s.ifname+".key", s.tunnel, o.priv.PublicKey().String(), o.under, o.lan, o.tunnel)
 		files[i] = filepath.Join(dir, fmt.Sprintf("site%d.toml", i))
 		if err := os.WriteFile(files[i], []byte(body), 0o600); err != nil {
 			t.Fatal(err)

@@ -13,9 +13,10 @@ import (
 // KeyLen is the length in bytes of a Curve25519 or preshared key.
 const KeyLen = noise.KeySize
 
-// Key is a Curve25519 private or public key, or a preshared key. Its text
-// form is the 44-character standard base64 encoding `wg` uses.
-type Key [KeyLen]byte
+// Key is a Curve25519 private or public key, or a preshared key: the
+// engine's noise.Key. Its text form (String) is the 44-character standard
+// base64 encoding `wg` uses; fmt prints it as a placeholder.
+type Key = noise.Key
 
 // ErrBadKey reports a key that is not 44 characters of canonical base64
 // encoding 32 bytes. The message matches what `wg` prints.
@@ -28,28 +29,16 @@ func ParseKey(s string) (Key, error) {
 	if err != nil {
 		return Key{}, ErrBadKey
 	}
-	return Key(k), nil
+	return k, nil
 }
-
-// String returns the base64 text form (44 characters), encoded in constant
-// time. Callers must not log the text of private or preshared keys.
-func (k Key) String() string { return noise.Base64Key(k) }
-
-// IsZero reports whether every byte of k is zero.
-func (k Key) IsZero() bool { return k == Key{} }
 
 // GeneratePresharedKey returns 32 random bytes from the system CSPRNG.
 func GeneratePresharedKey() (Key, error) {
-	k, err := noise.GeneratePresharedKey()
-	return Key(k), err
+	return noise.GeneratePresharedKey()
 }
 
 // GeneratePrivateKey returns a random Curve25519 private key, clamped as
 // RFC 7748 prescribes (and as `wg genkey` prints it).
 func GeneratePrivateKey() (Key, error) {
-	k, err := noise.GeneratePrivateKey()
-	return Key(k), err
+	return noise.GeneratePrivateKey()
 }
-
-// PublicKey returns the Curve25519 public key of the private key k.
-func (k Key) PublicKey() Key { return Key(noise.PrivateKey(k).PublicKey()) }

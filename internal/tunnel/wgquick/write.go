@@ -19,7 +19,7 @@ func (c *Config) Marshal() []byte {
 	in := &c.Interface
 	b.WriteString("[Interface]\n")
 	if in.PrivateKey != nil {
-		fmt.Fprintf(&b, "PrivateKey = %s\n", in.PrivateKey)
+		fmt.Fprintf(&b, "PrivateKey = %s\n", in.PrivateKey.String())
 	}
 	if in.ListenPort != nil {
 		fmt.Fprintf(&b, "ListenPort = %d\n", *in.ListenPort)
@@ -66,9 +66,9 @@ func (c *Config) Marshal() []byte {
 		if p.Name != "" {
 			fmt.Fprintf(&b, "# Name = %s\n", p.Name)
 		}
-		fmt.Fprintf(&b, "PublicKey = %s\n", p.PublicKey)
+		fmt.Fprintf(&b, "PublicKey = %s\n", p.PublicKey.String())
 		if p.PresharedKey != nil {
-			fmt.Fprintf(&b, "PresharedKey = %s\n", p.PresharedKey)
+			fmt.Fprintf(&b, "PresharedKey = %s\n", p.PresharedKey.String())
 		}
 		if len(p.AllowedIPs) > 0 {
 			s := make([]string, len(p.AllowedIPs))

@@ -1,4 +1,4 @@
-package device
+package uapi_test
 
 // Acceptance tests with the real `wg` tool (wireguard-tools) against the
 // device itself, over a /var/run/wireguard socket: wg setconf, showconf,
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/conn/conntest"
+	"github.com/wirelane/wirelane/device"
 	"github.com/wirelane/wirelane/device/noise"
 	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/tun/memtun"
@@ -26,7 +27,7 @@ import (
 
 // wgDevice serves a new device (down, in memory) on a unique UAPI socket and
 // returns it with the interface name wg must use.
-func wgDevice(t *testing.T) (*Device, *conntest.Network, string) {
+func wgDevice(t *testing.T) (*device.Device, *conntest.Network, string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: wg only talks to /var/run/wireguard")
@@ -35,7 +36,7 @@ func wgDevice(t *testing.T) (*Device, *conntest.Network, string) {
 		t.Skip("needs the wg tool (apt package wireguard-tools)")
 	}
 	nw := conntest.NewNetwork()
-	d := NewDevice(memtun.New("wg", 1420), nw.NewBind(netip.MustParseAddr("192.0.2.1")), Options{})
+	d := device.NewDevice(memtun.New("wg", 1420), nw.NewBind(netip.MustParseAddr("192.0.2.1")), device.Options{})
 	t.Cleanup(d.Close)
 	name := fmt.Sprintf("wla%d%c", os.Getpid()%100000, 'a'+len(t.Name())%26)
 	l, err := uapi.Listen(name)

@@ -1,24 +1,17 @@
 package device
 
 import (
-	"bufio"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/wirelane/wirelane/conn/conntest"
 	"github.com/wirelane/wirelane/device/noise"
-	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
-
-func hexKey(k [32]byte) string { return hex.EncodeToString(k[:]) }
 
 func newSolo(t *testing.T) (*Device, *conntest.Network, *conntest.Bind) {
 	t.Helper()
@@ -29,92 +22,45 @@ func newSolo(t *testing.T) (*Device, *conntest.Network, *conntest.Bind) {
 	return d, nw, b
 }
 
-func TestIpcSetGetRoundTrip(t *testing.T) {
-	d, _, _ := newSolo(t)
-	priv := mustKey(t)
-	p1, p2 := mustKey(t).PublicKey(), mustKey(t).PublicKey()
-	psk, _ := noise.GeneratePresharedKey()
-	cfg := fmt.Sprintf(`private_key=%s
-listen_port=51820
-fwmark=7
-public_key=%s
-preshared_key=%s
-endpoint=192.0.2.9:1234
-persistent_keepalive_interval=0
-allowed_ip=10.1.0.0/16
-allowed_ip=fd00:1::/64
-public_key=%s
-endpoint=[2001:db8::9]:4321
-allowed_ip=10.2.0.1/32
-`, hexKey(priv), hexKey(p1), hexKey(psk), hexKey(p2))
-	must(t, d.IpcSet(cfg))
-	got, err := d.IpcGet()
-	must(t, err)
-	for _, want := range []string{
-		"private_key=" + hexKey(priv) + "\n",
-		"listen_port=51820\n",
-		"fwmark=7\n",
-		"public_key=" + hexKey(p1) + "\npreshared_key=" + hexKey(psk) + "\n",
-		"endpoint=192.0.2.9:1234\n",
-		"allowed_ip=10.1.0.0/16\nallowed_ip=fd00:1::/64\n",
-		"public_key=" + hexKey(p2) + "\n",
-		"endpoint=[2001:db8::9]:4321\n",
-		"allowed_ip=10.2.0.1/32\n",
-		"last_handshake_time_sec=0\n",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("get answer lacks %q:\n%s", want, got)
-		}
-	}
-	if strings.Index(got, hexKey(p1)) > strings.Index(got, hexKey(p2)) {
-		t.Error("peers not in creation order")
-	}
-	if err := d.IpcSet("bogus_key=1\n"); err == nil {
-		t.Error("invalid line accepted")
-	}
-}
-
 func TestSetPrivateKeySemantics(t *testing.T) {
 	d, _, _ := newSolo(t)
 	raw := mustKey(t)
 	raw[0] |= 7 // unclamp
 	raw[31] |= 128
-	must(t, d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(raw))}))
+	must(t, d.Configure(&Config{PrivateKey: ptr(raw)}))
 	clamped := raw
 	clamped.Clamp()
 	if got := d.ident.Load().local.PrivateKey(); got != clamped {
 		t.Fatal("private key not clamped")
 	}
 	// A peer with our own public key is ignored.
-	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(clamped.PublicKey())}}}))
+	must(t, d.Configure(&Config{Peers: []PeerConfig{{PublicKey: clamped.PublicKey()}}}))
 	if d.lookupPeer(clamped.PublicKey()) != nil {
 		t.Fatal("peer with our own public key was added")
 	}
 	// Setting a private key whose public key is a peer's removes the peer.
 	other := mustKey(t)
-	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(other.PublicKey())}}}))
+	must(t, d.Configure(&Config{Peers: []PeerConfig{{PublicKey: other.PublicKey()}}}))
 	if d.lookupPeer(other.PublicKey()) == nil {
 		t.Fatal("peer not added")
 	}
-	must(t, d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(other))}))
+	must(t, d.Configure(&Config{PrivateKey: ptr(other)}))
 	if d.lookupPeer(other.PublicKey()) != nil {
 		t.Fatal("peer with the new public key survived")
 	}
 	// All zeros clears the key; Get then omits it.
-	must(t, d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key{})}))
+	must(t, d.Configure(&Config{PrivateKey: ptr(noise.Key{})}))
 	if d.ident.Load() != nil {
 		t.Fatal("zero key did not clear the identity")
 	}
-	got, err := d.IpcGet()
-	must(t, err)
-	if strings.Contains(got, "private_key=") {
-		t.Fatalf("cleared key still reported:\n%s", got)
+	if st := status(t, d); !st.dev.PrivateKey.IsZero() {
+		t.Fatal("cleared key still reported")
 	}
 }
 
 func TestSetPeerSemantics(t *testing.T) {
 	d, _, _ := newSolo(t)
-	must(t, d.Set(&uapi.SetRequest{PrivateKey: ptr(uapi.Key(mustKey(t)))}))
+	must(t, d.Configure(&Config{PrivateKey: ptr(mustKey(t))}))
 	k1, k2, k3 := mustKey(t).PublicKey(), mustKey(t).PublicKey(), mustKey(t).PublicKey()
 	count := func(pub noise.PublicKey) int {
 		p := d.lookupPeer(pub)
@@ -126,39 +72,39 @@ func TestSetPeerSemantics(t *testing.T) {
 		return d.allowed.Count(p)
 	}
 	// update_only does not create.
-	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(k1), UpdateOnly: true}}}))
+	must(t, d.Configure(&Config{Peers: []PeerConfig{{PublicKey: k1, UpdateOnly: true}}}))
 	if d.lookupPeer(k1) != nil {
 		t.Fatal("update_only created a peer")
 	}
-	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{
-		{PublicKey: uapi.Key(k1), AllowedIPs: prefixes("10.0.0.0/24", "10.0.1.0/24")},
-		{PublicKey: uapi.Key(k2), AllowedIPs: prefixes("10.0.2.0/24")},
+	must(t, d.Configure(&Config{Peers: []PeerConfig{
+		{PublicKey: k1, AllowedIPs: prefixes("10.0.0.0/24", "10.0.1.0/24")},
+		{PublicKey: k2, AllowedIPs: prefixes("10.0.2.0/24")},
 	}}))
 	// update_only changes an existing peer; allowed_ip=- removes one.
-	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{
-		PublicKey: uapi.Key(k1), UpdateOnly: true,
-		AllowedIPs: []uapi.AllowedIPChange{{Prefix: netip.MustParsePrefix("10.0.0.0/24"), Remove: true}},
+	must(t, d.Configure(&Config{Peers: []PeerConfig{{
+		PublicKey: k1, UpdateOnly: true,
+		AllowedIPs: []AllowedIPChange{{Prefix: netip.MustParsePrefix("10.0.0.0/24"), Remove: true}},
 	}}}))
 	if count(k1) != 1 {
 		t.Fatalf("k1 has %d prefixes, want 1", count(k1))
 	}
 	// A prefix moves to the peer that inserts it last.
-	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(k2), AllowedIPs: prefixes("10.0.1.0/24")}}}))
+	must(t, d.Configure(&Config{Peers: []PeerConfig{{PublicKey: k2, AllowedIPs: prefixes("10.0.1.0/24")}}}))
 	if count(k1) != 0 || count(k2) != 2 {
 		t.Fatalf("after takeover k1 %d k2 %d", count(k1), count(k2))
 	}
 	// replace_allowed_ips.
-	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(k2), ReplaceAllowedIPs: true, AllowedIPs: prefixes("192.168.0.0/16")}}}))
+	must(t, d.Configure(&Config{Peers: []PeerConfig{{PublicKey: k2, ReplaceAllowedIPs: true, AllowedIPs: prefixes("192.168.0.0/16")}}}))
 	if count(k2) != 1 {
 		t.Fatalf("replace_allowed_ips left %d prefixes", count(k2))
 	}
 	// remove.
-	must(t, d.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(k1), Remove: true}}}))
+	must(t, d.Configure(&Config{Peers: []PeerConfig{{PublicKey: k1, Remove: true}}}))
 	if d.lookupPeer(k1) != nil {
 		t.Fatal("peer not removed")
 	}
 	// replace_peers leaves only the peers of the request.
-	must(t, d.Set(&uapi.SetRequest{ReplacePeers: true, Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(k3)}}}))
+	must(t, d.Configure(&Config{ReplacePeers: true, Peers: []PeerConfig{{PublicKey: k3}}}))
 	if d.lookupPeer(k2) != nil || d.lookupPeer(k3) == nil {
 		t.Fatal("replace_peers did not replace")
 	}
@@ -172,12 +118,12 @@ func TestSetPeerSemantics(t *testing.T) {
 
 func TestSetListenPortAndFwmark(t *testing.T) {
 	d, nw, b := newSolo(t)
-	must(t, d.Set(&uapi.SetRequest{ListenPort: ptr(uint16(5000))}))
+	must(t, d.Configure(&Config{ListenPort: ptr(uint16(5000))}))
 	must(t, d.Up())
 	if b.Addr().Port() != 5000 {
 		t.Fatalf("bound to %v, want port 5000", b.Addr())
 	}
-	must(t, d.Set(&uapi.SetRequest{ListenPort: ptr(uint16(5001)), FwMark: ptr(uint32(51820))}))
+	must(t, d.Configure(&Config{ListenPort: ptr(uint16(5001)), FwMark: ptr(uint32(51820))}))
 	if b.Addr().Port() != 5001 {
 		t.Fatalf("rebound to %v, want port 5001", b.Addr())
 	}
@@ -188,17 +134,16 @@ func TestSetListenPortAndFwmark(t *testing.T) {
 	if _, _, err := squat.Open(6000); err != nil {
 		t.Fatal(err)
 	}
-	err := d.Set(&uapi.SetRequest{ListenPort: ptr(uint16(6000))})
-	var ue *uapi.Error
-	if !errors.As(err, &ue) || ue.Errno != uapi.ErrnoAddrUse {
-		t.Fatalf("port in use: got %v, want errno %d", err, uapi.ErrnoAddrUse)
+	err := d.Configure(&Config{ListenPort: ptr(uint16(6000))})
+	var be *BindError
+	if !errors.As(err, &be) || be.What != "listen port" || be.Port != 6000 {
+		t.Fatalf("port in use: got %v, want a *BindError for port 6000", err)
 	}
 	if b.Addr().Port() != 5001 {
 		t.Fatalf("after a failed rebind bound to %v, want the old port", b.Addr())
 	}
-	got, _ := d.IpcGet()
-	if !strings.Contains(got, "listen_port=5001\n") {
-		t.Fatalf("get after failed rebind:\n%s", got)
+	if st := status(t, d); st.dev.ListenPort != 5001 {
+		t.Fatalf("status after failed rebind reports port %d, want 5001", st.dev.ListenPort)
 	}
 }
 
@@ -230,8 +175,8 @@ func TestEndpointReplacedNoLatePackets(t *testing.T) {
 			defer func() { close(stop); wg.Wait() }()
 			waitFor(t, "traffic", func() bool { return p.nw.SentTo(old) > 20 })
 			elsewhere := netip.MustParseAddrPort("192.0.2.200:9")
-			must(t, p.a.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{
-				PublicKey: uapi.Key(p.kb.PublicKey()), Endpoint: &elsewhere,
+			must(t, p.a.Configure(&Config{Peers: []PeerConfig{{
+				PublicKey: p.kb.PublicKey(), Endpoint: &elsewhere,
 			}}}))
 			after := p.nw.SentTo(old)
 			waitFor(t, "traffic to the new endpoint", func() bool { return p.nw.SentTo(elsewhere) > 20 })
@@ -252,7 +197,7 @@ func TestRemovePeerNoLatePackets(t *testing.T) {
 	go streamTraffic(p, stop, &wg)
 	defer func() { close(stop); wg.Wait() }()
 	waitFor(t, "traffic", func() bool { return p.nw.SentTo(old) > 20 })
-	must(t, p.a.Set(&uapi.SetRequest{Peers: []uapi.PeerRequest{{PublicKey: uapi.Key(p.kb.PublicKey()), Remove: true}}}))
+	must(t, p.a.Configure(&Config{Peers: []PeerConfig{{PublicKey: p.kb.PublicKey(), Remove: true}}}))
 	after := p.nw.SentTo(old)
 	time.Sleep(50 * time.Millisecond)
 	if n := p.nw.SentTo(old); n != after {
@@ -307,44 +252,6 @@ func TestRoamingOnAuthenticatedPacketsOnly(t *testing.T) {
 	}
 	if g := peerA.routes.Borrow().Gen; g != gen+1 {
 		t.Fatalf("route generation went from %d to %d, want one publish", gen, g)
-	}
-}
-
-func TestServeConversation(t *testing.T) {
-	d, _, _ := newSolo(t)
-	c1, c2 := net.Pipe()
-	go uapi.Serve(c1, d)
-	defer c2.Close()
-	priv := mustKey(t)
-	peerKey := mustKey(t).PublicKey()
-	rd := bufio.NewReader(c2)
-	readAnswer := func() string {
-		var sb strings.Builder
-		for {
-			line, err := rd.ReadString('\n')
-			if err != nil {
-				t.Fatalf("reading answer: %v", err)
-			}
-			if line == "\n" {
-				return sb.String()
-			}
-			sb.WriteString(line)
-		}
-	}
-	fmt.Fprintf(c2, "set=1\nprivate_key=%s\nlisten_port=7777\npublic_key=%s\nallowed_ip=10.9.0.0/16\n\n", hexKey(priv), hexKey(peerKey))
-	if a := readAnswer(); a != "errno=0\n" {
-		t.Fatalf("set answered %q", a)
-	}
-	fmt.Fprintf(c2, "set=1\nlisten_port=nope\n\n")
-	if a := readAnswer(); a != "errno=-22\n" {
-		t.Fatalf("bad set answered %q", a)
-	}
-	fmt.Fprintf(c2, "get=1\n\n")
-	a := readAnswer()
-	for _, want := range []string{"private_key=" + hexKey(priv), "listen_port=7777", "public_key=" + hexKey(peerKey), "allowed_ip=10.9.0.0/16", "errno=0"} {
-		if !strings.Contains(a, want+"\n") {
-			t.Errorf("get answer lacks %q:\n%s", want, a)
-		}
 	}
 }
 
@@ -421,8 +328,75 @@ func TestRefModePeerRemovalClearsEndpoint(t *testing.T) {
 	if _, ok := pr.refEP.Endpoint(); !ok {
 		t.Fatal("RefMode peer has no endpoint after traffic")
 	}
-	must(t, p.a.IpcSet("public_key="+hexKey(p.kb.PublicKey())+"\nremove=true\n"))
+	must(t, p.a.Configure(&Config{Peers: []PeerConfig{{PublicKey: p.kb.PublicKey(), Remove: true}}}))
 	if _, ok := pr.refEP.Endpoint(); ok {
 		t.Fatal("removed RefMode peer still has an endpoint")
+	}
+}
+
+// stallingWriter is a StatusWriter whose reader stops reading: its first
+// AllowedIP call blocks until release is closed.
+type stallingWriter struct {
+	statusRecorder
+	stalled chan struct{} // closed when the first AllowedIP call blocks
+	release chan struct{}
+	once    sync.Once
+}
+
+func (w *stallingWriter) AllowedIP(p netip.Prefix) error {
+	w.once.Do(func() {
+		close(w.stalled)
+		<-w.release
+	})
+	return w.statusRecorder.AllowedIP(p)
+}
+
+// TestStalledStatusDoesNotStallTraffic: a status reader that stops in the
+// middle of a large answer (wg show piped into a pager, say) must not stop
+// packets from flowing, alone or while a Configure changes allowed IPs,
+// and must not block that Configure.
+func TestStalledStatusDoesNotStallTraffic(t *testing.T) {
+	for _, concurrentSet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("concurrent configure=%v", concurrentSet), func(t *testing.T) {
+			p := newPair(t, pairOpts{})
+			p.send(p.ta, p.tb, ipA4, ipB4, "warm up")
+			// Give A's peer many prefixes, so the answer spans many chunks.
+			must(t, p.a.Configure(&Config{Peers: []PeerConfig{{
+				PublicKey: p.kb.PublicKey(), AllowedIPs: bigPrefixes(20000),
+			}}}))
+			w := &stallingWriter{stalled: make(chan struct{}), release: make(chan struct{})}
+			statusDone := make(chan error, 1)
+			go func() { statusDone <- p.a.WriteStatus(w) }()
+			<-w.stalled
+			var wg sync.WaitGroup
+			defer func() { close(w.release); wg.Wait(); must(t, <-statusDone) }()
+			setDone := make(chan struct{})
+			if concurrentSet {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer close(setDone)
+					must(t, p.a.Configure(&Config{Peers: []PeerConfig{{
+						PublicKey: p.kb.PublicKey(), AllowedIPs: prefixes("10.77.0.0/16"),
+					}}}))
+				}()
+				time.Sleep(50 * time.Millisecond)
+			} else {
+				close(setDone)
+			}
+			for i := 0; i < 5; i++ {
+				pkt := ipPacket(ipA4, ipB4, []byte(fmt.Sprintf("during a stalled status %d", i)))
+				must(t, p.ta.Inject(pkt))
+				p.expectWithin(p.tb, pkt, 3*time.Second)
+				pkt = ipPacket(ipB4, ipA4, []byte(fmt.Sprintf("back during a stalled status %d", i)))
+				must(t, p.tb.Inject(pkt))
+				p.expectWithin(p.ta, pkt, 3*time.Second)
+			}
+			select {
+			case <-setDone:
+			case <-time.After(3 * time.Second):
+				t.Fatal("a Configure changing allowed IPs waited for a stalled status reader")
+			}
+		})
 	}
 }

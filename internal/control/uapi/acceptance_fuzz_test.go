@@ -1,4 +1,4 @@
-package device
+package uapi_test
 
 // A differential fuzz target for the UAPI set parser and its semantics: the
 // same set request goes to this device and to the reference device
@@ -19,12 +19,13 @@ import (
 	"golang.zx2c4.com/wireguard/tun/tuntest"
 
 	"github.com/wirelane/wirelane/conn/conntest"
+	"github.com/wirelane/wirelane/device"
 	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 
 func FuzzAcceptanceUAPIAgainstReference(f *testing.F) {
-	d := NewDevice(memtun.New("fz", 1420), conntest.NewNetwork().NewBind(netip.MustParseAddr("192.0.2.1")), Options{})
+	d := device.NewDevice(memtun.New("fz", 1420), conntest.NewNetwork().NewBind(netip.MustParseAddr("192.0.2.1")), device.Options{})
 	f.Cleanup(d.Close)
 	ref := wgdevice.NewDevice(tuntest.NewChannelTUN().TUN(), wgconn.NewDefaultBind(), wgdevice.NewLogger(wgdevice.LogLevelSilent, ""))
 	f.Cleanup(ref.Close)
