@@ -10,14 +10,15 @@
 //	send worker  rcu.Reader   --->   read section around one batch
 //	             Bind.Send(bufs, route)   (route is borrowed, never stored)
 //	receive      ReceiveFunc  <---   batches of (buf, size, Endpoint)
-//	roaming      RouteCache.Roam(eps, authed): at most one publication per batch
+//	roaming      RouteCache.Set(ep) when a batch authenticates from a new
+//	             place: at most one publication per batch
 //	invalidation StdBind.OnSourceInvalid(hook): hook runs once per event
 //
 // StdBind (bind_linux.go) is the kernel implementation of Bind; it owns the
 // RCU domain (StdBind.RCU) that the device's send goroutines read under and
-// that Close waits on. RefEndpoint (ref.go) is the conventional locked path,
-// kept for side-by-side measurement. docs/noref-send-path.md explains the
-// design and its invariants.
+// that Close waits on. The conventional locked path that the borrowed route
+// is measured against is the device's (device/refmode.go), not part of this
+// package. docs/noref-send-path.md explains the design and its invariants.
 //
 // Endpoints are values (netip types); nothing on the receive path allocates
 // per datagram.

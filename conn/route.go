@@ -49,10 +49,10 @@ func NewRoute(ep Endpoint, gen uint64) *Route {
 }
 
 // RouteCache holds one peer's current route. Senders borrow it with Borrow
-// (one atomic load); writers publish a new owned copy with Set, Roam,
-// ClearSrc or Clear when handshake state changes. A writer that must know no
-// sender still uses the previous route follows the publication with
-// RCU.Synchronize (Replace does both).
+// (one atomic load); writers publish a new owned copy with Set, ClearSrc or
+// Clear when handshake state changes. A writer that must know no sender
+// still uses the previous route follows the publication with
+// RCU.Synchronize.
 type RouteCache struct {
 	cur atomic.Pointer[Route] // the published route; stored only under mu, loaded anywhere
 
@@ -82,47 +82,6 @@ func (c *RouteCache) setLocked(ep Endpoint) (*Route, bool) {
 	r := NewRoute(ep, c.gen)
 	c.cur.Store(r)
 	return r, true
-}
-
-// Replace publishes a route for ep like Set and, when that changed the
-// route, waits for a grace period of d: once Replace returns, no sender
-// inside a read section of d still holds the previous route, so no packet
-// leaves for the old destination any more. It reports whether the route
-// changed. It must not be called inside a read section of d.
-func (c *RouteCache) Replace(ep Endpoint, d *RCU) bool {
-	_, changed := c.Set(ep)
-	if changed && d != nil {
-		d.Synchronize()
-	}
-	return changed
-}
-
-// Roam applies one received batch to the cache. eps are the endpoints the
-// batch's datagrams for this peer arrived from, in arrival order, and
-// authed[i] tells whether datagram i authenticated (nil means all did; a
-// short authed counts the missing entries as not authenticated). Only
-// authenticated datagrams may move an endpoint, and the last one wins: Roam
-// publishes at most one route per batch and none when the last authenticated
-// endpoint (destination and sticky source) equals the current one. The
-// unchanged case takes no lock. It reports whether a route was published.
-func (c *RouteCache) Roam(eps []Endpoint, authed []bool) bool {
-	last := -1
-	for i := len(eps) - 1; i >= 0; i-- {
-		if authed == nil || (i < len(authed) && authed[i]) {
-			last = i
-			break
-		}
-	}
-	if last < 0 {
-		return false
-	}
-	ep := eps[last]
-	ep.Dst = normalize(ep.Dst)
-	if cur := c.cur.Load(); cur != nil && cur.Endpoint == ep {
-		return false
-	}
-	_, changed := c.Set(ep)
-	return changed
 }
 
 // ClearSrc publishes a copy of the current route without its sticky source,
@@ -157,11 +116,4 @@ func (c *RouteCache) Endpoint() (Endpoint, bool) {
 		return r.Endpoint, true
 	}
 	return Endpoint{}, false
-}
-
-// LockWriter takes the writer lock and returns its unlock function. Tests
-// use it to show that senders never need it.
-func (c *RouteCache) LockWriter() (unlock func()) {
-	c.mu.Lock()
-	return c.mu.Unlock
 }

@@ -278,9 +278,9 @@ func (d *Device) removePeerLocked(p *peer) {
 	d.allowedMu.Lock()
 	d.allowed.RemoveValue(p)
 	d.allowedMu.Unlock()
-	p.stop() // RefMode sends end with the peer's sender goroutine
+	p.stop() // ref-mode sends end with the peer's sender goroutine
 	p.routes.Clear()
-	p.refEP.Clear()
+	p.refEP.clear()
 	d.syncSenders()
 	p.zeroKeys()
 }

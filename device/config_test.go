@@ -255,16 +255,6 @@ func TestRoamingOnAuthenticatedPacketsOnly(t *testing.T) {
 	}
 }
 
-func TestSendsNeedNoRouteWriterLock(t *testing.T) {
-	p := newPair(t, pairOpts{})
-	p.send(p.ta, p.tb, ipA4, ipB4, "warm up")
-	unlock := peerOf(p.a, p.kb).routes.LockWriter()
-	defer unlock()
-	for i := 0; i < 20; i++ {
-		p.send(p.ta, p.tb, ipA4, ipB4, fmt.Sprintf("while the writer lock is held %d", i))
-	}
-}
-
 func TestSourceInvalidationRebuildsRoutesOnce(t *testing.T) {
 	p := newPair(t, pairOpts{})
 	p.send(p.ta, p.tb, ipA4, ipB4, "a")
@@ -287,7 +277,7 @@ func TestSourceInvalidationRebuildsRoutesOnce(t *testing.T) {
 }
 
 // TestRefModeTakesTheLockedPath holds the locks the conventional path
-// takes per batch: in RefMode a send waits for the peer's endpoint mutex
+// takes per batch: in ref mode a send waits for the peer's endpoint mutex
 // and for the device lock, while the noref path goes through with both
 // held.
 func TestRefModeTakesTheLockedPath(t *testing.T) {
@@ -299,7 +289,7 @@ func TestRefModeTakesTheLockedPath(t *testing.T) {
 				p.send(p.tb, p.ta, ipB4, ipA4, "warm up back")
 				var unlock func()
 				if hold == "endpoint" {
-					unlock = peerOf(p.a, p.kb).refEP.LockWriter()
+					unlock = peerOf(p.a, p.kb).refEP.lockWriter()
 				} else {
 					p.a.mu.Lock()
 					unlock = p.a.mu.Unlock
@@ -319,18 +309,18 @@ func TestRefModeTakesTheLockedPath(t *testing.T) {
 	}
 }
 
-// TestRefModePeerRemovalClearsEndpoint: once a RefMode peer is removed,
+// TestRefModePeerRemovalClearsEndpoint: once a ref-mode peer is removed,
 // its locked endpoint is gone too.
 func TestRefModePeerRemovalClearsEndpoint(t *testing.T) {
 	p := newPair(t, pairOpts{refMode: true})
 	p.send(p.ta, p.tb, ipA4, ipB4, "warm up")
 	pr := peerOf(p.a, p.kb)
-	if _, ok := pr.refEP.Endpoint(); !ok {
-		t.Fatal("RefMode peer has no endpoint after traffic")
+	if _, ok := pr.refEP.endpoint(); !ok {
+		t.Fatal("ref-mode peer has no endpoint after traffic")
 	}
 	must(t, p.a.Configure(&Config{Peers: []PeerConfig{{PublicKey: p.kb.PublicKey(), Remove: true}}}))
-	if _, ok := pr.refEP.Endpoint(); ok {
-		t.Fatal("removed RefMode peer still has an endpoint")
+	if _, ok := pr.refEP.endpoint(); ok {
+		t.Fatal("removed ref-mode peer still has an endpoint")
 	}
 }
 

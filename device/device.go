@@ -12,6 +12,7 @@ import (
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device/allowedips"
 	"github.com/wirelane/wirelane/device/noise"
+	"github.com/wirelane/wirelane/internal/sys/refmode"
 	"github.com/wirelane/wirelane/tun"
 )
 
@@ -20,10 +21,6 @@ type Options struct {
 	// Logger receives diagnostics; nil discards them. Key material is never
 	// logged.
 	Logger *slog.Logger
-	// RefMode selects the conventional locked send path (endpoint under a
-	// per-peer mutex, device read lock per batch, a route built per send)
-	// so that the lock-free path can be measured against it.
-	RefMode bool
 	// Clock is the source of time for every timer; nil means real time.
 	Clock Clock
 }
@@ -38,8 +35,11 @@ type identity struct {
 // Device is a WireGuard interface: one private key, one UDP bind, one TUN
 // device and any number of peers.
 type Device struct {
-	log     *slog.Logger
-	clock   Clock
+	log   *slog.Logger
+	clock Clock
+	// refMode: this device sends on the locked ref path (refmode.go), as
+	// internal/sys/refmode said when it was created; immutable (tests set
+	// it before Up).
 	refMode bool
 	tun     tun.Device
 	bind    conn.Bind
@@ -67,7 +67,7 @@ type Device struct {
 	fwmark     uint32         // guarded by cfgMu
 	recvWG     sync.WaitGroup // receive goroutines of the open bind
 
-	// mu guards peers and peerList; RefMode senders read-lock it per batch.
+	// mu guards peers and peerList; ref-mode senders read-lock it per batch.
 	mu       sync.RWMutex
 	peers    map[noise.PublicKey]*peer // guarded by mu
 	peerList []*peer                   // guarded by mu; creation order for WriteStatus
@@ -110,7 +110,7 @@ func NewDevice(t tun.Device, b conn.Bind, opts Options) *Device {
 	d := &Device{
 		log:        opts.Logger,
 		clock:      opts.Clock,
-		refMode:    opts.RefMode,
+		refMode:    refmode.Enabled(),
 		tun:        t,
 		bind:       b,
 		tm:         defaultTiming(),

@@ -54,8 +54,8 @@ func newPair(t testing.TB, o pairOpts) *pair {
 		p.clk.afterFire = func() { time.Sleep(5 * time.Millisecond) }
 		clk = p.clk
 	}
-	p.a = NewDevice(p.ta, p.ba, Options{Clock: clk, RefMode: o.refMode})
-	p.b = NewDevice(p.tb, p.bb, Options{Clock: clk, RefMode: o.refMode})
+	p.a = newRefDevice(p.ta, p.ba, Options{Clock: clk}, o.refMode)
+	p.b = newRefDevice(p.tb, p.bb, Options{Clock: clk}, o.refMode)
 	t.Cleanup(func() { p.a.Close(); p.b.Close() })
 	p.ka, p.kb = mustKey(t), mustKey(t)
 	if o.psk {

@@ -41,8 +41,10 @@
 // sealed batch and Bind.Send. Roaming publishes a new route at most once per
 // received batch; an endpoint set through Configure, a peer's removal and Close
 // also wait for a grace period, so once they return no packet goes to the
-// old place. Options.RefMode selects the
-// conventional locked path instead, for A/B measurements.
+// old place. Ref mode (refmode.go) takes the conventional locked path
+// instead; it exists only for A/B measurements and is chosen by the
+// benchmark harness through internal/sys/refmode, not through this
+// package's API.
 //
 // # Sessions
 //
@@ -72,7 +74,7 @@
 //	peer.hsMu > peer.kpMu > indices.mu
 //	peer.stageMu > mu, pools.mu (stageMu is held while batches are queued
 //	or sent directly by the TUN reader, so that send order is counter
-//	order; a RefMode direct send read-locks mu under it)
+//	order; a ref-mode direct send read-locks mu under it)
 //	peer.recvMu > peer.stageMu, pools.mu (recvMu is held while a batch is
 //	delivered; a key confirmation flushes staged packets under it)
 //	allowedMu, rateLimiter.mu: held alone

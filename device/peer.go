@@ -28,9 +28,10 @@ type peer struct {
 
 	// routes is the current route, borrowed by senders without a lock.
 	routes conn.RouteCache
-	// refEP is the endpoint for the RefMode send path, kept in step with
-	// routes; it has its own mutex, taken per batch by RefMode senders.
-	refEP conn.RefEndpoint
+	// refEP is the endpoint for the ref-mode send path (refmode.go), kept
+	// in step with routes; it has its own mutex, taken per batch by
+	// ref-mode senders.
+	refEP refEndpoint
 
 	kpMu     sync.Mutex // guards keypairs.previous/next and writes of current
 	keypairs keypairs
@@ -152,7 +153,7 @@ func (p *peer) setEndpoint(ep conn.Endpoint) bool {
 	}
 	_, changed := p.routes.Set(ep)
 	if changed && p.d.refMode {
-		p.refEP.Set(ep)
+		p.refEP.set(ep)
 	}
 	return changed
 }
@@ -161,13 +162,13 @@ func (p *peer) setEndpoint(ep conn.Endpoint) bool {
 // again (after a handshake timeout, the source may no longer be valid).
 func (p *peer) clearEndpointSrc() {
 	if p.routes.ClearSrc() && p.d.refMode {
-		p.refEP.ClearSrc()
+		p.refEP.clearSrc()
 	}
 }
 
 // syncSenders waits until no sender can still be using a route or endpoint
 // published before the call: an RCU grace period for the lock-free path and
-// a pass through the device lock for RefMode.
+// a pass through the device lock for ref mode.
 func (d *Device) syncSenders() {
 	d.rcu.Synchronize()
 	d.mu.Lock()

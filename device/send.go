@@ -379,7 +379,7 @@ func (p *peer) transmit(b *batch, tx *txState) {
 	if len(bufs) > 0 {
 		if d.refMode {
 			// Device read lock, endpoint mutex, a route built per batch.
-			err = p.refEP.Send(tx.out, &d.mu, bufs)
+			err = p.refEP.send(tx.out, &d.mu, bufs)
 			sent = !errors.Is(err, conn.ErrNoRoute)
 		} else {
 			tx.reader.Enter()

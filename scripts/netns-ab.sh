@@ -6,7 +6,8 @@
 # between the binaries. Each run prints the receiver's Gbit/s and the CPU
 # seconds both daemons spent per GB carried; the end prints medians and the
 # ratios to the first binary. Any daemon with wireguard-go's command line
-# works (wirelaned, wireguard-go, wirelaned with --ref-mode).
+# works (wirelaned, wireguard-go, and wirelaned built with
+# -tags wirelane_refmode for the conventional locked send path).
 #
 # STREAMS=N in the environment runs N parallel TCP streams (iperf3 -P N).
 # With PING=N in the environment each run is instead a flood ping of N
@@ -18,10 +19,11 @@
 #   scripts/netns-ab.sh ROUNDS SECONDS NAME=BINARY[:FLAGS] NAME=BINARY[:FLAGS] ...
 # Example:
 #   go build -o /tmp/wirelaned ./cmd/wirelaned
+#   go build -tags wirelane_refmode -o /tmp/wirelaned-ref ./cmd/wirelaned
 #   go build -o /tmp/wireguard-go golang.zx2c4.com/wireguard
-#   scripts/netns-ab.sh 6 8 wireguard-go=/tmp/wireguard-go wirelane=/tmp/wirelaned
+#   scripts/netns-ab.sh 6 8 wireguard-go=/tmp/wireguard-go wirelane=/tmp/wirelaned ref=/tmp/wirelaned-ref
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,23p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,24p' "$0" >&2; exit 2; }
 ROUNDS=$1
 SECS=$2
 shift 2

@@ -47,6 +47,7 @@ func run(args []string) int {
 	handshakes := fs.Int("handshakes", 0, "handshakes timed per repeat (default 2000, 100 with --quick)")
 	wgBin := fs.String("wireguard-go", "", "wireguard-go binary for netns (default: build it)")
 	wlBin := fs.String("wirelaned", "", "wirelaned binary for netns (default: build it)")
+	wlRefBin := fs.String("wirelaned-ref", "", "ref-mode wirelaned (built with -tags wirelane_refmode) for netns (default: build it)")
 	markdown := fs.Bool("markdown", false, "print the table as Markdown")
 	openLoop := fs.Bool("open-loop", false, "inproc: unlimited generator (the sender reads as fast as it can; the loopback socket drops the excess)")
 	window := fs.Int("window", bench.DefaultWindow, "inproc: most packets in flight with the closed-loop generator")
@@ -96,7 +97,7 @@ func run(args []string) int {
 		return 2
 	}
 	cfg.Sections = sections
-	cfg.WireguardGoBin, cfg.WirelanedBin = *wgBin, *wlBin
+	cfg.WireguardGoBin, cfg.WirelanedBin, cfg.WirelanedRefBin = *wgBin, *wlBin, *wlRefBin
 	if *engines != "" {
 		cfg.Engines = strings.Split(*engines, ",")
 	}

@@ -1,7 +1,7 @@
 // Command wirelaned is Wirelane's userspace WireGuard daemon, a drop-in for
 // wireguard-go as wg-quick's WG_QUICK_USERSPACE_IMPLEMENTATION:
 //
-//	wirelaned [-f|--foreground] [--ref-mode] INTERFACE-NAME
+//	wirelaned [-f|--foreground] INTERFACE-NAME
 //
 // It creates the TUN interface and /var/run/wireguard/INTERFACE-NAME.sock,
 // returns once both are ready and keeps running in the background until the

@@ -24,8 +24,6 @@ const (
 	// EnvReadyFD names the descriptor a re-executed child reports its
 	// readiness on. Its presence marks the process as that child.
 	EnvReadyFD = "WIRELANE_READY_FD"
-	// EnvRefMode "1" selects the device's conventional send path.
-	EnvRefMode = "WIRELANE_REF_MODE"
 )
 
 // DefaultMTU is the MTU a newly created interface starts with (wg-quick and
@@ -96,9 +94,6 @@ type Config struct {
 	// UAPIFD is an inherited listening UAPI socket; 0 = create
 	// /var/run/wireguard/NAME.sock. Owned like TunFD.
 	UAPIFD int
-	// RefMode selects the device's conventional (locked) send path, for
-	// A/B comparisons.
-	RefMode bool
 	// ReexecArgs is the argument vector (program name first) the detached
 	// copy is started with; it must lead that copy back into Main with
 	// the same interface name. Nil means os.Args. The executable is always
@@ -146,9 +141,6 @@ func (c *Config) applyEnv() error {
 	}
 	if err := chachapoly.EnvError(); err != nil {
 		return err
-	}
-	if os.Getenv(EnvRefMode) == "1" {
-		c.RefMode = true
 	}
 	lvl, err := ParseLogLevel(os.Getenv(EnvLogLevel))
 	if err != nil {

@@ -65,7 +65,7 @@ type fakeEngine struct {
 	once sync.Once
 }
 
-func newFakeEngine(t tun.Device, log *slog.Logger, refMode bool) (engine, error) {
+func newFakeEngine(t tun.Device, log *slog.Logger) (engine, error) {
 	e := &fakeEngine{t: t, done: make(chan struct{})}
 	go func() {
 		bufs := make([][]byte, t.BatchSize())
@@ -115,7 +115,6 @@ func TestParseArgs(t *testing.T) {
 	}{
 		{args: []string{"wg0"}, want: Config{Interface: "wg0"}},
 		{args: []string{"-f", "wg0"}, want: Config{Interface: "wg0", Foreground: true}},
-		{args: []string{"--foreground", "--ref-mode", "wg0"}, want: Config{Interface: "wg0", Foreground: true, RefMode: true}},
 		{args: []string{"--log-file", "/tmp/w.log", "wg0"}, want: Config{Interface: "wg0", LogFile: "/tmp/w.log"}},
 		{args: []string{"--log-file=/tmp/w.log", "wg0"}, want: Config{Interface: "wg0", LogFile: "/tmp/w.log"}},
 		{args: []string{"wg0", "--log-file"}, wantErr: "--log-file needs a file name"},
@@ -125,6 +124,8 @@ func TestParseArgs(t *testing.T) {
 		{args: []string{"version"}, action: "version"},
 		{args: nil, wantErr: "missing interface name"},
 		{args: []string{"-x", "wg0"}, wantErr: `unknown option "-x" (argument 1)`},
+		// Ref mode is a build of the daemon (-tags wirelane_refmode), not a flag.
+		{args: []string{"--ref-mode", "wg0"}, wantErr: `unknown option "--ref-mode" (argument 1)`},
 		{args: []string{"wg0", "wg1"}, wantErr: `unexpected argument "wg1"`},
 	} {
 		cfg, action, err := parseArgs(tc.args)
@@ -135,7 +136,7 @@ func TestParseArgs(t *testing.T) {
 			continue
 		}
 		if err != nil || action != tc.action || cfg.Interface != tc.want.Interface ||
-			cfg.Foreground != tc.want.Foreground || cfg.RefMode != tc.want.RefMode || cfg.LogFile != tc.want.LogFile {
+			cfg.Foreground != tc.want.Foreground || cfg.LogFile != tc.want.LogFile {
 			t.Errorf("parseArgs(%q) = %+v, %q, %v; want %+v, %q", tc.args, cfg, action, err, tc.want, tc.action)
 		}
 	}
@@ -144,7 +145,7 @@ func TestParseArgs(t *testing.T) {
 func FuzzParseArgs(f *testing.F) {
 	f.Add("wg0")
 	f.Add("-f\x00wg0")
-	f.Add("--ref-mode\x00--\x00x")
+	f.Add("--foreground\x00--\x00x")
 	f.Add("--version")
 	f.Fuzz(func(t *testing.T, s string) {
 		args := strings.Split(s, "\x00")

@@ -74,13 +74,10 @@ func daemonize(ctx context.Context, cfg *Config) error {
 	case "journal":
 		files[2] = os.Stderr // the journal's stream, kept by the child
 	}
-	env := filterEnv(os.Environ(), EnvReadyFD, EnvForeground, EnvTunFD, EnvUAPIFD, EnvLogLevel, EnvRefMode, EnvLogTarget)
+	env := filterEnv(os.Environ(), EnvReadyFD, EnvForeground, EnvTunFD, EnvUAPIFD, EnvLogLevel, EnvLogTarget)
 	env = append(env, EnvReadyFD+"=3", EnvForeground+"=1", EnvLogTarget+"="+logTo.String())
 	if cfg.logLevelSet {
 		env = append(env, EnvLogLevel+"="+cfg.LogLevel.String())
-	}
-	if cfg.RefMode {
-		env = append(env, EnvRefMode+"=1")
 	}
 	for _, in := range []struct {
 		env string

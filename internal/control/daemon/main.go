@@ -29,7 +29,7 @@ import (
 func VersionString() string { return buildinfo.String() }
 
 // Usage is the help text; %[1]s is the program name.
-const Usage = `Usage: %[1]s [-f|--foreground] [--ref-mode] [--log-file PATH] INTERFACE-NAME
+const Usage = `Usage: %[1]s [-f|--foreground] [--log-file PATH] INTERFACE-NAME
        %[1]s --version | --help
 
 Runs a Wirelane WireGuard device on the TUN interface INTERFACE-NAME,
@@ -39,7 +39,6 @@ are ready and keeps running in the background. It exits when the interface
 is deleted, when the socket file is removed, or on SIGTERM/SIGINT.
 
   -f, --foreground  stay in the foreground (also WG_PROCESS_FOREGROUND=1)
-      --ref-mode    use the conventional locked send path (for comparisons)
       --log-file PATH
                     append the log to PATH; otherwise a detached daemon logs
                     to the journal under systemd, else to syslog, and says so
@@ -143,8 +142,6 @@ func parseArgs(args []string) (cfg Config, action string, err error) {
 			return cfg, "version", nil
 		case "-f", "--foreground":
 			cfg.Foreground = true
-		case "--ref-mode":
-			cfg.RefMode = true
 		case "--log-file":
 			if i+1 >= len(args) || args[i+1] == "" {
 				return cfg, "", fmt.Errorf("--log-file needs a file name (argument %d)", i+1)

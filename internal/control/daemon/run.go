@@ -95,7 +95,7 @@ func runForeground(ctx context.Context, cfg *Config) error {
 		sockPath = ln.Addr().String()
 	}
 
-	eng, err := engineFunc(dev, log, cfg.RefMode)
+	eng, err := engineFunc(dev, log)
 	if err != nil {
 		ln.Close()
 		dev.Close()

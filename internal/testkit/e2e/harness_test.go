@@ -34,8 +34,9 @@ var (
 	// implCLI is the same daemon reached through the CLI's hidden
 	// subcommand: its detached copy must come back through `daemon`.
 	implCLI = impl{name: "wirelane", args: []string{"daemon"}}
-	// implRef is Wirelane with the device's conventional locked send path.
-	implRef = impl{name: "wirelaned", args: []string{"--ref-mode"}}
+	// implRef is Wirelane with the device's conventional locked send path:
+	// wirelaned built with -tags wirelane_refmode.
+	implRef = impl{name: "wirelaned-ref"}
 )
 
 func (im impl) path() string { return filepath.Join(binDir, im.name) }

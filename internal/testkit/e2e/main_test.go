@@ -56,14 +56,21 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	for name, pkg := range map[string]string{
-		"wirelaned":    "github.com/wirelane/wirelane/cmd/wirelaned",
-		"wireguard-go": "golang.zx2c4.com/wireguard",
-		"wirelane":     "github.com/wirelane/wirelane/cmd/wirelane",
+	for name, b := range map[string]struct{ pkg, tags string }{
+		"wirelaned":    {pkg: "github.com/wirelane/wirelane/cmd/wirelaned"},
+		"wireguard-go": {pkg: "golang.zx2c4.com/wireguard"},
+		"wirelane":     {pkg: "github.com/wirelane/wirelane/cmd/wirelane"},
+		// The daemon whose devices take the conventional locked send path
+		// (internal/sys/refmode): a build, not a flag of the product.
+		"wirelaned-ref": {pkg: "github.com/wirelane/wirelane/cmd/wirelaned", tags: "wirelane_refmode"},
 	} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
+		args := []string{"build", "-o", filepath.Join(dir, name)}
+		if b.tags != "" {
+			args = append(args, "-tags", b.tags)
+		}
+		out, err := exec.Command("go", append(args, b.pkg)...).CombinedOutput()
 		if err != nil {
-			buildErr[name] = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+			buildErr[name] = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
 		}
 	}
 	return m.Run()

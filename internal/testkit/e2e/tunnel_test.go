@@ -116,7 +116,8 @@ func TestTCPContentIntact(t *testing.T) {
 	}
 }
 
-// TestRefModeAgainstFastPath runs the conventional send path (--ref-mode)
+// TestRefModeAgainstFastPath runs the conventional send path (wirelaned
+// built with -tags wirelane_refmode)
 // against the default one: both must carry traffic and interoperate.
 func TestRefModeAgainstFastPath(t *testing.T) {
 	need(t, implRef, "iperf3")

@@ -66,9 +66,11 @@ type Config struct {
 	// Engines compared in process; default wireguard-go, wirelane,
 	// wirelane-ref.
 	Engines []string
-	// WireguardGoBin and WirelanedBin are daemon binaries for the netns
-	// section; empty means build them into a temporary directory.
-	WireguardGoBin, WirelanedBin string
+	// WireguardGoBin, WirelanedBin and WirelanedRefBin are daemon binaries
+	// for the netns section; empty means build them into a temporary
+	// directory. WirelanedRefBin is wirelaned built with
+	// -tags wirelane_refmode (the wirelane-ref engine).
+	WireguardGoBin, WirelanedBin, WirelanedRefBin string
 	// Quick marks a smoke run (reported in the notes).
 	Quick bool
 	// OpenLoop runs the in-process generator without flow control, as

@@ -19,6 +19,7 @@ import (
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device"
 	"github.com/wirelane/wirelane/internal/control/uapi"
+	"github.com/wirelane/wirelane/internal/sys/refmode"
 )
 
 // Engine names as they appear in reports.
@@ -58,14 +59,17 @@ type engine struct {
 }
 
 // wirelaneEngine is Wirelane's device on conn.NewStdBind, with the lock-free
-// send path or (ref) the conventional locked one.
+// send path or (ref) the conventional locked one, which the harness asks for
+// through internal/sys/refmode while it creates the device.
 func wirelaneEngine(ref bool) engine {
 	name := EngineWirelane
 	if ref {
 		name = EngineWirelaneRef
 	}
 	return engine{name: name, make: func(t *genTUN, key []byte) (uapiDevice, error) {
-		d := wirelaneDevice{device.NewDevice(t, conn.NewStdBind(), device.Options{RefMode: ref})}
+		was := refmode.Set(ref)
+		d := wirelaneDevice{device.NewDevice(t, conn.NewStdBind(), device.Options{})}
+		refmode.Set(was)
 		if err := d.IpcSet("private_key=" + hex.EncodeToString(key) + "\nlisten_port=0\n"); err != nil {
 			d.Close()
 			return nil, fmt.Errorf("%s: set private key: %w", name, err)

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -164,12 +165,15 @@ func daemonArgs(engine string, bins netnsBins, ifname string) ([]string, error) 
 	case EngineWirelane:
 		return []string{bins.wirelaned, "-f", ifname}, nil
 	case EngineWirelaneRef:
-		return []string{bins.wirelaned, "-f", "--ref-mode", ifname}, nil
+		return []string{bins.wirelanedRef, "-f", ifname}, nil
 	}
 	return nil, fmt.Errorf("no daemon for engine %q", engine)
 }
 
-type netnsBins struct{ wireguardGo, wirelaned string }
+// netnsBins are the daemon binaries: wirelanedRef is wirelaned built with
+// -tags wirelane_refmode, whose devices take the locked ref path
+// (internal/sys/refmode); the product binary has no way to ask for it.
+type netnsBins struct{ wireguardGo, wirelaned, wirelanedRef string }
 
 // setupPair builds engine number idx's namespaces and link.
 func setupPair(engine string, idx int, tag string, bins netnsBins, keyDir string) (p *netnsPair, err error) {
@@ -325,17 +329,17 @@ func (p *netnsPair) floodPing(d time.Duration) (float64, error) {
 	return res.roundTripsPerSecond(), nil
 }
 
-// buildDaemons builds wireguard-go and wirelaned into dir, unless cfg names
-// binaries.
+// buildDaemons builds wireguard-go, wirelaned and the ref-mode wirelaned
+// into dir, unless cfg names binaries.
 func buildDaemons(cfg Config, dir string) (netnsBins, error) {
-	bins := netnsBins{wireguardGo: cfg.WireguardGoBin, wirelaned: cfg.WirelanedBin}
+	bins := netnsBins{wireguardGo: cfg.WireguardGoBin, wirelaned: cfg.WirelanedBin, wirelanedRef: cfg.WirelanedRefBin}
 	mod, err := run("", "go", "env", "GOMOD")
 	if err != nil {
 		return bins, err
 	}
 	root := filepath.Dir(strings.TrimSpace(mod))
-	build := func(out, pkg string) error {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
+	build := func(out, pkg string, flags ...string) error {
+		cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)
 		cmd.Dir = root
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %w: %s", pkg, err, strings.TrimSpace(string(b)))
@@ -351,6 +355,12 @@ func buildDaemons(cfg Config, dir string) (netnsBins, error) {
 	if bins.wirelaned == "" {
 		bins.wirelaned = filepath.Join(dir, "wirelaned")
 		if err := build(bins.wirelaned, "./cmd/wirelaned"); err != nil {
+			return bins, err
+		}
+	}
+	if bins.wirelanedRef == "" && slices.Contains(netnsEngines(cfg), EngineWirelaneRef) {
+		bins.wirelanedRef = filepath.Join(dir, "wirelaned-ref")
+		if err := build(bins.wirelanedRef, "./cmd/wirelaned", "-tags", "wirelane_refmode"); err != nil {
 			return bins, err
 		}
 	}

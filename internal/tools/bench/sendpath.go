@@ -7,8 +7,9 @@ package bench
 // looks at the route, so nothing but the route's cost is measured:
 //
 //	noref: reader.Enter(); sender.Send(batch, cache.Borrow()); reader.Exit()
-//	ref:   RefEndpoint.Send (device read lock, endpoint mutex, a Route
-//	       built for the batch)
+//	ref:   refEndpoint.send (device read lock, endpoint mutex, a Route
+//	       built for the batch), the model of the device's ref path
+//	       (device/refmode.go)
 //
 // The figure is CPU nanoseconds per batch: the window, times the CPUs the
 // goroutines could use (GOMAXPROCS, at most the machine's CPUs), divided
@@ -58,6 +59,25 @@ func (sinkBind) Send(bufs [][]byte, r *conn.Route) error {
 	return nil
 }
 
+// refEndpoint is the locked endpoint of the device's ref mode
+// (device/refmode.go, unexported there), as far as a send is concerned:
+// the device's read lock around the batch, the endpoint's mutex around its
+// copy, a Route built for the batch.
+type refEndpoint struct {
+	mu  sync.Mutex // guards ep and gen
+	ep  conn.Endpoint
+	gen uint64
+}
+
+func (e *refEndpoint) send(tx conn.Sender, devLock *sync.RWMutex, bufs [][]byte) error {
+	devLock.RLock()
+	defer devLock.RUnlock()
+	e.mu.Lock()
+	ep, gen := e.ep, e.gen
+	e.mu.Unlock()
+	return tx.Send(bufs, conn.NewRoute(ep, gen))
+}
+
 // sendPathRate runs threads goroutines sending batches for window with
 // GOMAXPROCS set to threads, and returns CPU nanoseconds per batch.
 func sendPathRate(ref bool, threads int, window time.Duration) (float64, error) {
@@ -67,11 +87,10 @@ func sendPathRate(ref bool, threads int, window time.Duration) (float64, error) 
 	var (
 		rcu   conn.RCU
 		cache conn.RouteCache
-		refEP conn.RefEndpoint
 		devMu sync.RWMutex
 	)
 	cache.Set(ep)
-	refEP.Set(ep)
+	refEP := &refEndpoint{ep: ep, gen: 1}
 
 	total, elapsed, err := timedWorkers(threads, window, func(stop *atomic.Bool) (uint64, error) {
 		tx, release := conn.NewSender(sinkBind{})
@@ -87,7 +106,7 @@ func sendPathRate(ref bool, threads int, window time.Duration) (float64, error) 
 			for range 256 {
 				var err error
 				if ref {
-					err = refEP.Send(tx, &devMu, bufs)
+					err = refEP.send(tx, &devMu, bufs)
 				} else {
 					rd.Enter()
 					err = tx.Send(bufs, cache.Borrow())
