@@ -201,12 +201,6 @@ func (b *StdBind) Offload() (gso, gro bool) {
 	return gso, gro
 }
 
-// HasIPv6 reports whether the open bind has an IPv6 socket.
-func (b *StdBind) HasIPv6() bool {
-	s := b.socks.Load()
-	return s != nil && s.v6 != nil
-}
-
 // Open binds an IPv4 and an IPv6 socket to port (0 picks one free for
 // both), or the one socket of Options.Addr, and returns one ReceiveFunc
 // per socket. IPv6 is skipped when the host has it disabled. Each ReceiveFunc must be called by one goroutine at

@@ -1,8 +1,18 @@
 package conn
 
-// Test hooks on RouteCache: the device does these jobs itself (it roams
-// with Set once per batch and waits with RCU.Synchronize), so they are not
-// part of the API; the tests use them to state the cache's contract.
+// Test hooks. The device does the RouteCache's jobs below itself (it roams
+// with Set once per batch and waits with RCU.Synchronize), and nothing but
+// the tests asks a Route or a StdBind these questions, so none of this is
+// part of the API; the tests use them to state the package's contract.
+
+// IsV6 reports whether the route's destination is an IPv6 (not 4in6) address.
+func (r *Route) IsV6() bool { return r.v6 }
+
+// HasIPv6 reports whether the open bind has an IPv6 socket.
+func (b *StdBind) HasIPv6() bool {
+	s := b.socks.Load()
+	return s != nil && s.v6 != nil
+}
 
 // Replace publishes a route for ep like Set and, when that changed the
 // route, waits for a grace period of d: once Replace returns, no sender

@@ -24,9 +24,6 @@ type Route struct {
 	saLen   uint32       // bytes of sa the kernel reads
 }
 
-// IsV6 reports whether the route's destination is an IPv6 (not 4in6) address.
-func (r *Route) IsV6() bool { return r.v6 }
-
 // UDPAddr returns the ready-made destination address. It must not be modified.
 func (r *Route) UDPAddr() *net.UDPAddr { return r.udpAddr }
 

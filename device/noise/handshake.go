@@ -148,14 +148,6 @@ func (h *Handshake) RemoteIndex() uint32 {
 	return h.remoteIndex
 }
 
-// LastInitiationConsumed returns when the last initiation from this peer was
-// accepted (zero if never).
-func (h *Handshake) LastInitiationConsumed() time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.lastInitiation
-}
-
 // seal encrypts plaintext with key and the zero nonce, authenticating ad,
 // into dst (which must have room for plaintext plus the tag).
 func seal(dst []byte, key *[KeySize]byte, plaintext, ad []byte) {
