@@ -638,7 +638,7 @@ func TestDeviceServeConversation(t *testing.T) {
 }
 
 // BenchmarkAcceptanceDeviceGet measures a get=1 answer for one peer with
-// 131,071 allowed IPs through Device.Get, per answer.
+// 131,071 allowed IPs through Device.WriteStatus and a Writer, per answer.
 func BenchmarkAcceptanceDeviceGet(b *testing.B) {
 	d := device.NewDevice(memtun.New("get", 1420), conntest.NewNetwork().NewBind(netip.MustParseAddr("192.0.2.1")), device.Options{})
 	b.Cleanup(d.Close)

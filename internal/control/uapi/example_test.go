@@ -6,9 +6,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/wirelane/wirelane/internal/control/uapi"
-
 	"github.com/wirelane/wirelane/device"
+	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 func ExampleParseSet() {

@@ -1,11 +1,11 @@
 package uapi
 
 // A get=1 answer flows: Handler.WriteStatus -> Writer.Device / Peer /
-// AllowedIP ->
-// one line at a time formatted into a fixed scratch array -> bufio.Writer ->
-// the connection. Nothing holds the whole answer: memory stays constant
-// whatever the number of peers and allowed IPs, and a line costs no
-// allocation. Finish ends the answer with errno=N and a blank line.
+// AllowedIP (the device.StatusWriter methods) -> one line at a time
+// formatted into a fixed scratch array -> bufio.Writer -> the connection.
+// Nothing holds the whole answer: memory stays constant whatever the number
+// of peers and allowed IPs, and a line costs no allocation. Finish ends the
+// answer with errno=N and a blank line.
 
 import (
 	"bufio"

@@ -132,6 +132,10 @@ func TestWriterFinishWritesNegativeErrno(t *testing.T) {
 		{&Error{Errno: ErrnoAddrUse, Msg: "port taken"}, "errno=-98\n\n"},
 		{errors.Join(errors.New("wrapped"), &Error{Errno: ErrnoIO}), "errno=-5\n\n"},
 		{errors.New("plain"), "errno=-55\n\n"},
+		// The device's own errors, as the reference answers them.
+		{&device.BindError{What: "listen port", Port: 51820, Err: errors.New("address in use")}, "errno=-98\n\n"},
+		{&device.BindError{What: "fwmark", Err: errors.New("not permitted")}, "errno=-98\n\n"},
+		{device.ErrClosed, "errno=-5\n\n"},
 	}
 	for _, tt := range tests {
 		var buf bytes.Buffer
