@@ -19,8 +19,8 @@ func benchPair(b *testing.B, ref bool) *pair {
 	p := &pair{}
 	p.nw, p.ba, p.bb = conntest.NewPair()
 	p.ta, p.tb = memtun.New("a", 1420), memtun.New("b", 1420)
-	p.a = newRefDevice(p.ta, p.ba, Options{}, ref)
-	p.b = newRefDevice(p.tb, p.bb, Options{}, ref)
+	p.a = newDevice(p.ta, p.ba, Options{}, nil, ref)
+	p.b = newDevice(p.tb, p.bb, Options{}, nil, ref)
 	b.Cleanup(func() { p.a.Close(); p.b.Close() })
 	var err error
 	if p.ka, err = noise.GeneratePrivateKey(); err != nil {
@@ -174,7 +174,7 @@ func BenchmarkSendPipelinePeers(b *testing.B) {
 			nw := conntest.NewNetwork()
 			hubTun := memtun.New("hub", 1420)
 			hubBind := nw.NewBind(netip.MustParseAddr("192.0.2.1"))
-			hub := newRefDevice(hubTun, hubBind, Options{}, ref)
+			hub := newDevice(hubTun, hubBind, Options{}, nil, ref)
 			b.Cleanup(hub.Close)
 			hubKey, _ := noise.GeneratePrivateKey()
 			if err := hub.Up(); err != nil {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// fakeClock is a Clock that moves only when a test calls Advance. Expired
+// fakeClock is a clock that moves only when a test calls Advance. Expired
 // timers run synchronously inside Advance, in deadline order.
 type fakeClock struct {
 	mu     sync.Mutex
@@ -33,7 +33,7 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: c, when: c.now.Add(d), active: true, f: f}

@@ -21,8 +21,6 @@ type Options struct {
 	// Logger receives diagnostics; nil discards them. Key material is never
 	// logged.
 	Logger *slog.Logger
-	// Clock is the source of time for every timer; nil means real time.
-	Clock Clock
 }
 
 // identity is the device's private key and what is derived from it. It is
@@ -36,10 +34,9 @@ type identity struct {
 // device and any number of peers.
 type Device struct {
 	log   *slog.Logger
-	clock Clock
+	clock clock // the source of time of every timer; immutable
 	// refMode: this device sends on the locked ref path (refmode.go), as
-	// internal/sys/refmode said when it was created; immutable (tests set
-	// it before Up).
+	// internal/sys/refmode said when it was created; immutable.
 	refMode bool
 	tun     tun.Device
 	bind    conn.Bind
@@ -107,10 +104,17 @@ type Device struct {
 // NewDevice returns a device that reads from t and sends on b. It starts the
 // workers and the TUN reader; call Up to open the bind.
 func NewDevice(t tun.Device, b conn.Bind, opts Options) *Device {
+	return newDevice(t, b, opts, realClock{}, refmode.Enabled())
+}
+
+// newDevice is NewDevice with the device's clock (nil: real time) and send
+// path chosen by the caller: tests drive time with a fake clock and take
+// either path.
+func newDevice(t tun.Device, b conn.Bind, opts Options, clk clock, refMode bool) *Device {
 	d := &Device{
 		log:        opts.Logger,
-		clock:      opts.Clock,
-		refMode:    refmode.Enabled(),
+		clock:      clk,
+		refMode:    refMode,
 		tun:        t,
 		bind:       b,
 		tm:         defaultTiming(),

@@ -48,14 +48,14 @@ func newPair(t testing.TB, o pairOpts) *pair {
 	p := &pair{t: t}
 	p.nw, p.ba, p.bb = conntest.NewPair()
 	p.ta, p.tb = memtun.New("a", 1420), memtun.New("b", 1420)
-	var clk Clock
+	var clk clock
 	if o.fakeClock {
 		p.clk = newFakeClock()
 		p.clk.afterFire = func() { time.Sleep(5 * time.Millisecond) }
 		clk = p.clk
 	}
-	p.a = newRefDevice(p.ta, p.ba, Options{Clock: clk}, o.refMode)
-	p.b = newRefDevice(p.tb, p.bb, Options{Clock: clk}, o.refMode)
+	p.a = newDevice(p.ta, p.ba, Options{}, clk, o.refMode)
+	p.b = newDevice(p.tb, p.bb, Options{}, clk, o.refMode)
 	t.Cleanup(func() { p.a.Close(); p.b.Close() })
 	p.ka, p.kb = mustKey(t), mustKey(t)
 	if o.psk {

@@ -58,7 +58,7 @@
 // # Timers
 //
 // Every protocol timer of the whitepaper runs per peer (timers.go) on a
-// Clock, which tests replace to drive time without sleeping. The durations
+// clock, which tests replace to drive time without sleeping. The durations
 // are in constants.go under the whitepaper's names.
 //
 // # Denial of service

@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device/noise"
-	"github.com/wirelane/wirelane/tun"
 )
 
 // ipPacket builds a UDP packet from src to dst carrying payload, IPv4 or
@@ -130,12 +128,4 @@ func status(t testing.TB, d *Device) *statusRecorder {
 // which owns the prefix allowed.
 func connectConfig(priv, pub noise.Key, ep netip.AddrPort, allowed string) *Config {
 	return &Config{PrivateKey: &priv, Peers: []PeerConfig{{PublicKey: pub, Endpoint: &ep, AllowedIPs: prefixes(allowed)}}}
-}
-
-// newRefDevice is NewDevice on the ref path when ref is set (the benchmark
-// harness chooses it through internal/sys/refmode; tests set the field).
-func newRefDevice(t tun.Device, b conn.Bind, opts Options, ref bool) *Device {
-	d := NewDevice(t, b, opts)
-	d.refMode = ref
-	return d
 }

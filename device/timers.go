@@ -26,7 +26,7 @@ import (
 // peerTimer is one restartable timer of a peer.
 type peerTimer struct {
 	mu       sync.Mutex // guards t and deadline, serialises mod/del/expiry
-	t        Timer      // guarded by mu
+	t        timer      // guarded by mu
 	deadline time.Time  // guarded by mu; when the armed timer is due
 	pending  atomic.Bool
 	fire     func()
