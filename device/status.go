@@ -27,7 +27,7 @@ type PeerStatus struct {
 	PresharedKey        noise.PresharedKey // all zeros: none
 	Endpoint            netip.AddrPort     // invalid: none
 	LastHandshake       time.Time          // zero: never
-	TxBytes, RxBytes    uint64             // transport data sent and received, headers included
+	TxBytes, RxBytes    uint64             // transfer to and from the peer (wg show's "transfer")
 	PersistentKeepalive uint16             // seconds, 0: off
 }
 

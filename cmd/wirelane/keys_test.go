@@ -20,7 +20,7 @@ func FuzzPubkey(f *testing.F) {
 			if k, kerr := wgquick.ParseKey(in[:44]); kerr == nil && strings.Trim(in[44:], " \t\n\v\f\r\x00") == "" {
 				valid = true
 				if err == nil && pub != k.PublicKey().String() {
-					t.Fatalf("pubkey(%q) = %q, want %q", in, pub, k.PublicKey())
+					t.Fatalf("pubkey(%q) = %q, want %q", in, pub, k.PublicKey().String())
 				}
 			}
 		}

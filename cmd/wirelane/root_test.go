@@ -256,7 +256,7 @@ PersistentKeepalive = 25
 PublicKey = %s
 AllowedIPs = 10.91.0.0/16, fd91::/48
 Endpoint = [::1]:51821
-`, priv, extra, peerPub, psk, peer2), peerPub
+`, priv, extra, peerPub, psk.String(), peer2), peerPub
 }
 
 func TestUpDown(t *testing.T) {
