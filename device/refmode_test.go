@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/conn"
+	"github.com/wirelane/wirelane/conn/conntest"
+	"github.com/wirelane/wirelane/internal/sys/refmode"
+	"github.com/wirelane/wirelane/tun/memtun"
 )
 
 // lockWriter takes the endpoint's mutex and returns its unlock function,
@@ -90,5 +93,19 @@ func TestRefEndpointSendWaitsForLocks(t *testing.T) {
 				t.Fatal("send still blocked after the lock was released")
 			}
 		})
+	}
+}
+
+// TestNewDeviceTakesRefModeFromTheSwitch: NewDevice reads
+// internal/sys/refmode once, and the device keeps that mode.
+func TestNewDeviceTakesRefModeFromTheSwitch(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		was := refmode.Set(on)
+		d := NewDevice(memtun.New("rm", 1420), conntest.NewNetwork().NewBind(netip.MustParseAddr("192.0.2.1")), Options{})
+		refmode.Set(was)
+		if d.refMode != on {
+			t.Errorf("refmode.Set(%v): device refMode = %v", on, d.refMode)
+		}
+		d.Close()
 	}
 }
