@@ -67,7 +67,7 @@ type PeerConfig struct {
 
 // AllowedIPChange adds (Remove false) or removes one allowed-IPs prefix.
 type AllowedIPChange struct {
-	Prefix netip.Prefix // masked: host bits set are an error of the caller, not fixed here
+	Prefix netip.Prefix // masked to its length when stored; an invalid prefix is ignored
 	Remove bool
 }
 
