@@ -14,7 +14,7 @@ func programDoc() *clidoc.Program {
 		Section: "8",
 		Summary: "Wirelane's userspace WireGuard daemon",
 		Synopsis: []string{
-			"wirelaned [-f|--foreground] [--ref-mode] [--log-file PATH] INTERFACE-NAME",
+			"wirelaned [-f|--foreground] [--log-file PATH] INTERFACE-NAME",
 			"wirelaned --version | --help",
 			"wirelaned [--socket PATH] [--metrics-address HOST:PORT] [--group NAME]",
 		},
@@ -30,7 +30,6 @@ ready and keeps running in the background. It exits when the interface is
 deleted, when the socket file is removed, or on SIGTERM or SIGINT.`,
 		Flags: []clidoc.Flag{
 			{Name: "foreground", Short: "f", Usage: "stay in the foreground (also WG_PROCESS_FOREGROUND=1)"},
-			{Name: "ref-mode", Usage: "use the conventional locked send path (for comparisons)"},
 			{Name: "log-file", Arg: "PATH", Usage: "append the log to PATH instead of the journal or syslog"},
 			{Name: "version", Usage: "print the version and the VCS revision it was built from"},
 			{Name: "help", Short: "h", Usage: "print the usage"},

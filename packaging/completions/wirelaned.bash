@@ -27,7 +27,7 @@ _wirelaned() {
 	local flags='' valueflags='' first='' words='' tunnels=0 files=''
 	case $cmdpath in
 	'')
-		flags='--foreground --help --log-file --ref-mode --version -f -h' valueflags='--log-file' first='' words='' tunnels=1 files='' ;;
+		flags='--foreground --help --log-file --version -f -h' valueflags='--log-file' first='' words='' tunnels=1 files='' ;;
 	*) return 0 ;;
 	esac
 	case " $valueflags " in *" $prev "*)

@@ -9,7 +9,6 @@ end
 
 complete -c wirelaned -f
 complete -c wirelaned -n __fish_use_subcommand -l foreground -s f -d 'stay in the foreground (also WG_PROCESS_FOREGROUND=1)'
-complete -c wirelaned -n __fish_use_subcommand -l ref-mode -d 'use the conventional locked send path (for comparisons)'
 complete -c wirelaned -n __fish_use_subcommand -l log-file -r -F -d 'append the log to PATH instead of the journal or syslog'
 complete -c wirelaned -n __fish_use_subcommand -l version -d 'print the version and the VCS revision it was built from'
 complete -c wirelaned -n __fish_use_subcommand -l help -s h -d 'print the usage'
