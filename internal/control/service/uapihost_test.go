@@ -84,10 +84,10 @@ func TestUAPIHostReadsRealDevices(t *testing.T) {
 	}
 	privA, pubA, pubA64 := wgKey(t)
 	privB, pubB, pubB64 := wgKey(t)
-	if err := uapi.SetText(da, "private_key=" + privA + "\npublic_key=" + pubB + "\nendpoint=" + bb.Addr().String() + "\nallowed_ip=10.0.0.2/32\n"); err != nil {
+	if err := uapi.SetText(da, "private_key="+privA+"\npublic_key="+pubB+"\nendpoint="+bb.Addr().String()+"\nallowed_ip=10.0.0.2/32\n"); err != nil {
 		t.Fatal(err)
 	}
-	if err := uapi.SetText(db, "private_key=" + privB + "\npublic_key=" + pubA + "\nendpoint=" + ba.Addr().String() + "\nallowed_ip=10.0.0.1/32\nallowed_ip=fd00::1/128\n"); err != nil {
+	if err := uapi.SetText(db, "private_key="+privB+"\npublic_key="+pubA+"\nendpoint="+ba.Addr().String()+"\nallowed_ip=10.0.0.1/32\nallowed_ip=fd00::1/128\n"); err != nil {
 		t.Fatal(err)
 	}
 	serveUAPI(t, dir, "wla", da)
