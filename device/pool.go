@@ -69,7 +69,7 @@ type pools struct {
 
 // largeBufferSize holds the largest UDP payload (a transport message of
 // up to 65535 bytes) and the largest IP packet read from a TUN device at
-// tunOffset.
+// tun.Offset.
 const largeBufferSize = noise.MessageTransportHeaderSize + 1<<16 + noise.AEADTagSize
 
 // maxFreeLarge bounds the free list of large packets.

@@ -218,17 +218,17 @@ func (b *batch) materialize() {
 // pk.src when the datagram is still where it landed, else in place.
 func (d *Device) open(kp *keypair, pk *packet, nonce []byte) {
 	binary.LittleEndian.PutUint64(nonce[4:], pk.counter)
-	ct := pk.buf[tunOffset:pk.n]
+	ct := pk.buf[tun.Offset:pk.n]
 	if pk.src != nil {
-		ct, pk.src = pk.src[tunOffset:pk.n], nil
+		ct, pk.src = pk.src[tun.Offset:pk.n], nil
 	}
-	out, err := kp.receive.Open(pk.buf[tunOffset:tunOffset], nonce, ct, nil)
+	out, err := kp.receive.Open(pk.buf[tun.Offset:tun.Offset], nonce, ct, nil)
 	if err != nil {
 		pk.ok = false
 		return
 	}
 	pk.ok = true
-	pk.n = tunOffset + len(out)
+	pk.n = tun.Offset + len(out)
 }
 
 // innerSource returns the source address bytes of an IP packet and its
@@ -335,7 +335,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 		valid = true
 		last = pk.ep
 		rx += uint64(pk.n + noise.AEADTagSize)
-		plain := pk.buf[tunOffset:pk.n]
+		plain := pk.buf[tun.Offset:pk.n]
 		if len(plain) == 0 {
 			continue // keepalive
 		}
@@ -351,7 +351,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 			continue
 		}
 		data = true
-		bufs = append(bufs, pk.buf[:tunOffset+l])
+		bufs = append(bufs, pk.buf[:tun.Offset+l])
 	}
 	if locked {
 		d.allowedMu.RUnlock()
@@ -374,9 +374,9 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	p.setEndpoint(last) // roaming: one publish at most, none when unchanged
 	if len(bufs) > 0 {
 		if d.tunMerges {
-			heads.Prepare(bufs, tunOffset)
+			heads.Prepare(bufs, tun.Offset)
 		}
-		if _, err := d.tun.Write(bufs, tunOffset); err != nil {
+		if _, err := d.tun.Write(bufs, tun.Offset); err != nil {
 			d.log.Debug("TUN write failed", "err", err)
 		}
 	}

@@ -38,14 +38,9 @@ import (
 	"github.com/wirelane/wirelane/tun"
 )
 
-// tunOffset is the room before each packet in a buffer: the transport
-// header is sealed there in place, and the TUN device's virtio-net header
-// fits in it on read and write.
-const tunOffset = tun.Offset
-
 // The transport header must fit exactly in the TUN offset.
-var _ [tunOffset - noise.MessageTransportHeaderSize]struct{}
-var _ [noise.MessageTransportHeaderSize - tunOffset]struct{}
+var _ [tun.Offset - noise.MessageTransportHeaderSize]struct{}
+var _ [noise.MessageTransportHeaderSize - tun.Offset]struct{}
 
 // batchSize is the largest batch moved through the pipeline.
 func (d *Device) batchSize() int {
@@ -123,7 +118,7 @@ func (d *Device) runTUNReader() {
 			if sizes[i] < 0 {
 				continue
 			}
-			pkt := pkts[i].buf[tunOffset : tunOffset+sizes[i]]
+			pkt := pkts[i].buf[tun.Offset : tun.Offset+sizes[i]]
 			var dst []byte
 			switch {
 			case len(pkt) >= 20 && pkt[0]>>4 == 4:
@@ -165,15 +160,15 @@ func (d *Device) runTUNReader() {
 // after following an MTU change when it does not fit. It reports false
 // (and logs) when the packet is larger than the MTU allows.
 func (d *Device) takeScratch(pkts []*packet, pkt []byte) bool {
-	if tunOffset+len(pkt)+noise.AEADTagSize > len(pkts[0].buf) {
+	if tun.Offset+len(pkt)+noise.AEADTagSize > len(pkts[0].buf) {
 		d.refreshMTU()
 		d.pool.getPackets(pkts[:1]) // a buffer of the new size, if any
-		if tunOffset+len(pkt)+noise.AEADTagSize > len(pkts[0].buf) {
+		if tun.Offset+len(pkt)+noise.AEADTagSize > len(pkts[0].buf) {
 			d.log.Warn("TUN packet larger than the MTU dropped", "len", len(pkt), "mtu", d.mtu.Load())
 			return false
 		}
 	}
-	copy(pkts[0].buf[tunOffset:], pkt)
+	copy(pkts[0].buf[tun.Offset:], pkt)
 	return true
 }
 
@@ -415,15 +410,15 @@ func (d *Device) seal(kp *keypair, pk *packet, nonce []byte) {
 	if n <= mtu {
 		padded = min((n+PaddingMultiple-1)&^(PaddingMultiple-1), mtu)
 	}
-	end := tunOffset + padded
+	end := tun.Offset + padded
 	if end+noise.AEADTagSize > len(pk.buf) {
 		pk.n = 0
 		return
 	}
-	clear(pk.buf[tunOffset+n : end])
+	clear(pk.buf[tun.Offset+n : end])
 	noise.PutTransportHeader(pk.buf, kp.remoteIndex, pk.counter)
 	binary.LittleEndian.PutUint64(nonce[4:], pk.counter)
-	kp.send.Seal(pk.buf[:tunOffset], nonce, pk.buf[tunOffset:end], nil)
+	kp.send.Seal(pk.buf[:tun.Offset], nonce, pk.buf[tun.Offset:end], nil)
 	pk.n = end + noise.AEADTagSize
 }
 

@@ -227,7 +227,7 @@ func Connect(o ConnectOptions) int {
 	go pumpFromTUN(d, &cur, &block)
 	// The session's receive goroutines write to the device themselves,
 	// a receive batch per write, so the device can coalesce it (GRO).
-	sess.DeliverTo(d, tunOffset)
+	sess.DeliverTo(d, tun.Offset)
 	ph.report(client.StateConnected, connectedLine(sess, name, ph.elapsed()), nil)
 	progress("tunnel up; press Ctrl-C to disconnect")
 	r := &reconnector{ctx: ctx, cfg: cfg, opts: opts, ph: ph, dev: d, nc: nc, dns: dns, routes: !o.NoRoutes, cur: &cur, applied: push,
@@ -353,9 +353,6 @@ func waitSession(ctx context.Context, sess *client.Session, ph *phases, teardown
 	}
 }
 
-// tunOffset is the room before each packet, the TUN pump's (tun.Offset).
-const tunOffset = tun.Offset
-
 // pumpFromTUN sends what the device reads into the current session's
 // tunnel, a device batch per WritePackets call, through the one TUN pump
 // (tun.Reader: the first buffer takes any packet, the others are sized for
@@ -364,7 +361,7 @@ const tunOffset = tun.Offset
 // holds a blocker), IPv6 packets are answered on the device instead
 // (block6.go), the replies of a batch in one write.
 func pumpFromTUN(d tun.Device, cur *atomic.Pointer[client.Session], block *atomic.Pointer[block6]) {
-	const offset = tunOffset
+	const offset = tun.Offset
 	rd := tun.NewReader(d, tun.ReaderConfig{})
 	n := len(rd.Buffers())
 	pkts := make([][]byte, n)

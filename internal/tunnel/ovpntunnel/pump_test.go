@@ -49,8 +49,8 @@ func TestPumpFromTUNBuffers(t *testing.T) {
 			return 0, fmt.Errorf("tun: segment of 9040 bytes does not fit a 1516-byte buffer")
 		},
 		func(bufs [][]byte) (int, error) {
-			if len(bufs[1]) != tunOffset+9000 {
-				t.Errorf("after the error: buffer 1 has %d bytes, want %d", len(bufs[1]), tunOffset+9000)
+			if len(bufs[1]) != tun.Offset+9000 {
+				t.Errorf("after the error: buffer 1 has %d bytes, want %d", len(bufs[1]), tun.Offset+9000)
 			}
 			return 0, os.NewSyscallError("read", syscall.EBADFD)
 		},
@@ -65,7 +65,7 @@ func TestPumpFromTUNBuffers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the pump did not end on a device error")
 	}
-	if len(sizes) != 8 || sizes[0] != tunOffset+65535 || sizes[1] != tunOffset+1500 || sizes[7] != tunOffset+1500 {
+	if len(sizes) != 8 || sizes[0] != tun.Offset+65535 || sizes[1] != tun.Offset+1500 || sizes[7] != tun.Offset+1500 {
 		t.Fatalf("buffer sizes %v: want the first for 64 KiB, the rest for an MTU of 1500", sizes)
 	}
 }

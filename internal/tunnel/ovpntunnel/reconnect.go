@@ -119,7 +119,7 @@ func (r *reconnector) run(teardown func()) int {
 			teardown()
 			return 1
 		}
-		next.DeliverTo(r.dev, tunOffset)
+		next.DeliverTo(r.dev, tun.Offset)
 		r.cur.Store(next)
 		r.ph.report(client.StateConnected, connectedLine(next, r.nc.name, r.ph.elapsed()), nil)
 		progress("tunnel up again (%s)", next.RemoteAddr())
