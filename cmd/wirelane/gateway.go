@@ -9,6 +9,7 @@ package main
 //	show:  parse -> read key files if possible -> print the summary
 //	up:    parse -> read key files -> gateway.Config -> wgtunnel.Up
 //	down:  parse (or a bare interface name) -> gateway.Config -> wgtunnel.Down
+//	reload: parse -> read key files -> gateway.Config -> wgtunnel.Reload
 
 import (
 	"errors"
@@ -31,6 +32,9 @@ const gatewayHelp = `Subcommands:
                 add addresses and a route for every site network; on
                 failure or Ctrl-C everything done so far is undone
   down FILE     remove the interface and what up added
+  reload FILE   change the running gateway to match the file, in place
+                (sites added and removed, networks moved; the sessions of
+                unchanged sites stay); see 'wirelane reload'
 
 FILE is a gateway TOML file ([interface] and one [[site]] per remote site;
 see docs/gateway.md). An argument that is a valid interface name and does
@@ -46,8 +50,10 @@ func cmdGateway(args []string) int {
 	sub, arg := rest[0], rest[1]
 	switch sub {
 	case "check", "show", "up", "down":
+	case "reload":
+		return reloadGateway(arg, false)
 	default:
-		return usageError("gateway", fmt.Errorf("unknown subcommand %q (want check, show, up or down)", sub))
+		return usageError("gateway", fmt.Errorf("unknown subcommand %q (want check, show, up, down or reload)", sub))
 	}
 	if (sub == "up" || sub == "down") && os.Geteuid() != 0 {
 		return fail(fmt.Errorf("gateway %s needs root: it changes interfaces, routes and rules (try: sudo %s gateway %s %s)", sub, prog, sub, arg))

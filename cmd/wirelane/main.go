@@ -3,12 +3,13 @@
 // builds and measures a tunnel between two network namespaces.
 //
 //	wirelane up|down|strip|save CONFIG_FILE|INTERFACE
+//	wirelane reload [--dry-run] CONFIG_FILE|INTERFACE|FILE.toml
 //	wirelane genkey | pubkey | genpsk
 //	wirelane list [--json]
 //	wirelane show [--json] [INTERFACE|all|interfaces]
 //	wirelane demo [--duration D] [--mtu N] [--keep]
 //	wirelane ovpn connect|serve [flags] FILE
-//	wirelane gateway check|show|up|down FILE.toml|NAME
+//	wirelane gateway check|show|up|down|reload FILE.toml|NAME
 //	wirelane --version | --help | help COMMAND
 //
 // `wirelane daemon IFNAME` (not listed in the usage) runs the userspace
@@ -61,12 +62,13 @@ func init() {
 		{name: "down", args: "CONFIG_FILE|INTERFACE", summary: "remove a tunnel made by up", help: downHelp, run: cmdDown, complete: tunnelArg},
 		{name: "strip", args: "CONFIG_FILE|INTERFACE", summary: "print the file without wg-quick-only keys", help: stripHelp, run: cmdStrip, complete: tunnelArg},
 		{name: "save", args: "CONFIG_FILE|INTERFACE", summary: "write a running tunnel's configuration back to its file", help: saveHelp, run: cmdSave, complete: tunnelArg},
+		{name: "reload", args: "[--dry-run] CONFIG_FILE|INTERFACE|FILE.toml", summary: "change a running tunnel to match its file, keeping sessions", help: reloadHelp, run: cmdReload, complete: tunnelArg},
 		{name: "list", args: "[--json]", summary: "list the tunnels you can bring up or down, and their state", help: listHelp, run: cmdList},
 		{name: "show", args: "[--json] [INTERFACE|all|interfaces]", summary: "show tunnels, peers, handshakes and transfer", help: showHelp, run: cmdShow, complete: clidoc.Args{Tunnels: true, Words: []string{"all", "interfaces"}}},
 		{name: "genkey", summary: "print a new private key", help: genkeyHelp, run: cmdGenkey},
 		{name: "pubkey", summary: "read a private key on stdin, print its public key", help: pubkeyHelp, run: cmdPubkey},
 		{name: "genpsk", summary: "print a new preshared key", help: genpskHelp, run: cmdGenpsk},
-		{name: "gateway", args: "check|show|up|down FILE.toml|NAME", summary: "site-to-site gateway from a TOML file", help: gatewayHelp, run: cmdGateway, words: []string{"check", "show", "up", "down"}, complete: clidoc.Args{Files: "*.toml"}},
+		{name: "gateway", args: "check|show|up|down|reload FILE.toml|NAME", summary: "site-to-site gateway from a TOML file", help: gatewayHelp, run: cmdGateway, words: []string{"check", "show", "up", "down", "reload"}, complete: clidoc.Args{Files: "*.toml"}},
 		{name: "demo", args: "[--duration D] [--mtu N] [--keep]", summary: "build a tunnel between two namespaces and measure it (root)", help: demoHelp, run: cmdDemo},
 		{name: "ovpn", args: "connect|serve [flags] FILE", summary: "OpenVPN 2.6: join a server, or serve clients", help: ovpnHelp, run: cmdOvpn},
 		{name: "daemon", args: "[-f] IFNAME", summary: "run the userspace daemon", hidden: true, run: cmdDaemon},

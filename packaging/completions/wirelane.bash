@@ -28,7 +28,7 @@ _wirelane() {
 	local flags='' valueflags='' first='' words='' tunnels=0 files=''
 	case $cmdpath in
 	'')
-		flags='--help --version -V -h' valueflags='' first='up down strip save list show genkey pubkey genpsk gateway demo ovpn' words='' tunnels=0 files='' ;;
+		flags='--help --version -V -h' valueflags='' first='up down strip save reload list show genkey pubkey genpsk gateway demo ovpn' words='' tunnels=0 files='' ;;
 	'up')
 		flags='--help' valueflags='' first='' words='' tunnels=1 files='*.conf' ;;
 	'down')
@@ -37,6 +37,8 @@ _wirelane() {
 		flags='--help' valueflags='' first='' words='' tunnels=1 files='*.conf' ;;
 	'save')
 		flags='--help' valueflags='' first='' words='' tunnels=1 files='*.conf' ;;
+	'reload')
+		flags='--dry-run --help' valueflags='' first='' words='' tunnels=1 files='*.conf' ;;
 	'list')
 		flags='--help --json' valueflags='' first='' words='' tunnels=0 files='' ;;
 	'show')
@@ -48,7 +50,7 @@ _wirelane() {
 	'genpsk')
 		flags='--help' valueflags='' first='' words='' tunnels=0 files='' ;;
 	'gateway')
-		flags='--help' valueflags='' first='check show up down' words='' tunnels=0 files='*.toml' ;;
+		flags='--help' valueflags='' first='check show up down reload' words='' tunnels=0 files='*.toml' ;;
 	'demo')
 		flags='--duration --help --keep --mtu' valueflags='--duration --mtu' first='' words='' tunnels=0 files='' ;;
 	'ovpn')

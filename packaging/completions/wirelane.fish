@@ -14,6 +14,7 @@ complete -c wirelane -n __fish_use_subcommand -a up -d 'create and configure a t
 complete -c wirelane -n __fish_use_subcommand -a down -d 'remove a tunnel made by up'
 complete -c wirelane -n __fish_use_subcommand -a strip -d 'print the file without wg-quick-only keys'
 complete -c wirelane -n __fish_use_subcommand -a save -d 'write a running tunnel\'s configuration back to its file'
+complete -c wirelane -n __fish_use_subcommand -a reload -d 'change a running tunnel to match its file, keeping sessions'
 complete -c wirelane -n __fish_use_subcommand -a list -d 'list the tunnels you can bring up or down, and their state'
 complete -c wirelane -n __fish_use_subcommand -a show -d 'show tunnels, peers, handshakes and transfer'
 complete -c wirelane -n __fish_use_subcommand -a genkey -d 'print a new private key'
@@ -34,6 +35,10 @@ complete -c wirelane -n '__fish_seen_subcommand_from strip' -F
 complete -c wirelane -n '__fish_seen_subcommand_from save' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from save' -a '(__wirelane_tunnels)' -d tunnel
 complete -c wirelane -n '__fish_seen_subcommand_from save' -F
+complete -c wirelane -n '__fish_seen_subcommand_from reload' -l help -d 'show this command'\''s help'
+complete -c wirelane -n '__fish_seen_subcommand_from reload' -l dry-run -d 'print the changes without applying them'
+complete -c wirelane -n '__fish_seen_subcommand_from reload' -a '(__wirelane_tunnels)' -d tunnel
+complete -c wirelane -n '__fish_seen_subcommand_from reload' -F
 complete -c wirelane -n '__fish_seen_subcommand_from list' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from list' -l json -d 'print JSON for programs (the schema is in --help)'
 complete -c wirelane -n '__fish_seen_subcommand_from show' -l help -d 'show this command'\''s help'
@@ -44,8 +49,8 @@ complete -c wirelane -n '__fish_seen_subcommand_from genkey' -l help -d 'show th
 complete -c wirelane -n '__fish_seen_subcommand_from pubkey' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from genpsk' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from gateway' -l help -d 'show this command'\''s help'
-complete -c wirelane -n '__fish_seen_subcommand_from gateway; and not __fish_seen_subcommand_from check show up down' -a 'check show up down'
-complete -c wirelane -n '__fish_seen_subcommand_from gateway; and __fish_seen_subcommand_from check show up down' -F
+complete -c wirelane -n '__fish_seen_subcommand_from gateway; and not __fish_seen_subcommand_from check show up down reload' -a 'check show up down reload'
+complete -c wirelane -n '__fish_seen_subcommand_from gateway; and __fish_seen_subcommand_from check show up down reload' -F
 complete -c wirelane -n '__fish_seen_subcommand_from demo' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from demo' -l duration -r -d 'length of the throughput test (0 skips it)'
 complete -c wirelane -n '__fish_seen_subcommand_from demo' -l keep -d 'leave the namespaces and tunnel running for inspection'

@@ -117,3 +117,13 @@ func (c *Conf) EnableIPv6(name string) error {
 	}
 	return nil
 }
+
+// RemoveAddress removes p from the interface, as DeleteAddress does; the
+// address is added again on undo (with AddAddress).
+func (c *Conf) RemoveAddress(name string, p netip.Prefix) error {
+	if err := c.DeleteAddress(name, p); err != nil {
+		return err
+	}
+	c.Undo.Push("removed address "+p.String(), func() error { return c.withoutUndo(func() error { return c.AddAddress(name, p) }) })
+	return nil
+}

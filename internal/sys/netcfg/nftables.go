@@ -338,3 +338,39 @@ func familyName(tf nftables.TableFamily) string {
 	}
 	return fmt.Sprintf("family %d", tf)
 }
+
+// RebuildAntiSpoofing replaces the family's table of ifname with one for
+// the addresses the interface has now (AddAntiSpoofing, in one atomic
+// batch). It records no inverse: the caller that changes addresses records
+// a rebuild of its own.
+func (f *Firewall) RebuildAntiSpoofing(fam int, ifname string, fwmark uint32) error {
+	return f.c.withoutUndo(func() error { return f.AddAntiSpoofing(fam, ifname, fwmark) })
+}
+
+// RemoveAntiSpoofing deletes the family's table of ifname (if there is
+// one). On undo the table is built again for fwmark and the addresses the
+// interface has then.
+func (f *Firewall) RemoveAntiSpoofing(fam int, ifname string, fwmark uint32) error {
+	tf, pf := tableFamily(fam)
+	tname := FirewallTableName(ifname)
+	cc, err := f.conn()
+	if err != nil {
+		return err
+	}
+	tables, err := cc.ListTablesOfFamily(tf)
+	if err != nil {
+		return fmt.Errorf("nftables: list tables: %w", err)
+	}
+	for _, t := range tables {
+		if t.Name != tname {
+			continue
+		}
+		f.c.logf("nft delete table %s %s", pf, tname)
+		cc.DelTable(t)
+		if err := cc.Flush(); err != nil {
+			return fmt.Errorf("nftables: delete table %s %s: %w", pf, tname, err)
+		}
+		f.c.Undo.Push("removed nftables table "+pf+" "+tname, func() error { return f.RebuildAntiSpoofing(fam, ifname, fwmark) })
+	}
+	return nil
+}

@@ -192,3 +192,73 @@ func maskSize(n *net.IPNet) (int, int) {
 	}
 	return n.Mask.Size()
 }
+
+// LinkRoute is a route through an interface, as LinkRoutes lists it.
+type LinkRoute struct {
+	Dst netip.Prefix
+	// Table is the route's table (unix.RT_TABLE_MAIN for the main one).
+	Table int
+}
+
+// LinkRoutes lists the routes through the interface that a tool added
+// (protocol boot, as AddRoute makes them), in every table. The kernel's
+// own routes (those of its addresses, local and multicast ones) are left
+// out.
+func (c *Conf) LinkRoutes(name string) ([]LinkRoute, error) {
+	l, err := c.Link(name)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := c.h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
+		netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return nil, fmt.Errorf("list routes of %s: %w", name, err)
+	}
+	var out []LinkRoute
+	for _, r := range rs {
+		if r.Protocol != unix.RTPROT_BOOT || r.Gw != nil {
+			continue
+		}
+		var dst netip.Prefix
+		if r.Dst == nil {
+			a := netip.IPv4Unspecified()
+			if r.Family == unix.AF_INET6 {
+				a = netip.IPv6Unspecified()
+			}
+			dst = netip.PrefixFrom(a, 0)
+		} else {
+			a, ok := netip.AddrFromSlice(r.Dst.IP)
+			if !ok {
+				continue
+			}
+			if r.Family == unix.AF_INET {
+				a = a.Unmap()
+			}
+			ones, _ := r.Dst.Mask.Size()
+			dst = netip.PrefixFrom(a, ones)
+		}
+		out = append(out, LinkRoute{Dst: dst, Table: r.Table})
+	}
+	return out, nil
+}
+
+// DeleteRoute removes the route for p through the interface in table (0 =
+// main), as AddRoute made it; one that is not there counts as removed. It
+// is added again on undo.
+func (c *Conf) DeleteRoute(name string, p netip.Prefix, table int) error {
+	l, err := c.Link(name)
+	if err != nil {
+		return err
+	}
+	r := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(p), Family: family(p.Addr()), Table: table}
+	if table != 0 && table != unix.RT_TABLE_MAIN {
+		c.logf("ip %s route del %s dev %s table %d", famFlag(r.Family), p, name, table)
+	} else {
+		c.logf("ip %s route del %s dev %s", famFlag(r.Family), p, name)
+	}
+	if err := ignoreGone(c.h.RouteDel(r)); err != nil {
+		return fmt.Errorf("remove route %s dev %s: %w", p, name, err)
+	}
+	c.Undo.Push("removed route "+p.String(), func() error { return c.withoutUndo(func() error { return c.addRoute(name, p, netip.Addr{}, table) }) })
+	return nil
+}

@@ -133,3 +133,16 @@ func (c *Conf) DeleteOrphanedDefaultRouteRules(fam, table int) (int, error) {
 	}
 	return n, errors.Join(errs...)
 }
+
+// RemoveDefaultRouteRules removes, in family fam, the rules
+// AddDefaultRouteRules added for table (DeleteDefaultRouteRules); they are
+// added again on undo.
+func (c *Conf) RemoveDefaultRouteRules(fam, table int) error {
+	if _, err := c.DeleteDefaultRouteRules(fam, table); err != nil {
+		return err
+	}
+	c.Undo.Push("removed rules", func() error {
+		return c.withoutUndo(func() error { return c.AddDefaultRouteRules(fam, table) })
+	})
+	return nil
+}

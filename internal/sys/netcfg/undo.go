@@ -55,3 +55,12 @@ func (u *Undo) Rollback() error {
 
 // Discard forgets the recorded inverses (the changes are kept).
 func (u *Undo) Discard() { u.steps = nil }
+
+// withoutUndo runs f, an inverse that calls Conf's own methods, without
+// recording the inverse of its change.
+func (c *Conf) withoutUndo(f func() error) error {
+	u := c.Undo
+	c.Undo = nil
+	defer func() { c.Undo = u }()
+	return f()
+}

@@ -1,0 +1,107 @@
+package main
+
+// `wirelane reload`: the running tunnel is changed in place into what its
+// file (a wg-quick file, or a gateway's TOML file) now says; the tunnel
+// library (wgtunnel.Reload) computes the plan and applies it with its
+// undo. This file only parses, prints the plan and reports.
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/wirelane/wirelane/internal/tunnel/gateway"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
+)
+
+const reloadHelp = `Changes the running tunnel into what its file now says, in place: peers
+added and removed; for a peer that stays only what changed (allowed IPs,
+endpoint, keepalive, preshared key), so its session, keypairs, counters
+and handshake state survive; addresses, MTU, the routes of the allowed IPs,
+the policy rules and firewall of a default route, FwMark and Table. The
+listen port is rebound only when it changed; PreUp and PostUp do not run
+again. A new private key restarts every session, and reload says so.
+Prints each change it makes; a reload that fails part-way undoes what it
+did and leaves the tunnel as it was. A file with no change changes nothing.
+
+` + quickFileHelp + `
+A FILE.toml is a gateway file (as 'wirelane gateway reload FILE').`
+
+func cmdReload(args []string) int {
+	fs := flag.NewFlagSet("reload", flag.ContinueOnError)
+	dry := fs.Bool("dry-run", false, "print the changes without applying them")
+	rest, st := parseFlags(fs, "reload", args, 1, 1)
+	if st >= 0 {
+		return st
+	}
+	arg := rest[0]
+	if strings.HasSuffix(arg, ".toml") {
+		return reloadGateway(arg, *dry)
+	}
+	if os.Geteuid() != 0 {
+		return fail(fmt.Errorf("reload needs root: it changes interfaces, routes and rules (try: sudo %s reload %s)", prog, arg))
+	}
+	cfg, err := wgquick.LoadFile(arg)
+	if err != nil {
+		return fail(err)
+	}
+	if wgquick.WorldAccessible(cfg.Path) {
+		fmt.Fprintf(os.Stderr, "Warning: `%s' is world accessible\n", cfg.Path)
+	}
+	return reloadTunnel(cfg, *dry)
+}
+
+// reloadGateway reloads the gateway of the file (or name) arg.
+func reloadGateway(arg string, dry bool) int {
+	if os.Geteuid() != 0 {
+		return fail(fmt.Errorf("reload needs root: it changes interfaces, routes and rules (try: sudo %s gateway reload %s)", prog, arg))
+	}
+	path, _ := gateway.Resolve(arg)
+	g, err := gateway.LoadFile(path)
+	if err != nil {
+		return fail(err)
+	}
+	if err := loadGatewayKeys(g); err != nil {
+		return fail(err)
+	}
+	return reloadTunnel(g.Config(), dry)
+}
+
+// reloadTunnel reloads cfg's tunnel (or, dry, prints the plan) and prints
+// what changed.
+func reloadTunnel(cfg *wgquick.Config, dry bool) int {
+	ctx, stop := signalContext()
+	defer stop()
+	o, done := tunnelOptions()
+	defer done()
+	noFW, err := wgtunnel.FirewallFromEnv()
+	if err != nil {
+		return fail(err)
+	}
+	o.NoFirewall = noFW
+	if dry {
+		o.Log = nil
+	}
+	p, err := wgtunnel.Reload(ctx, cfg, wgtunnel.ReloadOptions{Options: o, DryRun: dry})
+	if err != nil {
+		return failCtx(ctx, "reload", err)
+	}
+	lines := p.Lines()
+	switch {
+	case len(lines) == 0:
+		fmt.Printf("%s: no change (the running tunnel matches %s)\n", cfg.Name, cfg.Path)
+	case dry:
+		fmt.Printf("%s: reload would make %d change(s):\n", cfg.Name, len(lines))
+	default:
+		fmt.Printf("%s: reloaded from %s, %d change(s):\n", cfg.Name, cfg.Path, len(lines))
+	}
+	for _, l := range lines {
+		fmt.Printf("  %s\n", l)
+	}
+	if p.PrivateKey && !dry {
+		fmt.Fprintf(os.Stderr, "Warning: %s has a new private key: every peer's session restarted\n", cfg.Name)
+	}
+	return 0
+}
