@@ -250,7 +250,9 @@ func (c *Conf) DeleteRoute(name string, p netip.Prefix, table int) error {
 	if err != nil {
 		return err
 	}
-	r := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(p), Family: family(p.Addr()), Table: table}
+	// Scope "nowhere" matches a route of any scope, as `ip route del`
+	// asks (the kernel otherwise matches only scope universe).
+	r := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: ipNet(p), Family: family(p.Addr()), Table: table, Scope: netlink.SCOPE_NOWHERE}
 	if table != 0 && table != unix.RT_TABLE_MAIN {
 		c.logf("ip %s route del %s dev %s table %d", famFlag(r.Family), p, name, table)
 	} else {

@@ -67,8 +67,8 @@ func newKey(t *testing.T) wgtypes.Key {
 }
 
 // newHub makes A and the peers ns (2 = B ... 5 = E); A's file lists the
-// peers in aPeers.
-func newHub(t *testing.T, peers []int, aPeers []int) *hub {
+// peers in aPeers, with the extra allowed IPs of extra.
+func newHub(t *testing.T, peers []int, aPeers []int, extra map[int]string) *hub {
 	t.Helper()
 	need(t, implCLI)
 	h := &hub{dir: t.TempDir(), nsA: netns.New(t, "wlra"), a: netns.Unique("wl"), key: newKey(t), peers: map[int]*hubPeer{}}
@@ -83,7 +83,7 @@ func newHub(t *testing.T, peers []int, aPeers []int) *hub {
 		file := h.write(t, h.dir, p.ifname, conf)
 		cliUp(t, p.ns, file, p.ifname)
 	}
-	cliUp(t, h.nsA, h.write(t, h.dir, h.a, h.conf("Address = 10.70.0.1/24", aPeers, nil)), h.a)
+	cliUp(t, h.nsA, h.write(t, h.dir, h.a, h.conf("Address = 10.70.0.1/24", aPeers, extra)), h.a)
 	return h
 }
 
@@ -159,12 +159,12 @@ func tunnelState(t *testing.T, ns *netns.NS, ifname string) string {
 }
 
 // TestReloadKeepsSessions reloads A, with a ping to B every 10 ms, from
-// a file that removes C, gives D a new network, adds E and adds an
+// a file that removes C (and its network's route), gives D a new network, adds E and adds an
 // address: no ping to B is lost, B's handshake and receive counter stay,
 // E answers, C is gone, and A is then field by field what `up` of the new
 // file makes in a fresh namespace.
 func TestReloadKeepsSessions(t *testing.T) {
-	h := newHub(t, []int{2, 3, 4, 5}, []int{2, 3, 4})
+	h := newHub(t, []int{2, 3, 4, 5}, []int{2, 3, 4}, map[int]string{3: "10.73.0.0/16"})
 	for _, n := range []int{2, 3, 4} {
 		netns.Run(t, h.nsA, "ping", "-c", "1", "-W", "5", fmt.Sprintf("10.70.0.%d", n))
 	}
@@ -174,8 +174,8 @@ func TestReloadKeepsSessions(t *testing.T) {
 
 	newConf := h.conf("Address = 10.70.0.1/24, 10.80.0.1/24", []int{2, 4, 5}, map[int]string{4: "10.74.0.0/24"})
 	file := h.write(t, h.dir, h.a, newConf)
-	pinger := netns.Start(t, h.nsA, "ping", "-i", "0.01", "-c", "150", "-W", "1", "10.70.0.2")
-	time.Sleep(500 * time.Millisecond)
+	pinger := netns.Start(t, h.nsA, "ping", "-i", "0.01", "-c", "100", "-W", "1", "10.70.0.2")
+	time.Sleep(300 * time.Millisecond)
 	out, err := cli(h.nsA, "reload", file)
 	if err != nil {
 		t.Fatalf("reload: %v\n%s", err, out)
@@ -219,7 +219,7 @@ func TestReloadKeepsSessions(t *testing.T) {
 // reload with no change makes no netlink change at all (ip monitor sees
 // nothing) and leaves the device's state alone.
 func TestReloadThatFailsChangesNothing(t *testing.T) {
-	h := newHub(t, []int{2, 3}, []int{2})
+	h := newHub(t, []int{2, 3}, []int{2}, nil)
 	netns.Run(t, h.nsA, "ping", "-c", "1", "-W", "5", "10.70.0.2")
 	before := tunnelState(t, h.nsA, h.a)
 	dumpBefore := netns.Run(t, nil, "wg", "show", h.a, "latest-handshakes")
@@ -293,4 +293,43 @@ func udpInNetns(t *testing.T, ns *netns.NS, port int) net.PacketConn {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestReloadDefaultRoute reloads A into a full tunnel (B allowed 0.0.0.0/0)
+// and back: the fwmark, policy rules, route table and nftables table are
+// what a fresh up of each file makes, B keeps its session, and the way
+// back leaves A as it was before.
+func TestReloadDefaultRoute(t *testing.T) {
+	h := newHub(t, []int{2}, []int{2}, nil)
+	netns.Run(t, h.nsA, "ping", "-c", "1", "-W", "5", "10.70.0.2")
+	b := h.peers[2].key
+	hsBefore := peerField(t, h.a, "latest-handshakes", b)
+	before := tunnelState(t, h.nsA, h.a)
+	orig := filepath.Join(h.dir, h.a+".conf")
+
+	fullConf := h.conf("Address = 10.70.0.1/24", []int{2}, map[int]string{2: "0.0.0.0/0"})
+	full := h.write(t, t.TempDir(), h.a, fullConf)
+	if out, err := cli(h.nsA, "reload", full); err != nil {
+		t.Fatalf("reload: %v\n%s", err, out)
+	}
+	netns.Run(t, h.nsA, "ping", "-c", "1", "-W", "5", "10.70.0.2")
+	nsF := netns.New(t, "wlrf")
+	fresh := netns.Unique("wl")
+	cliUp(t, nsF, h.write(t, t.TempDir(), fresh, fullConf), fresh)
+	if got, want := tunnelState(t, h.nsA, h.a), tunnelState(t, nsF, fresh); got != want {
+		t.Errorf("after reload into a full tunnel:\n%s\nfresh up of the same file:\n%s", got, want)
+	}
+
+	out, err := cli(h.nsA, "reload", orig)
+	if err != nil {
+		t.Fatalf("reload back: %v\n%s", err, out)
+	}
+	t.Logf("reload back:\n%s", out)
+	if after := tunnelState(t, h.nsA, h.a); after != before {
+		t.Errorf("after reloading back:\n%s\nbefore:\n%s", after, before)
+	}
+	netns.Run(t, h.nsA, "ping", "-c", "1", "-W", "5", "10.70.0.2")
+	if hs := peerField(t, h.a, "latest-handshakes", b); hs != hsBefore {
+		t.Errorf("B's latest handshake %s -> %s: a reload restarted its session", hsBefore, hs)
+	}
 }
