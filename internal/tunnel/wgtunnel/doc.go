@@ -21,6 +21,14 @@
 //	   (anti-spoofing drop + fwmark save/restore)                     [undo: delete table]
 //	-> PostUp hooks -> done (undo stack discarded)
 //
+// Reload (reload.go) changes a running tunnel into what Up of its file
+// would make, in place: plan.go compares the running device (UAPI get)
+// and interface (netlink) with the file and lists only the differences;
+// they are applied as steps on the same undo stack, so a reload that
+// fails leaves the tunnel as it was. Peers that stay are changed with
+// update_only, keeping their sessions; hooks do not run; a plan with no
+// change makes no changing call.
+//
 // Down runs PreDown, saves (SaveConfig), deletes the rules, the nftables
 // tables and the link (the engine stops when its interface goes), removes
 // DNS and runs PostDown. A tunnel whose engine is gone (crashed, killed)
