@@ -20,7 +20,8 @@ const reloadHelp = `Changes the running tunnel into what its file now says, in p
 added and removed; for a peer that stays only what changed (allowed IPs,
 endpoint, keepalive, preshared key), so its session, keypairs, counters
 and handshake state survive; addresses, MTU, the routes of the allowed IPs,
-the policy rules and firewall of a default route, FwMark and Table. The
+the policy rules and firewall of a default route, FwMark, Table and DNS
+(compared with what systemd-resolved or resolvconf holds for the link). The
 listen port is rebound only when it changed; PreUp and PostUp do not run
 again. A new private key restarts every session, and reload says so.
 Prints each change it makes; a reload that fails part-way undoes what it

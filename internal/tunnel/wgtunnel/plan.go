@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/wirelane/wirelane/internal/sys/netcfg"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 )
 
@@ -50,6 +51,11 @@ type Plan struct {
 	// RefreshFirewall lists the families whose nftables table stays but is
 	// rebuilt because the interface's addresses changed.
 	RefreshFirewall []int
+	// DNS is set when the link's DNS settings change.
+	DNS *DNSChange
+	// Notes are what the plan could not compare or will not change, for
+	// the user (such as DNS settings that cannot be read back).
+	Notes []string
 
 	// run is the state the plan was computed from (what undo restores).
 	run *running
@@ -64,6 +70,11 @@ type PeerUpdate struct {
 	Config wgtypes.PeerConfig
 	// Changed names what changes ("allowed IPs", "endpoint", ...).
 	Changed []string
+}
+
+// DNSChange is a change of the link's DNS settings.
+type DNSChange struct {
+	Old, New netcfg.DNS
 }
 
 // Route is one route through the tunnel's interface.
@@ -127,10 +138,28 @@ func (p *Plan) Lines() []string {
 	for _, f := range p.RefreshFirewall {
 		add("rebuild the firewall (%s) for the new addresses", famName(f))
 	}
+	if p.DNS != nil {
+		add("DNS %s -> %s", dnsString(p.DNS.Old), dnsString(p.DNS.New))
+	}
 	if p.ListenPort != 0 {
 		add("listen port %d -> %d (the socket is rebound)", p.run.dev.ListenPort, p.ListenPort)
 	}
 	return out
+}
+
+func dnsString(d netcfg.DNS) string {
+	if len(d.Servers) == 0 {
+		return "(none)"
+	}
+	var s []string
+	for _, a := range d.Servers {
+		s = append(s, a.String())
+	}
+	s = append(s, d.Search...)
+	if d.Default {
+		s = append(s, "~.")
+	}
+	return strings.Join(s, ", ")
 }
 
 func famName(fam int) string {
@@ -163,6 +192,11 @@ type planInput struct {
 	mtu        int
 	noFirewall bool
 	freeTable  func() (int, error)
+	// dns is the link's DNS now, held by resolver; dnsKnown is false
+	// when it cannot be read back.
+	dns      netcfg.DNS
+	resolver netcfg.Resolver
+	dnsKnown bool
 }
 
 // planReload computes the changes from run to what in asks for. It makes
@@ -322,7 +356,37 @@ func planReload(run *running, in planInput) (*Plan, error) {
 	if in.noFirewall {
 		p.RefreshFirewall = nil
 	}
+
+	// DNS, as setDNS gives it.
+	wantDNS := netcfg.DNS{Servers: in.cfg.Interface.DNS, Search: in.cfg.Interface.DNSSearch, Default: in.cfg.HasDefaultRoute()}
+	if len(wantDNS.Servers) == 0 {
+		wantDNS = netcfg.DNS{}
+	}
+	switch {
+	case !in.dnsKnown:
+		if len(wantDNS.Servers) > 0 {
+			p.Notes = append(p.Notes, "DNS: the link's settings cannot be read back here, so they are left as they are")
+		}
+	case !sameDNS(in.dns, wantDNS, in.resolver == netcfg.Resolved):
+		p.DNS = &DNSChange{Old: in.dns, New: wantDNS}
+	}
 	return p, nil
+}
+
+// sameDNS reports whether a and b are the same settings; Default counts
+// only where the resolver keeps it (systemd-resolved).
+func sameDNS(a, b netcfg.DNS, withDefault bool) bool {
+	if len(a.Servers) == 0 && len(b.Servers) == 0 {
+		return true
+	}
+	trim := func(s []string) []string {
+		out := make([]string, len(s))
+		for i, x := range s {
+			out[i] = strings.TrimSuffix(x, ".")
+		}
+		return out
+	}
+	return slices.Equal(a.Servers, b.Servers) && slices.Equal(trim(a.Search), trim(b.Search)) && (!withDefault || a.Default == b.Default)
 }
 
 // peerUpdate returns the update_only change that makes the running peer op

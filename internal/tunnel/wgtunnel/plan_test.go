@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/wirelane/wirelane/internal/sys/netcfg"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 )
 
@@ -204,5 +205,35 @@ func TestPlanReloadPrivateKeyAndPort(t *testing.T) {
 	c, undo, _ := p.peerConfigs()
 	if c.PrivateKey == nil || *c.PrivateKey != wgtypes.Key(k) || undo.PrivateKey == nil || *undo.PrivateKey != run.dev.PrivateKey {
 		t.Errorf("key change %v, inverse %v", c.PrivateKey, undo.PrivateKey)
+	}
+}
+
+func TestPlanReloadDNS(t *testing.T) {
+	cfg := planFile(t, "Address = 10.70.0.1/24\nDNS = 10.70.0.53, corp.example", peerB, peerC, peerD)
+	wcfg, _, err := DeviceConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := netcfg.DNS{Servers: []netip.Addr{netip.MustParseAddr("10.70.0.53")}, Search: []string{"corp.example."}}
+	for _, tc := range []struct {
+		name  string
+		dns   netcfg.DNS
+		known bool
+		want  []string
+		notes int
+	}{
+		{"the same settings (a trailing dot aside) change nothing", now, true, nil, 0},
+		{"a link without settings gets them", netcfg.DNS{}, true, []string{"DNS (none) -> 10.70.0.53, corp.example"}, 0},
+		{"settings that cannot be read are left alone, with a note", netcfg.DNS{}, false, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := planReload(planDevice(t), planInput{cfg: cfg, wcfg: wcfg, mtu: 1420, dns: tc.dns, dnsKnown: tc.known, resolver: netcfg.Resolved})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Lines(); !slices.Equal(got, tc.want) || len(p.Notes) != tc.notes {
+				t.Errorf("plan %q, notes %q; want %q and %d note(s)", got, p.Notes, tc.want, tc.notes)
+			}
+		})
 	}
 }

@@ -35,7 +35,8 @@ type ReloadOptions struct {
 //	-> addresses -> MTU -> fwmark
 //	-> default-route rules and firewall removed -> routes removed, added
 //	   -> default-route rules and firewall added or rebuilt
-//	-> listen port (rebound only when it changed)
+//	-> DNS (when the settings read back from systemd-resolved or
+//	   resolvconf differ) -> listen port (rebound only when it changed)
 //
 // Peers that stay keep their sessions, keypairs, counters and handshake
 // state. PreUp and PostUp do not run again. A change that fails, or a
@@ -72,6 +73,9 @@ func Reload(ctx context.Context, cfg *wgquick.Config, o ReloadOptions) (*Plan, e
 	if err != nil {
 		return nil, err
 	}
+	if in.dns, in.resolver, in.dnsKnown, err = nc.LinkDNS(name); err != nil {
+		return nil, fmt.Errorf("read the DNS settings of %s: %w", name, err)
+	}
 	in.mtu = cfg.Interface.MTU
 	if in.mtu == 0 {
 		in.mtu = autoMTU(nc, eps)
@@ -79,6 +83,9 @@ func Reload(ctx context.Context, cfg *wgquick.Config, o ReloadOptions) (*Plan, e
 	p, err := planReload(run, in)
 	if err != nil {
 		return nil, err
+	}
+	for _, n := range p.Notes {
+		o.warnf("%s", n)
 	}
 	if o.DryRun || p.Empty() {
 		return p, nil
@@ -241,6 +248,36 @@ func (p *Plan) steps(nc *netcfg.Conf, eng Engine, cfg *wgquick.Config, o *Option
 				}
 			}
 			return nil
+		}},
+		{"DNS", func(context.Context) error {
+			if p.DNS == nil {
+				return nil
+			}
+			// One inverse for the whole change: the settings as they were.
+			old := p.DNS.Old
+			restore := func() error {
+				u := nc.Undo
+				nc.Undo = nil
+				defer func() { nc.Undo = u }()
+				if err := nc.UnsetDNS(name); err != nil {
+					return err
+				}
+				if len(old.Servers) == 0 {
+					return nil
+				}
+				_, err := nc.SetDNS(name, old)
+				return err
+			}
+			nc.Undo.Push("DNS", restore)
+			u := nc.Undo
+			nc.Undo = nil
+			defer func() { nc.Undo = u }()
+			if len(old.Servers) > 0 {
+				if err := nc.UnsetDNS(name); err != nil {
+					return err
+				}
+			}
+			return setDNS(nc, cfg, o)
 		}},
 		{"listen port", func(context.Context) error {
 			if p.ListenPort == 0 {
