@@ -136,7 +136,7 @@ func (p *Plan) Lines() []string {
 		add("add the default route's policy rules and firewall (%s)", famName(f))
 	}
 	for _, f := range p.RefreshFirewall {
-		add("rebuild the firewall (%s) for the new addresses", famName(f))
+		add("rebuild the firewall (%s) for the interface's addresses", famName(f))
 	}
 	if p.DNS != nil {
 		add("DNS %s -> %s", dnsString(p.DNS.Old), dnsString(p.DNS.New))
@@ -263,24 +263,24 @@ func planReload(run *running, in planInput) (*Plan, error) {
 	wantDefault := familiesWithDefault(wantPfx, auto && routed)
 	oldDefault := run.defaultFamilies()
 	mark := dev.FirewallMark
-	switch {
-	case w.FirewallMark != nil:
+	if w.FirewallMark != nil {
 		mark = *w.FirewallMark
+	}
+	switch {
+	case len(wantDefault) > 0 && mark == 0 && dev.FirewallMark != 0:
+		mark = dev.FirewallMark // the running one (up picks a free table)
 	case len(wantDefault) > 0 && mark == 0:
 		t, err := in.freeTable()
 		if err != nil {
 			return nil, err
 		}
 		mark = t
-	case len(wantDefault) == 0 && len(oldDefault) > 0:
-		mark = 0
+	case w.FirewallMark == nil && len(wantDefault) == 0 && len(oldDefault) > 0:
+		mark = 0 // picked for the default route that goes
 	}
 	if mark != dev.FirewallMark {
 		m := mark
 		p.FwMark = &m
-	}
-	if len(wantDefault) > 0 && mark == 0 {
-		return nil, fmt.Errorf("%s: a default route through the tunnel needs a fwmark (FwMark = off)", in.cfg.Path)
 	}
 
 	// Routes, as addRoutes makes them.
