@@ -70,7 +70,7 @@ func newKey(t *testing.T) wgtypes.Key {
 // peers in aPeers, with the extra allowed IPs of extra.
 func newHub(t *testing.T, peers []int, aPeers []int, extra map[int]string) *hub {
 	t.Helper()
-	need(t, implCLI)
+	need(t, implCLI, "iperf3")
 	h := &hub{dir: t.TempDir(), nsA: netns.New(t, "wlra"), a: netns.Unique("wl"), key: newKey(t), peers: map[int]*hubPeer{}}
 	for _, n := range peers {
 		p := &hubPeer{ns: netns.New(t, "wlr"+strconv.Itoa(n)), ifname: netns.Unique("wl"), key: newKey(t)}
@@ -158,9 +158,10 @@ func tunnelState(t *testing.T, ns *netns.NS, ifname string) string {
 	return strings.Join(parts, "\n")
 }
 
-// TestReloadKeepsSessions reloads A, with a ping to B every 10 ms, from
+// TestReloadKeepsSessions reloads A, with a ping to B every 10 ms and an
+// iperf3 TCP stream to it, from
 // a file that removes C (and its network's route), gives D a new network, adds E and adds an
-// address: no ping to B is lost, B's handshake and receive counter stay,
+// address: no ping to B is lost, the stream goes on, B's handshake and receive counter stay,
 // E answers, C is gone, and A is then field by field what `up` of the new
 // file makes in a fresh namespace.
 func TestReloadKeepsSessions(t *testing.T) {
@@ -174,6 +175,9 @@ func TestReloadKeepsSessions(t *testing.T) {
 
 	newConf := h.conf("Address = 10.70.0.1/24, 10.80.0.1/24", []int{2, 4, 5}, map[int]string{4: "10.74.0.0/24"})
 	file := h.write(t, h.dir, h.a, newConf)
+	iperfd := netns.Start(t, h.peers[2].ns, "iperf3", "-s", "-1", "-B", "10.70.0.2", "-p", "5301")
+	time.Sleep(200 * time.Millisecond)
+	stream := netns.Start(t, h.nsA, "iperf3", "-c", "10.70.0.2", "-p", "5301", "-t", "2", "-b", "50M", "-J")
 	pinger := netns.Start(t, h.nsA, "ping", "-i", "0.01", "-c", "100", "-W", "1", "10.70.0.2")
 	time.Sleep(300 * time.Millisecond)
 	out, err := cli(h.nsA, "reload", file)
@@ -185,6 +189,10 @@ func TestReloadKeepsSessions(t *testing.T) {
 	if !strings.Contains(ping, " 0% packet loss") {
 		t.Errorf("pings to the unchanged peer were lost during the reload:\n%s", ping)
 	}
+	if out, err := stream.Wait(t, 10*time.Second); err != nil || !strings.Contains(out, `"sum_received"`) || strings.Contains(out, `"error"`) {
+		t.Errorf("the iperf3 stream to the unchanged peer broke during the reload: %v\n%s", err, out)
+	}
+	iperfd.Wait(t, 5*time.Second)
 	if hs := peerField(t, h.a, "latest-handshakes", b); hs != hsBefore {
 		t.Errorf("B's latest handshake %s -> %s: the reload restarted its session", hsBefore, hs)
 	}
