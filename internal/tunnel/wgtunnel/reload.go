@@ -62,7 +62,7 @@ func Reload(ctx context.Context, cfg *wgquick.Config, o ReloadOptions) (*Plan, e
 	in := planInput{cfg: cfg, noFirewall: o.NoFirewall, freeTable: func() (int, error) { return nc.FreeTable(defaultTable) }}
 	if t := cfg.Interface.Table; t != "" && t != "auto" && t != "off" {
 		if in.table, err = netcfg.ResolveTable(t); err != nil {
-			return nil, fmt.Errorf("%s: Table: %w", cfg.Path, err)
+			return nil, lineError(cfg, cfg.Interface.TableLine, "Table: "+err.Error())
 		}
 	}
 	var eps []netip.AddrPort
