@@ -223,7 +223,8 @@ func TestReloadKeepsSessions(t *testing.T) {
 // last change fails (its new listen port is taken), after an address and
 // a peer were added: the tunnel is left as it was, byte for byte. A
 // reload with no change makes no netlink change at all (ip monitor sees
-// nothing) and leaves the device's state alone.
+// nothing) and leaves the device's state alone; a dry run prints the plan
+// (a new private key says every session restarts) and changes nothing.
 func TestReloadThatFailsChangesNothing(t *testing.T) {
 	h := newHub(t, []int{2, 3}, []int{2}, nil)
 	netns.Run(t, h.nsA, "ping", "-c", "1", "-W", "5", "10.70.0.2")
@@ -255,6 +256,23 @@ func TestReloadThatFailsChangesNothing(t *testing.T) {
 		}
 		if after := tunnelState(t, h.nsA, h.a); after != before {
 			t.Errorf("after:\n%s\nbefore:\n%s", after, before)
+		}
+	})
+
+	t.Run("dry run of a new private key", func(t *testing.T) {
+		conf := strings.Replace(h.conf("Address = 10.70.0.1/24, 10.80.0.1/24", []int{2, 3}, nil), h.key.String(), newKey(t).String(), 1)
+		file := h.write(t, t.TempDir(), h.a, conf)
+		out, err := cli(h.nsA, "reload", "--dry-run", file)
+		for _, want := range []string{"reload would make 3 change(s)", "every peer's session restarts", "add peer " + h.peers[3].key.PublicKey().String(), "add address 10.80.0.1/24"} {
+			if err != nil || !strings.Contains(out, want) {
+				t.Errorf("reload --dry-run: %v, want %q in:\n%s", err, want, out)
+			}
+		}
+		if strings.Contains(out, "[#]") {
+			t.Errorf("a dry run reported changes as made:\n%s", out)
+		}
+		if after := tunnelState(t, h.nsA, h.a); after != before {
+			t.Errorf("a dry run changed the tunnel:\n%s\nbefore:\n%s", after, before)
 		}
 	})
 
