@@ -97,6 +97,18 @@ func Reload(ctx context.Context, cfg *wgquick.Config, o ReloadOptions) (*Plan, e
 	return p, nil
 }
 
+// ReloadFile is Reload of the wg-quick file arg names (a path, or an
+// interface name for /etc/wireguard/NAME.conf), for callers that hold a
+// tunnel's name, such as the service. A file that does not parse is an
+// error at FILE:LINE, and nothing changes.
+func ReloadFile(ctx context.Context, arg string, o ReloadOptions) (*Plan, error) {
+	cfg, err := wgquick.LoadFile(arg)
+	if err != nil {
+		return nil, err
+	}
+	return Reload(ctx, cfg, o)
+}
+
 // readRunning reads the interface of dev through netlink.
 func readRunning(nc *netcfg.Conf, dev *wgtypes.Device) (*running, error) {
 	r := &running{dev: dev}
