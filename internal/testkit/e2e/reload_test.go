@@ -227,6 +227,9 @@ func TestReloadKeepsSessions(t *testing.T) {
 // (a new private key says every session restarts) and changes nothing.
 func TestReloadThatFailsChangesNothing(t *testing.T) {
 	h := newHub(t, []int{2, 3}, []int{2}, nil)
+	// No IPv6 in A's namespace: its link-local addresses finishing
+	// duplicate address detection would be netlink events of their own.
+	netns.Run(t, h.nsA, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
 	netns.Run(t, h.nsA, "ping", "-c", "1", "-W", "5", "10.70.0.2")
 	before := tunnelState(t, h.nsA, h.a)
 	dumpBefore := netns.Run(t, nil, "wg", "show", h.a, "latest-handshakes")
