@@ -23,6 +23,9 @@ type ServeOptions struct {
 	Dev string
 	// Verbose logs protocol details to stderr.
 	Verbose bool
+	// Context, when set, stops the server once done, as an interrupt
+	// does; nil = Background.
+	Context context.Context
 }
 
 // Serve runs an OpenVPN server until it is interrupted, and returns the
@@ -108,7 +111,11 @@ func Serve(o ServeOptions) int {
 	}
 	defer pub.close()
 
-	ctx, stop := interrupt.NotifyContext(context.Background())
+	parent := o.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := interrupt.NotifyContext(parent)
 	defer stop()
 	attached := make(chan error, 1)
 	go func() { attached <- s.AttachTUN(d) }()

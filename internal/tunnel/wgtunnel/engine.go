@@ -78,6 +78,10 @@ type Daemon struct {
 	Stderr io.Writer
 	// Prog names this binary in log lines ("wirelane daemon wg0").
 	Prog string
+	// Exec, when set, is the daemon program, run as "Exec IFNAME" (as
+	// WIRELANE_DAEMON is, which it overrides): the service, whose own
+	// binary is wirelaned, sets it to that binary.
+	Exec string
 
 	mu sync.Mutex     // guards wc
 	wc *wgctrl.Client // opened on first use
@@ -118,7 +122,11 @@ func (d *Daemon) log(s string) {
 // The daemon detaches itself once its TUN and socket are ready.
 func (d *Daemon) Start(ctx context.Context, name string) error {
 	var cmd *exec.Cmd
-	if impl := os.Getenv(DaemonEnv); impl != "" {
+	impl := d.Exec
+	if impl == "" {
+		impl = os.Getenv(DaemonEnv)
+	}
+	if impl != "" {
 		d.log(impl + " " + name)
 		cmd = exec.CommandContext(ctx, impl, name)
 	} else {
