@@ -16,7 +16,7 @@ func programDoc() *clidoc.Program {
 		Synopsis: []string{
 			"wirelaned [-f|--foreground] [--log-file PATH] INTERFACE-NAME",
 			"wirelaned --version | --help",
-			"wirelaned [--socket PATH] [--metrics-address HOST:PORT] [--group NAME]",
+			"wirelaned [--socket PATH] [--metrics-address HOST:PORT] [--group NAME] [--wireguard-dir DIR] [--wirelane-dir DIR]",
 		},
 		Description: `wirelaned runs a Wirelane WireGuard device on the TUN interface
 INTERFACE-NAME, configured through /var/run/wireguard/INTERFACE-NAME.sock
@@ -49,9 +49,17 @@ HTTP with JSON on the unix socket /run/wirelane/wirelane.sock (--socket),
 with the tunnels, an event stream and Prometheus metrics at /metrics, also
 on a TCP address with --metrics-address. Root may do everything; members of
 the group wirelane (--group) may list, watch, read metrics and bring tunnels
-up and down; everyone else is refused. For now the service shows the
-WireGuard daemons already running, through their UAPI sockets, and does not
-start or stop tunnels itself.`},
+up and down; everyone else is refused.
+
+The service owns the tunnels of the wg-quick files in /etc/wireguard
+(--wireguard-dir, NAME.conf), the gateway files in /etc/wirelane
+(--wirelane-dir, NAME.toml) and the OpenVPN client and server files in its
+openvpn-client and openvpn-server directories (NAME.ovpn). It brings them up
+and down with the same code as wirelane up and down; each WireGuard tunnel
+runs in its own wirelaned INTERFACE-NAME daemon, which outlives the
+service: a restarted service finds the tunnels that are up and does not
+bring them up again. OpenVPN tunnels run inside the service and end with
+it.`},
 			{Title: "Environment", Text: `LOG_LEVEL=verbose|info|error|silent
  what is logged; unset: errors on standard error, and start, stop and
  errors in the journal, syslog or a file.
@@ -69,6 +77,10 @@ GOMAXPROCS
  threads running Go code (default: 1 on a host with two CPUs).`},
 			{Title: "Files", Text: `/var/run/wireguard/INTERFACE-NAME.sock
  the UAPI socket (mode 0600).
+
+/etc/wireguard/NAME.conf, /etc/wirelane/NAME.toml,
+/etc/wirelane/openvpn-client/NAME.ovpn, /etc/wirelane/openvpn-server/NAME.ovpn
+ the service's tunnels (imported ones are stored there, mode 0600).
 
 /run/wirelane/wirelane.sock
  the service's API socket (mode 0666; callers are checked by their

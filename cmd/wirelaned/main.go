@@ -12,6 +12,7 @@
 // (service.go, docs/api.md):
 //
 //	wirelaned [--socket PATH] [--metrics-address HOST:PORT] [--group NAME]
+//	          [--wireguard-dir DIR] [--wirelane-dir DIR]
 package main
 
 import (

@@ -14,6 +14,8 @@ func TestServiceOrDaemon(t *testing.T) {
 		{[]string{"--socket", "/tmp/x.sock"}, true},
 		{[]string{"--metrics-address=127.0.0.1:9586"}, true},
 		{[]string{"--group", "ops"}, true},
+		{[]string{"--wireguard-dir", "/tmp/wg"}, true},
+		{[]string{"--wirelane-dir=/tmp/wl"}, true},
 		{[]string{"wg0"}, false},
 		{[]string{"-f", "wg0"}, false},
 		{[]string{"--foreground"}, false}, // the daemon's flag: its "missing interface name"
