@@ -57,6 +57,11 @@ type Tunnel struct {
 	PublicKey string `json:"public_key,omitempty"`
 	// ListenPort is the UDP port the tunnel listens on (0 = none or not up).
 	ListenPort uint16 `json:"listen_port,omitempty"`
+	// FwMark is the WireGuard interface's firewall mark (0 = off).
+	FwMark uint32 `json:"fwmark,omitempty"`
+	// Config is the tunnel's file on the service's machine ("" when it
+	// has none, such as a WireGuard interface started by hand).
+	Config string `json:"config,omitempty"`
 	// Peers are the WireGuard peers or the OpenVPN server's clients (for an
 	// OpenVPN client: the one server).
 	Peers []Peer `json:"peers"`
@@ -83,6 +88,12 @@ type Peer struct {
 	LatestHandshake *time.Time `json:"latest_handshake,omitempty"`
 	RxBytes         uint64     `json:"rx_bytes"`
 	TxBytes         uint64     `json:"tx_bytes"`
+	// HasPresharedKey tells whether the WireGuard peer has a preshared
+	// key (the key itself is never shown).
+	HasPresharedKey bool `json:"has_preshared_key,omitempty"`
+	// PersistentKeepalive is the WireGuard peer's keepalive interval in
+	// seconds (0 = off).
+	PersistentKeepalive int `json:"persistent_keepalive,omitempty"`
 }
 
 // ID returns what identifies the peer within its tunnel: the public key for

@@ -209,6 +209,12 @@ func parseGet(r io.Reader) (Tunnel, error) {
 				return bad()
 			}
 			t.PublicKey = base64.StdEncoding.EncodeToString(pub)
+		case "fwmark":
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				return bad()
+			}
+			t.FwMark = uint32(n)
 		case "listen_port":
 			n, err := strconv.ParseUint(v, 10, 16)
 			if err != nil {
@@ -222,11 +228,20 @@ func parseGet(r io.Reader) (Tunnel, error) {
 				return bad()
 			}
 			peer = &Peer{PublicKey: base64.StdEncoding.EncodeToString(b)}
-		case "endpoint", "last_handshake_time_sec", "last_handshake_time_nsec", "tx_bytes", "rx_bytes", "allowed_ip":
+		case "endpoint", "last_handshake_time_sec", "last_handshake_time_nsec", "tx_bytes", "rx_bytes", "allowed_ip", "preshared_key", "persistent_keepalive_interval":
 			if peer == nil {
 				return bad()
 			}
 			switch k {
+			case "preshared_key":
+				// Only whether there is one: the key is not kept.
+				peer.HasPresharedKey = strings.Trim(v, "0") != ""
+			case "persistent_keepalive_interval":
+				n, err := strconv.ParseUint(v, 10, 16)
+				if err != nil {
+					return bad()
+				}
+				peer.PersistentKeepalive = int(n)
 			case "endpoint":
 				ap, err := netip.ParseAddrPort(v)
 				if err != nil {
@@ -262,8 +277,7 @@ func parseGet(r io.Reader) (Tunnel, error) {
 				peer.AllowedIPs = append(peer.AllowedIPs, p.Masked())
 			}
 		}
-		// fwmark, preshared_key, protocol_version,
-		// persistent_keepalive_interval and unknown keys: not shown.
+		// protocol_version and unknown keys: not shown.
 	}
 }
 

@@ -182,9 +182,12 @@ func TestParseGetRefusesBadAnswers(t *testing.T) {
 			t.Errorf("parseGet(%q) accepted it", c)
 		}
 	}
-	tun, err := parseGet(strings.NewReader("listen_port=51820\nfwmark=1\npublic_key=" + strings.Repeat("ab", 32) + "\npreshared_key=" + strings.Repeat("11", 32) + "\nrx_bytes=5\nnew_key=x\nerrno=0\n\n"))
-	if err != nil || tun.ListenPort != 51820 || len(tun.Peers) != 1 || tun.RxBytes != 5 {
+	tun, err := parseGet(strings.NewReader("listen_port=51820\nfwmark=1\npublic_key=" + strings.Repeat("ab", 32) + "\npreshared_key=" + strings.Repeat("11", 32) + "\npersistent_keepalive_interval=25\nrx_bytes=5\nnew_key=x\nerrno=0\n\n"))
+	if err != nil || tun.ListenPort != 51820 || tun.FwMark != 1 || len(tun.Peers) != 1 || tun.RxBytes != 5 {
 		t.Fatalf("%+v %v", tun, err)
+	}
+	if p := tun.Peers[0]; !p.HasPresharedKey || p.PersistentKeepalive != 25 {
+		t.Errorf("peer: %+v, want a preshared key and a keepalive of 25 s", p)
 	}
 }
 

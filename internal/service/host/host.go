@@ -169,7 +169,7 @@ func (h *Host) Get(name string) (service.Tunnel, bool) {
 // tunnelOf builds the API's view of a copy of an entry, asking the
 // running tunnel for its details (outside the Host's lock).
 func (h *Host) tunnelOf(e *entry) service.Tunnel {
-	t := service.Tunnel{Name: e.name, Kind: e.kind, State: e.state, Error: e.err, Addresses: []netip.Prefix{}, Peers: []service.Peer{}}
+	t := service.Tunnel{Name: e.name, Kind: e.kind, State: e.state, Error: e.err, Addresses: []netip.Prefix{}, Peers: []service.Peer{}, Config: e.path}
 	if e.iface != e.name {
 		t.Interface = e.iface
 	}
@@ -182,7 +182,7 @@ func (h *Host) tunnelOf(e *entry) service.Tunnel {
 		if !ok {
 			return t
 		}
-		rt.Name, rt.Kind, rt.State, rt.Error, rt.Interface = t.Name, t.Kind, t.State, t.Error, t.Interface
+		rt.Name, rt.Kind, rt.State, rt.Error, rt.Interface, rt.Config = t.Name, t.Kind, t.State, t.Error, t.Interface, t.Config
 		for i := range rt.Peers {
 			rt.Peers[i].Name = e.names[rt.Peers[i].PublicKey]
 		}
