@@ -41,7 +41,11 @@ WIRELANE_AEAD=auto|generic
  generic forces the portable ChaCha20-Poly1305 instead of the AVX-512 one.
 
 LOG_LEVEL=verbose|info|error|silent
- what the daemon started by up logs.`},
+ what the daemon started by up logs.
+
+WIRELANE_SOCKET=PATH|off
+ the Wirelane service's socket (default /run/wirelane/wirelane.sock) that
+ list, show, up, down and events ask; off makes them ignore the service.`},
 	{Title: "Files", Text: `/etc/wireguard/NAME.conf
  the wg-quick file of tunnel NAME.
 
@@ -49,7 +53,10 @@ LOG_LEVEL=verbose|info|error|silent
  the gateway file of gateway NAME.
 
 /var/run/wireguard/NAME.sock
- the UAPI socket of a running tunnel (root only).`},
+ the UAPI socket of a running tunnel (root only).
+
+/run/wirelane/wirelane.sock
+ the Wirelane service's API socket (wirelaned(8)).`},
 	{Title: "Exit status", Text: `0 on success, 1 when the command failed, 2 for a usage error (unknown
 command or flag, wrong arguments), 130 when up or demo was interrupted and
 removed what it had set up.`},

@@ -27,6 +27,7 @@ import (
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/wirelane/wirelane/internal/control/service"
 	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
@@ -39,6 +40,11 @@ it, "wirelane down NAME" stops it), every running WireGuard interface (also
 those started without a file), and the OpenVPN tunnels of "wirelane ovpn
 connect|serve" (stopped by signalling their pid).
 
+When the Wirelane service runs (wirelaned(8); its socket answers you), the
+list is the service's: its WireGuard, gateway and OpenVPN tunnels with
+their states (also starting, stopping, reconnecting and failed, with the
+error), readable by the members of the group wirelane too.
+
 Without root it shows what it can: the running tunnels by name, but not
 the tunnels that are down (their files in /etc/wireguard are readable by
 root only) nor peers and handshakes (the daemons' sockets answer root
@@ -47,7 +53,9 @@ only), and it says so.
 --json prints one document for programs, with a stable schema (fields are
 only ever added):
   {"schema": 1, "tunnels": [{"name", "kind" (wireguard|openvpn-client|
-    openvpn-server), "state" (up|down), "config" (path or ""),
+    openvpn-server, gateway), "state" (up|down; from the service also
+    starting|stopping|reconnecting|failed), "error" (failed only),
+    "config" (path or ""),
     "pid" (openvpn only, else 0), "peers" (wireguard, up only),
     "latest_handshake_unix" (newest of its peers, 0 = never),
     "restricted" (true: running, but peers and handshake need root)}],
@@ -58,6 +66,7 @@ type listEntry struct {
 	Name            string `json:"name"`
 	Kind            string `json:"kind"`
 	State           string `json:"state"`
+	Error           string `json:"error,omitempty"`
 	Config          string `json:"config"`
 	PID             int    `json:"pid"`
 	Peers           int    `json:"peers"`
@@ -72,6 +81,14 @@ func cmdList(args []string) int {
 	asJSON := flags.Bool("json", false, "print JSON for programs (the schema is in --help)")
 	if _, st := parseFlags(flags, "list", args, 0, 0); st >= 0 {
 		return st
+	}
+	if c, ts := serviceClient(); c != nil {
+		ovpns, _ := ovpntunnel.Status()
+		entries := serviceEntries(ts, ovpns)
+		if *asJSON {
+			return writeOrFail(writeListJSON(os.Stdout, entries))
+		}
+		return writeOrFail(writeListText(os.Stdout, entries, true))
 	}
 	eng := &wgtunnel.Daemon{}
 	defer eng.Close()
@@ -227,6 +244,42 @@ func listEntries(confs map[string]string, devs []*wgtypes.Device, ovpns []ovpntu
 	return out
 }
 
+// serviceEntries are the rows of the service's tunnels, and of the
+// OpenVPN tunnels run outside it (`wirelane ovpn connect|serve`).
+func serviceEntries(ts []service.Tunnel, ovpns []ovpntunnel.TunnelStatus) []listEntry {
+	var out []listEntry
+	configs := map[string]bool{}
+	for _, t := range ts {
+		e := listEntry{Name: t.Name, Kind: string(t.Kind), State: string(t.State), Error: t.Error, Config: t.Config, Peers: len(t.Peers)}
+		if !isWireGuard(&t) {
+			e.Peers = 0 // the schema counts WireGuard peers only
+		}
+		for _, p := range t.Peers {
+			if p.LatestHandshake != nil && p.LatestHandshake.Unix() > e.LatestHandshake {
+				e.LatestHandshake = p.LatestHandshake.Unix()
+			}
+		}
+		if t.Config != "" {
+			configs[t.Config] = true
+		}
+		out = append(out, e)
+	}
+	var outside []ovpntunnel.TunnelStatus
+	for _, o := range ovpns {
+		if !configs[o.Config] {
+			outside = append(outside, o)
+		}
+	}
+	out = append(out, listEntries(nil, nil, outside)...)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Kind < out[j].Kind
+	})
+	return out
+}
+
 // writeListJSON writes the --json document; notes say what could not be
 // seen.
 func writeListJSON(w io.Writer, entries []listEntry, notes ...string) error {
@@ -265,7 +318,11 @@ func writeListText(w io.Writer, entries []listEntry, filesRead bool) error {
 		if e.Config == "" && e.Restricted {
 			cfg = "? (root only)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.State, e.Kind, cfg)
+		state := e.State
+		if e.Error != "" {
+			state += ": " + e.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, state, e.Kind, cfg)
 	}
 	return tw.Flush()
 }

@@ -7,6 +7,7 @@
 //	wirelane genkey | pubkey | genpsk
 //	wirelane list [--json]
 //	wirelane show [--json] [INTERFACE|all|interfaces]
+//	wirelane events [--json]
 //	wirelane demo [--duration D] [--mtu N] [--keep]
 //	wirelane ovpn connect|serve [flags] FILE
 //	wirelane gateway check|show|up|down|reload FILE.toml|NAME
@@ -65,6 +66,7 @@ func init() {
 		{name: "reload", args: "[--dry-run] CONFIG_FILE|INTERFACE|FILE.toml", summary: "change a running tunnel to match its file, keeping sessions", help: reloadHelp, run: cmdReload, complete: tunnelArg},
 		{name: "list", args: "[--json]", summary: "list the tunnels you can bring up or down, and their state", help: listHelp, run: cmdList},
 		{name: "show", args: "[--json] [INTERFACE|all|interfaces]", summary: "show tunnels, peers, handshakes and transfer", help: showHelp, run: cmdShow, complete: clidoc.Args{Tunnels: true, Words: []string{"all", "interfaces"}}},
+		{name: "events", args: "[--json]", summary: "print the Wirelane service's events as they happen", help: eventsHelp, run: cmdEvents},
 		{name: "genkey", summary: "print a new private key", help: genkeyHelp, run: cmdGenkey},
 		{name: "pubkey", summary: "read a private key on stdin, print its public key", help: pubkeyHelp, run: cmdPubkey},
 		{name: "genpsk", summary: "print a new preshared key", help: genpskHelp, run: cmdGenpsk},

@@ -28,6 +28,8 @@ done so far is undone.
 
 ` + quickFileHelp + `
 
+` + quickServiceHelp + `
+
 Environment: WIRELANE_DAEMON=PATH runs "PATH IFNAME" instead of the
 built-in daemon (any userspace implementation with the wireguard-go
 command line, such as wirelaned). WIRELANE_FIREWALL=off brings a default
@@ -40,7 +42,15 @@ PostDown. If the daemon is no longer running (it crashed or was killed),
 removes what it left behind (interface, stale socket, policy rules,
 nftables tables, DNS) without hooks.
 
-` + quickFileHelp
+` + quickFileHelp + `
+
+` + quickServiceHelp
+
+const quickServiceHelp = `When the Wirelane service runs (wirelaned(8); its socket answers you) and
+has a tunnel called INTERFACE, the service does it, so that every client
+sees the change; members of the group wirelane may then do it without
+root. WIRELANE_SOCKET=PATH names another socket, WIRELANE_SOCKET=off skips
+the service.`
 
 const stripHelp = `Prints the file without the keys only wg-quick understands (Address, DNS,
 MTU, Table, hooks, SaveConfig), in a form 'wg setconf' accepts.
@@ -84,6 +94,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 func cmdUp(args []string) int {
+	if st, done := throughService("up", args); done {
+		return st
+	}
 	cfg, st := loadConfig("up", args)
 	if st >= 0 {
 		return st
@@ -97,6 +110,9 @@ func cmdUp(args []string) int {
 }
 
 func cmdDown(args []string) int {
+	if st, done := throughService("down", args); done {
+		return st
+	}
 	cfg, st := loadConfig("down", args)
 	if st >= 0 {
 		return st
@@ -127,6 +143,39 @@ func cmdSave(args []string) int {
 		return fail(err)
 	}
 	return 0
+}
+
+// throughService runs up or down NAME through the Wirelane service when
+// it runs, answers this user and has a tunnel of that name, so that every
+// client of the service sees the change (and a member of the group
+// wirelane may do it without root). done is false when the command is to
+// run here instead.
+func throughService(verb string, args []string) (status int, done bool) {
+	rest, st := parseFlags(flag.NewFlagSet(verb, flag.ContinueOnError), verb, args, 1, 1)
+	if st >= 0 {
+		return st, true
+	}
+	if !isTunnelName(rest[0]) {
+		return 0, false
+	}
+	c, ts := serviceClient()
+	if c == nil {
+		return 0, false
+	}
+	if _, ok := findTunnel(ts, rest[0]); !ok {
+		return 0, false
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	logCmd(fmt.Sprintf("%s %s through the Wirelane service (%s)", verb, rest[0], serviceSocket()))
+	op := c.Down
+	if verb == "up" {
+		op = c.Up
+	}
+	if _, err := op(ctx, rest[0]); err != nil {
+		return fail(err), true
+	}
+	return 0, true
 }
 
 // tunnelOptions prints what the tunnel library reports as wg-quick does:

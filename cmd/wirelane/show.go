@@ -11,6 +11,7 @@ import (
 
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
+	"github.com/wirelane/wirelane/internal/control/service"
 	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
@@ -26,13 +27,19 @@ only ever added):
   {"schema": 1, "interfaces": [{"name", "public_key", "listen_port", "fwmark",
     "peers": [{"public_key", "has_preshared_key", "endpoint", "allowed_ips",
       "latest_handshake" (RFC 3339 or null), "latest_handshake_unix" (0 = never),
-      "rx_bytes", "tx_bytes", "persistent_keepalive" (seconds, 0 = off)}]}],
+      "rx_bytes", "tx_bytes", "persistent_keepalive" (seconds, 0 = off),
+      "name" (friendly name, when known)}]}],
    "openvpn": [{"kind" (client|server), "pid", "interface", "config", "remote",
      "proto", "cipher", "address", "since", "rx_bytes", "tx_bytes",
      "clients": [...] (server only), "updated"}]}
 
-OpenVPN tunnels started by "wirelane ovpn connect|serve" are listed after
-the WireGuard interfaces.`
+OpenVPN tunnels started by "wirelane ovpn connect|serve" (or the service)
+are listed after the WireGuard interfaces.
+
+When the Wirelane service runs (its socket answers you), the WireGuard and
+gateway tunnels are the service's, with their peers' friendly names ("# Name
+= ..." in a [Peer] section: "name" in the JSON), also for the members of the
+group wirelane.`
 
 func cmdShow(args []string) int {
 	flags := flag.NewFlagSet("show", flag.ContinueOnError)
@@ -53,6 +60,15 @@ func cmdShow(args []string) int {
 	ovpns, oerr := ovpntunnel.Status()
 	if oerr != nil {
 		fmt.Fprintf(os.Stderr, "%s: warning: OpenVPN tunnel status: %v\n", prog, oerr)
+	}
+
+	if _, ts := serviceClient(); ts != nil {
+		if devs, names, ok := serviceDevices(ts, what); ok {
+			if what != "all" && what != "interfaces" {
+				ovpns = nil
+			}
+			return printShow(what, devs, names, ovpns, *asJSON)
+		}
 	}
 
 	var devs []*wgtypes.Device
@@ -79,8 +95,46 @@ func cmdShow(args []string) int {
 		devs = []*wgtypes.Device{st.Device}
 		ovpns = nil // one WireGuard interface was asked for
 	}
-	if *asJSON {
-		if err := writeShowJSON(os.Stdout, devs, ovpns); err != nil {
+	return printShow(what, devs, nil, ovpns, *asJSON)
+}
+
+// serviceDevices returns the service's running WireGuard tunnels that
+// `show what` prints; false when the service does not know the one asked
+// for (or it is an OpenVPN tunnel, shown from its status file), so that
+// show looks for it itself.
+func serviceDevices(ts []service.Tunnel, what string) ([]*wgtypes.Device, map[wgtypes.Key]string, bool) {
+	names := map[wgtypes.Key]string{}
+	var devs []*wgtypes.Device
+	add := func(t *service.Tunnel) {
+		d, n := deviceOf(t)
+		devs = append(devs, d)
+		for k, v := range n {
+			names[k] = v
+		}
+	}
+	if what == "all" || what == "interfaces" {
+		for i := range ts {
+			if isWireGuard(&ts[i]) && ts[i].State == service.StateUp {
+				add(&ts[i])
+			}
+		}
+		return devs, names, true
+	}
+	for i := range ts {
+		t := &ts[i]
+		if (t.Name == what || t.Interface == what) && isWireGuard(t) && t.State == service.StateUp {
+			add(t)
+			return devs, names, true
+		}
+	}
+	return nil, nil, false
+}
+
+// printShow prints the devices (with their peers' friendly names) and the
+// OpenVPN tunnels as text or as the JSON document.
+func printShow(what string, devs []*wgtypes.Device, names map[wgtypes.Key]string, ovpns []ovpntunnel.TunnelStatus, asJSON bool) int {
+	if asJSON {
+		if err := writeShowJSON(os.Stdout, devs, names, ovpns); err != nil {
 			return fail(err)
 		}
 		return 0
@@ -105,7 +159,7 @@ func cmdShow(args []string) int {
 		if i > 0 {
 			fmt.Println()
 		}
-		if err := wgquick.FormatDevice(os.Stdout, d, now); err != nil {
+		if err := wgquick.FormatDeviceNamed(os.Stdout, d, names, now); err != nil {
 			return fail(err)
 		}
 	}
@@ -134,7 +188,7 @@ func findOvpn(ts []ovpntunnel.TunnelStatus, name string) (ovpntunnel.TunnelStatu
 func showOvpn(t ovpntunnel.TunnelStatus, asJSON bool) int {
 	var err error
 	if asJSON {
-		err = writeShowJSON(os.Stdout, nil, []ovpntunnel.TunnelStatus{t})
+		err = writeShowJSON(os.Stdout, nil, nil, []ovpntunnel.TunnelStatus{t})
 	} else {
 		err = ovpntunnel.FormatStatus(os.Stdout, []ovpntunnel.TunnelStatus{t})
 	}
@@ -152,13 +206,13 @@ type showDocument struct {
 }
 
 // writeShowJSON writes the `show --json` document.
-func writeShowJSON(w io.Writer, devs []*wgtypes.Device, ovpns []ovpntunnel.TunnelStatus) error {
+func writeShowJSON(w io.Writer, devs []*wgtypes.Device, names map[wgtypes.Key]string, ovpns []ovpntunnel.TunnelStatus) error {
 	doc := showDocument{
 		ShowJSON: wgquick.ShowJSON{Schema: wgquick.ShowJSONSchema, Interfaces: []wgquick.InterfaceJSON{}},
 		OpenVPN:  append([]ovpntunnel.TunnelStatus{}, ovpns...),
 	}
 	for _, d := range devs {
-		doc.Interfaces = append(doc.Interfaces, wgquick.DeviceJSON(d))
+		doc.Interfaces = append(doc.Interfaces, wgquick.DeviceJSONNamed(d, names))
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

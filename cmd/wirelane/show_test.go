@@ -14,7 +14,7 @@ func TestShowJSONListsOpenVPNTunnelsBesideWireGuard(t *testing.T) {
 	tun := ovpntunnel.TunnelStatus{Kind: "client", PID: 42, Interface: "tun7", Remote: "192.0.2.1:1194",
 		Proto: "udp", Cipher: "AES-256-GCM", Address: "10.8.0.2/24", Since: since, RxBytes: 10, TxBytes: 20}
 	var buf bytes.Buffer
-	if err := writeShowJSON(&buf, nil, []ovpntunnel.TunnelStatus{tun}); err != nil {
+	if err := writeShowJSON(&buf, nil, nil, []ovpntunnel.TunnelStatus{tun}); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -40,7 +40,7 @@ func TestShowJSONListsOpenVPNTunnelsBesideWireGuard(t *testing.T) {
 
 	// With no OpenVPN tunnel the key is still there, as an empty list.
 	buf.Reset()
-	if err := writeShowJSON(&buf, nil, nil); err != nil {
+	if err := writeShowJSON(&buf, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(buf.Bytes(), []byte(`"openvpn": []`)) {

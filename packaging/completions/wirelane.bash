@@ -28,7 +28,7 @@ _wirelane() {
 	local flags='' valueflags='' first='' words='' tunnels=0 files=''
 	case $cmdpath in
 	'')
-		flags='--help --version -V -h' valueflags='' first='up down strip save reload list show genkey pubkey genpsk gateway demo ovpn' words='' tunnels=0 files='' ;;
+		flags='--help --version -V -h' valueflags='' first='up down strip save reload list show events genkey pubkey genpsk gateway demo ovpn' words='' tunnels=0 files='' ;;
 	'up')
 		flags='--help' valueflags='' first='' words='' tunnels=1 files='*.conf' ;;
 	'down')
@@ -43,6 +43,8 @@ _wirelane() {
 		flags='--help --json' valueflags='' first='' words='' tunnels=0 files='' ;;
 	'show')
 		flags='--help --json' valueflags='' first='' words='all interfaces' tunnels=1 files='' ;;
+	'events')
+		flags='--help --json' valueflags='' first='' words='' tunnels=0 files='' ;;
 	'genkey')
 		flags='--help' valueflags='' first='' words='' tunnels=0 files='' ;;
 	'pubkey')

@@ -17,6 +17,7 @@ complete -c wirelane -n __fish_use_subcommand -a save -d 'write a running tunnel
 complete -c wirelane -n __fish_use_subcommand -a reload -d 'change a running tunnel to match its file, keeping sessions'
 complete -c wirelane -n __fish_use_subcommand -a list -d 'list the tunnels you can bring up or down, and their state'
 complete -c wirelane -n __fish_use_subcommand -a show -d 'show tunnels, peers, handshakes and transfer'
+complete -c wirelane -n __fish_use_subcommand -a events -d 'print the Wirelane service\'s events as they happen'
 complete -c wirelane -n __fish_use_subcommand -a genkey -d 'print a new private key'
 complete -c wirelane -n __fish_use_subcommand -a pubkey -d 'read a private key on stdin, print its public key'
 complete -c wirelane -n __fish_use_subcommand -a genpsk -d 'print a new preshared key'
@@ -45,6 +46,8 @@ complete -c wirelane -n '__fish_seen_subcommand_from show' -l help -d 'show this
 complete -c wirelane -n '__fish_seen_subcommand_from show' -l json -d 'print JSON for programs (schema above)'
 complete -c wirelane -n '__fish_seen_subcommand_from show' -a 'all interfaces'
 complete -c wirelane -n '__fish_seen_subcommand_from show' -a '(__wirelane_tunnels)' -d tunnel
+complete -c wirelane -n '__fish_seen_subcommand_from events' -l help -d 'show this command'\''s help'
+complete -c wirelane -n '__fish_seen_subcommand_from events' -l json -d 'print the events as JSON lines, as the service sends them'
 complete -c wirelane -n '__fish_seen_subcommand_from genkey' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from pubkey' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from genpsk' -l help -d 'show this command'\''s help'

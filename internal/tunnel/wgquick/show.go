@@ -108,6 +108,12 @@ func endpointString(a *net.UDPAddr) string {
 // FormatDevice writes the human view of one device, as `wg show NAME` does
 // (private and preshared keys shown as "(hidden)").
 func FormatDevice(w io.Writer, d *wgtypes.Device, now time.Time) error {
+	return FormatDeviceNamed(w, d, nil, now)
+}
+
+// FormatDeviceNamed is FormatDevice with the peers' friendly names (by
+// public key; "# Name = ..." in the file) shown under their keys.
+func FormatDeviceNamed(w io.Writer, d *wgtypes.Device, names map[wgtypes.Key]string, now time.Time) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "interface: %s\n", d.Name)
 	if d.PrivateKey != (wgtypes.Key{}) {
@@ -122,6 +128,9 @@ func FormatDevice(w io.Writer, d *wgtypes.Device, now time.Time) error {
 	}
 	for _, p := range SortPeers(d.Peers) {
 		fmt.Fprintf(&b, "\npeer: %s\n", p.PublicKey)
+		if n := names[p.PublicKey]; n != "" {
+			fmt.Fprintf(&b, "  name: %s\n", n)
+		}
 		if p.PresharedKey != (wgtypes.Key{}) {
 			b.WriteString("  preshared key: (hidden)\n")
 		}
@@ -172,7 +181,8 @@ func FormatDevice(w io.Writer, d *wgtypes.Device, now time.Time) error {
 //	      "latest_handshake_unix": 1767366245 | 0,   // 0 = never
 //	      "rx_bytes": 0,
 //	      "tx_bytes": 0,
-//	      "persistent_keepalive": 25                  // seconds, 0 = off
+//	      "persistent_keepalive": 25,                 // seconds, 0 = off
+//	      "name": "laptop"                            // absent when unknown
 //	    }]
 //	  }]
 //	}
@@ -203,13 +213,18 @@ type PeerJSON struct {
 	RxBytes             int64      `json:"rx_bytes"`
 	TxBytes             int64      `json:"tx_bytes"`
 	PersistentKeepalive int        `json:"persistent_keepalive"`
+	// Name is the friendly name, when one is known (absent otherwise).
+	Name string `json:"name,omitempty"`
 }
 
 // ShowJSONSchema is the current value of ShowJSON.Schema.
 const ShowJSONSchema = 1
 
 // DeviceJSON converts one device to its JSON form.
-func DeviceJSON(d *wgtypes.Device) InterfaceJSON {
+func DeviceJSON(d *wgtypes.Device) InterfaceJSON { return DeviceJSONNamed(d, nil) }
+
+// DeviceJSONNamed is DeviceJSON with the peers' friendly names.
+func DeviceJSONNamed(d *wgtypes.Device, names map[wgtypes.Key]string) InterfaceJSON {
 	j := InterfaceJSON{Name: d.Name, ListenPort: d.ListenPort, FwMark: d.FirewallMark, Peers: []PeerJSON{}}
 	if d.PrivateKey != (wgtypes.Key{}) {
 		j.PublicKey = d.PublicKey.String()
@@ -223,6 +238,7 @@ func DeviceJSON(d *wgtypes.Device) InterfaceJSON {
 			RxBytes:             p.ReceiveBytes,
 			TxBytes:             p.TransmitBytes,
 			PersistentKeepalive: int(p.PersistentKeepaliveInterval / time.Second),
+			Name:                names[p.PublicKey],
 		}
 		for _, a := range p.AllowedIPs {
 			pj.AllowedIPs = append(pj.AllowedIPs, a.String())
