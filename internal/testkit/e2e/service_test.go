@@ -274,3 +274,47 @@ func TestServiceFailedUp(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceCLI: with the service running, the CLI (run in another
+// namespace than the tunnel's) lists the service's tunnels, brings one up
+// and down through it, shows it with its peer's friendly name, and
+// `wirelane events` prints the changes readably.
+func TestServiceCLI(t *testing.T) {
+	sb := newServiceBed(t)
+	cli := filepath.Join(binDir, "wirelane")
+	env := []string{"WIRELANE_SOCKET=" + sb.socket}
+	out := netns.RunEnv(t, nil, env, cli, "list", "--json")
+	if !strings.Contains(out, `"name": "`+sb.a+`"`) || !strings.Contains(out, `"state": "down"`) {
+		t.Fatalf("list --json:\n%s", out)
+	}
+	watch := netns.StartEnv(t, nil, env, cli, "events")
+	time.Sleep(300 * time.Millisecond) // the stream is open
+	out = netns.RunEnv(t, nil, env, cli, "up", sb.a)
+	if !strings.Contains(out, "through the Wirelane service") {
+		t.Errorf("up did not go through the service:\n%s", out)
+	}
+	// The interface is in the service's namespace, not the CLI's.
+	netns.Run(t, sb.nsA, "ip", "link", "show", sb.a)
+	netns.Run(t, sb.nsA, "ping", "-c", "2", "-i", "0.3", "-W", "2", "10.78.0.2")
+	if out := netns.RunEnv(t, nil, env, cli, "show", sb.a); !strings.Contains(out, "name: site-b") || !strings.Contains(out, "latest handshake") {
+		t.Errorf("show:\n%s", out)
+	}
+	if out := netns.RunEnv(t, nil, env, cli, "show", "--json"); !strings.Contains(out, `"name": "site-b"`) {
+		t.Errorf("show --json:\n%s", out)
+	}
+	if out := netns.RunEnv(t, nil, env, cli, "list"); !strings.Contains(out, sb.a) || !strings.Contains(out, " up ") {
+		t.Errorf("list:\n%s", out)
+	}
+	netns.RunEnv(t, nil, env, cli, "down", sb.a)
+	if out, err := netns.Try(sb.nsA, nil, "ip", "link", "show", sb.a); err == nil {
+		t.Errorf("the interface is still there after down:\n%s", out)
+	}
+	time.Sleep(300 * time.Millisecond)
+	watch.Cmd.Process.Signal(syscall.SIGINT)
+	out, _ = watch.Wait(t, 5*time.Second)
+	for _, want := range []string{sb.a + ": down (now)", sb.a + ": starting (requested)", sb.a + ": up (requested)", sb.a + ": stopping (requested)", sb.a + ": down (requested)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("events: no %q in:\n%s", want, out)
+		}
+	}
+}
