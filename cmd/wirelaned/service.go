@@ -100,6 +100,7 @@ func runService(prog string, args []string, stderr io.Writer) int {
 		Logger:     log,
 	})
 	defer eng.Close()
+	defer h.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	s := service.New(h, service.Config{Socket: *socket, MetricsAddr: *metrics, Group: *group, Logger: log})

@@ -125,10 +125,22 @@ func New(cfg Config) *Host {
 	return h
 }
 
-// Close releases the engine the Host opened. It leaves every tunnel as
-// it is: the WireGuard daemons outlive the service, which finds them again
-// when it restarts.
+// Close stops the OpenVPN tunnels, which run in this process and cannot
+// outlive it (the library removes their routes and DNS), and releases the
+// engine the Host opened. It leaves the WireGuard tunnels up: their daemons
+// outlive the service, which finds them again when it restarts.
 func (h *Host) Close() error {
+	h.mu.Lock()
+	var runs []*ovpnRun
+	for _, e := range h.entries {
+		if e.ovpn != nil {
+			runs = append(runs, e.ovpn)
+		}
+	}
+	h.mu.Unlock()
+	for _, r := range runs {
+		r.stop()
+	}
 	if h.ownEngine {
 		return h.eng.Close()
 	}

@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"context"
+	"crypto/x509"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirelane/wirelane/internal/control/service"
+	"github.com/wirelane/wirelane/internal/testkit/netns"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
+)
+
+// TestServiceOpenVPNClient imports an OpenVPN client configuration
+// through the API, brings it up against a real OpenVPN 2.6 server in the
+// other namespace, pings through it, reads its status and takes it down:
+// the interface goes with it.
+func TestServiceOpenVPNClient(t *testing.T) {
+	netns.Need(t, "openvpn")
+	sb := newServiceBed(t)
+	pki := testpki.New(t, "wirelane-svc-ca")
+	srvCert, srvKey := pki.Valid(t, "server", x509.ExtKeyUsageServerAuth)
+	cliCert, cliKey := pki.Valid(t, "svc-client", x509.ExtKeyUsageClientAuth)
+	srvDir := t.TempDir()
+	for name, body := range map[string]string{
+		"ca.crt": string(pki.CAPEM), "server.crt": string(srvCert), "server.key": string(srvKey),
+		"server.conf": "port 1194\nproto udp\ndev tun\ntopology subnet\nserver 10.9.0.0 255.255.255.0\nca ca.crt\ncert server.crt\nkey server.key\ndh none\n" +
+			"data-ciphers CHACHA20-POLY1305:AES-256-GCM\nkeepalive 10 60\nverb 3\n",
+	} {
+		if err := os.WriteFile(filepath.Join(srvDir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := netns.Start(t, sb.nsB, "openvpn", "--cd", srvDir, "--config", "server.conf")
+	netns.Eventually(t, 20*time.Second, "openvpn listening", func() error {
+		if out, err := netns.Try(sb.nsB, nil, "ss", "-uln", "sport", "=", ":1194"); err != nil || !strings.Contains(out, "1194") {
+			return os.ErrNotExist
+		}
+		return nil
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	name := netns.Unique("wo")
+	cfg := "client\ndev tun\nremote 10.77.0.2 1194 udp\nnobind\nremote-cert-tls server\n<ca>\n" + string(pki.CAPEM) + "</ca>\n<cert>\n" + string(cliCert) + "</cert>\n<key>\n" + string(cliKey) + "</key>\n"
+	if _, err := sb.c.Import(ctx, service.ImportRequest{Name: name, Kind: service.KindOpenVPNClient, Config: cfg}); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	stored := filepath.Join(sb.dir, "wirelane", "openvpn-client", name+".ovpn")
+	if fi, err := os.Stat(stored); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the stored file: %v, %v", fi, err)
+	}
+	tn, err := sb.c.Up(ctx, name)
+	if err != nil {
+		select {
+		case <-srv.Exited():
+			t.Logf("openvpn:\n%s", srv.Output())
+		default:
+		}
+		t.Fatalf("up: %v", err)
+	}
+	if tn.State != service.StateUp || len(tn.Addresses) == 0 || !strings.HasPrefix(tn.Addresses[0].String(), "10.9.0.") {
+		t.Errorf("after up: %+v", tn)
+	}
+	netns.Run(t, sb.nsA, "ping", "-c", "3", "-i", "0.3", "-W", "2", "10.9.0.1")
+	netns.Eventually(t, 5*time.Second, "the tunnel's counters", func() error {
+		tn, err := sb.c.Get(ctx, name)
+		if err != nil {
+			return err
+		}
+		if len(tn.Peers) != 1 || tn.RxBytes == 0 {
+			return os.ErrNotExist
+		}
+		return nil
+	})
+	if _, err := sb.c.Down(ctx, name); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if tn, _ := sb.c.Get(ctx, name); tn.State != service.StateDown {
+		t.Errorf("after down: %s", tn.State)
+	}
+	if out, err := netns.Try(sb.nsA, nil, "ip", "link", "show", name); err == nil {
+		t.Errorf("the interface is still there after down:\n%s", out)
+	}
+	if err := sb.c.Delete(ctx, name); err != nil {
+		t.Errorf("delete: %v", err)
+	}
+}
