@@ -318,3 +318,35 @@ func TestServiceCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceGateway: a gateway file is a tunnel of kind gateway, brought
+// up through the library as `wirelane gateway up` does, its site's name as
+// its peer's friendly name, and taken down again.
+func TestServiceGateway(t *testing.T) {
+	sb := newServiceBed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	k, _ := wgtypes.GeneratePrivateKey()
+	peer, _ := wgtypes.GeneratePrivateKey()
+	name := netns.Unique("wg")
+	gw := fmt.Sprintf("[interface]\nprivate_key = %q\nlisten_port = 10413\naddresses = [\"10.80.0.1/24\"]\n\n[[site]]\nname = \"branch\"\npublic_key = %q\nnetworks = [\"10.81.0.0/16\"]\n", k.String(), peer.PublicKey().String())
+	if _, err := sb.c.Import(ctx, service.ImportRequest{Name: name, Kind: service.KindGateway, Config: gw}); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	tn, err := sb.c.Up(ctx, name)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	if tn.Kind != service.KindGateway || tn.State != service.StateUp || len(tn.Peers) != 1 || tn.Peers[0].Name != "branch" {
+		t.Errorf("after up: %+v", tn)
+	}
+	if out := netns.Run(t, sb.nsA, "ip", "route", "show", "10.81.0.0/16"); !strings.Contains(out, name) {
+		t.Errorf("no route to the site's network through %s: %q", name, out)
+	}
+	if _, err := sb.c.Down(ctx, name); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if out, err := netns.Try(sb.nsA, nil, "ip", "link", "show", name); err == nil {
+		t.Errorf("the interface is still there after down:\n%s", out)
+	}
+}
