@@ -3,33 +3,58 @@ package host
 // OpenVPN tunnels run in the service's process: ovpntunnel.Connect or
 // Serve in a goroutine, stopped by cancelling its context, exactly as
 // Ctrl-C stops `wirelane ovpn connect|serve` (the library then tells the
-// server and removes what it added). The tunnel is up once it publishes
-// its status file, which the library writes when the device, its
-// addresses, routes and DNS are in place.
+// server and removes what it added).
 //
-// TODO(#15): ConnectOptions has no progress hook in this tree, so the
-// reconnecting state (RECONNECTING) is not reported and a failure's text
-// is only in the service's log: Connect returns an exit status. Map
-// OnEvent's phases once it lands.
+// A client's phases (ConnectOptions.OnEvent) drive its states: CONNECTED
+// is up (the device, its addresses, routes and DNS are in place), a
+// RECONNECTING after that is reconnecting, and the next CONNECTED up again;
+// the last phase that failed is the error of a tunnel that ends. A server
+// is up once it publishes its status file.
+//
+// Not yet: auth events. A client whose file asks for credentials it does
+// not hold fails (the library asks on a terminal, which the service does
+// not have).
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/wirelane/wirelane/internal/control/service"
 	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
+	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/server"
 )
 
 // ovpnRun is one running OpenVPN tunnel.
 type ovpnRun struct {
-	cancel context.CancelFunc
-	done   chan struct{} // closed when Connect or Serve has returned
-	status int           // the exit status; read after done
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when Connect or Serve has returned
+	status    int           // the exit status; read after done
+	connected chan struct{} // closed at the client's first CONNECTED
+	once      sync.Once     // closes connected
+
+	mu      sync.Mutex
+	lastErr error // the last phase that failed; guarded by mu
+}
+
+// failure says why the tunnel ended (after done); when, if not "", says
+// when ("before it was up").
+func (r *ovpnRun) failure(when string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	what := "the OpenVPN tunnel ended"
+	if when != "" {
+		what += " " + when
+	}
+	if r.lastErr != nil {
+		return fmt.Errorf("%s: %w", what, r.lastErr)
+	}
+	return fmt.Errorf("%s with status %d (the service's log says why)", what, r.status)
 }
 
 // startOVPN starts the tunnel of e and returns once it is up, or has
@@ -46,11 +71,13 @@ func (h *Host) startOVPN(ctx context.Context, e *entry) (*ovpnRun, error) {
 		return nil, ovpnConfigError(err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	run := &ovpnRun{cancel: cancel, done: make(chan struct{})}
+	run := &ovpnRun{cancel: cancel, done: make(chan struct{}), connected: make(chan struct{})}
+	name := e.name
 	go func() {
 		defer close(run.done)
 		if e.kind == service.KindOpenVPNClient {
-			run.status = ovpntunnel.Connect(ovpntunnel.ConnectOptions{File: e.path, Dev: e.iface, MTU: 1500, DNS: ovpntunnel.DNSAuto, Context: rctx})
+			run.status = ovpntunnel.Connect(ovpntunnel.ConnectOptions{File: e.path, Dev: e.iface, MTU: 1500, DNS: ovpntunnel.DNSAuto, Context: rctx,
+				OnEvent: func(ev client.Event) { h.ovpnPhase(name, run, ev) }})
 		} else {
 			run.status = ovpntunnel.Serve(ovpntunnel.ServeOptions{File: e.path, Dev: e.iface, Context: rctx})
 		}
@@ -63,7 +90,9 @@ func (h *Host) startOVPN(ctx context.Context, e *entry) (*ovpnRun, error) {
 		select {
 		case <-run.done:
 			cancel()
-			return nil, fmt.Errorf("the OpenVPN tunnel ended with status %d before it was up (the service's log says why)", run.status)
+			return nil, run.failure("before it was up")
+		case <-run.connected:
+			return run, nil
 		case <-ctx.Done():
 			run.stop()
 			return nil, ctx.Err()
@@ -72,10 +101,47 @@ func (h *Host) startOVPN(ctx context.Context, e *entry) (*ovpnRun, error) {
 			return nil, fmt.Errorf("the OpenVPN tunnel was not up within %v", h.cfg.OVPNStartTimeout)
 		case <-tk.C:
 		}
-		if _, ok := ovpnStatus(e.path); ok {
-			return run, nil
+		if e.kind == service.KindOpenVPNServer {
+			if _, ok := ovpnStatus(e.path); ok {
+				return run, nil
+			}
 		}
 	}
+}
+
+// ovpnPhase follows a client's phases: CONNECTED (up), RECONNECTING
+// after it (reconnecting), and the errors of failed steps.
+func (h *Host) ovpnPhase(name string, run *ovpnRun, ev client.Event) {
+	if ev.Err != nil {
+		run.mu.Lock()
+		run.lastErr = ev.Err
+		run.mu.Unlock()
+	}
+	var reason string
+	var to service.State
+	switch ev.State {
+	case client.StateConnected:
+		run.once.Do(func() { close(run.connected) })
+		to, reason = service.StateUp, "reconnected"
+	case client.StateReconnect:
+		to, reason = service.StateReconnecting, ev.Detail
+		if ev.Err != nil {
+			reason = ev.Err.Error()
+		}
+	default:
+		return
+	}
+	h.mu.Lock()
+	e := h.entries[name]
+	// Only a tunnel that is up (its Up has returned) changes here.
+	if e == nil || e.ovpn != run || e.state == to || (e.state != service.StateUp && e.state != service.StateReconnecting) {
+		h.mu.Unlock()
+		return
+	}
+	e.state = to
+	snap := *e
+	h.mu.Unlock()
+	h.emit(&snap, reason)
 }
 
 // stop ends the tunnel and waits until the library has removed what it
@@ -91,12 +157,13 @@ func (h *Host) watchOVPN(name string, run *ovpnRun) {
 	<-run.done
 	h.mu.Lock()
 	e := h.entries[name]
-	if e == nil || e.ovpn != run || e.state != service.StateUp {
+	// Stopped through Down (stopping), or gone: nothing to report.
+	if e == nil || e.ovpn != run || (e.state != service.StateUp && e.state != service.StateReconnecting) {
 		h.mu.Unlock()
-		return // stopped through Down, or gone
+		return
 	}
 	e.ovpn, e.state = nil, service.StateFailed
-	e.err = fmt.Sprintf("the OpenVPN tunnel ended with status %d (the service's log says why)", run.status)
+	e.err = run.failure("").Error()
 	snap := *e
 	h.mu.Unlock()
 	h.emit(&snap, "the tunnel ended")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 
 // TestServiceOpenVPNClient imports an OpenVPN client configuration
 // through the API, brings it up against a real OpenVPN 2.6 server in the
-// other namespace, pings through it, reads its status and takes it down:
+// other namespace, pings through it, reads its status, sees it
+// reconnecting (and up again) when the server restarts, and takes it down:
 // the interface goes with it.
 func TestServiceOpenVPNClient(t *testing.T) {
 	netns.Need(t, "openvpn")
@@ -28,19 +30,23 @@ func TestServiceOpenVPNClient(t *testing.T) {
 	for name, body := range map[string]string{
 		"ca.crt": string(pki.CAPEM), "server.crt": string(srvCert), "server.key": string(srvKey),
 		"server.conf": "port 1194\nproto udp\ndev tun\ntopology subnet\nserver 10.9.0.0 255.255.255.0\nca ca.crt\ncert server.crt\nkey server.key\ndh none\n" +
-			"data-ciphers CHACHA20-POLY1305:AES-256-GCM\nkeepalive 10 60\nverb 3\n",
+			"data-ciphers AES-256-GCM\ndisable-dco\nkeepalive 1 3\nexplicit-exit-notify 1\nverb 3\n",
 	} {
 		if err := os.WriteFile(filepath.Join(srvDir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	srv := netns.Start(t, sb.nsB, "openvpn", "--cd", srvDir, "--config", "server.conf")
-	netns.Eventually(t, 20*time.Second, "openvpn listening", func() error {
-		if out, err := netns.Try(sb.nsB, nil, "ss", "-uln", "sport", "=", ":1194"); err != nil || !strings.Contains(out, "1194") {
-			return os.ErrNotExist
-		}
-		return nil
-	})
+	startServer := func() *netns.Proc {
+		srv := netns.Start(t, sb.nsB, "openvpn", "--cd", srvDir, "--config", "server.conf")
+		netns.Eventually(t, 20*time.Second, "openvpn listening", func() error {
+			if out, err := netns.Try(sb.nsB, nil, "ss", "-uln", "sport", "=", ":1194"); err != nil || !strings.Contains(out, "1194") {
+				return os.ErrNotExist
+			}
+			return nil
+		})
+		return srv
+	}
+	srv := startServer()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
@@ -76,6 +82,40 @@ func TestServiceOpenVPNClient(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The server restarts: SIGTERM sends its clients RESTART.
+	evs, err := sb.c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer evs.Close()
+	states := make(chan service.Event, 64)
+	go func() {
+		for evs.Next() {
+			if e := evs.Event(); e.Type == service.EventTunnel && e.Tunnel == name && !e.Initial {
+				states <- e
+			}
+		}
+		close(states)
+	}()
+	srv.Cmd.Process.Signal(syscall.SIGTERM)
+	srv.Wait(t, 10*time.Second)
+	next := func(want service.State) {
+		t.Helper()
+		select {
+		case e := <-states:
+			if e.State != want {
+				t.Fatalf("state %s (%s), want %s", e.State, e.Reason, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no %s event", want)
+		}
+	}
+	next(service.StateReconnecting)
+	startServer()
+	next(service.StateUp)
+	netns.Run(t, sb.nsA, "ping", "-c", "2", "-i", "0.3", "-W", "2", "10.9.0.1")
+
 	if _, err := sb.c.Down(ctx, name); err != nil {
 		t.Fatalf("down: %v", err)
 	}
