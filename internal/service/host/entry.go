@@ -19,6 +19,9 @@ type entry struct {
 	names map[string]string
 	// ovpn is the running OpenVPN tunnel (kinds openvpn-*), nil when none.
 	ovpn *ovpnRun
+	// authWait receives the answer to the auth event the OpenVPN client
+	// is waiting on; nil when it is not asking.
+	authWait chan service.AuthAnswer
 }
 
 // busy reports whether an Up or Down is in progress on the entry: the

@@ -11,9 +11,9 @@ package host
 // the last phase that failed is the error of a tunnel that ends. A server
 // is up once it publishes its status file.
 //
-// Not yet: auth events. A client whose file asks for credentials it does
-// not hold fails (the library asks on a terminal, which the service does
-// not have).
+// Credentials the file asks for and does not hold are asked of the
+// service's clients: an auth event, answered through Answer (POST
+// /v1/tunnels/NAME/auth), while the tunnel is starting.
 
 import (
 	"context"
@@ -77,7 +77,10 @@ func (h *Host) startOVPN(ctx context.Context, e *entry) (*ovpnRun, error) {
 		defer close(run.done)
 		if e.kind == service.KindOpenVPNClient {
 			run.status = ovpntunnel.Connect(ovpntunnel.ConnectOptions{File: e.path, Dev: e.iface, MTU: 1500, DNS: ovpntunnel.DNSAuto, Context: rctx,
-				OnEvent: func(ev client.Event) { h.ovpnPhase(name, run, ev) }})
+				OnEvent: func(ev client.Event) { h.ovpnPhase(name, run, ev) },
+				Credentials: func(needUser bool, challenge string, echo bool) (string, string, string, error) {
+					return h.askCredentials(rctx, name, needUser, challenge, echo)
+				}})
 		} else {
 			run.status = ovpntunnel.Serve(ovpntunnel.ServeOptions{File: e.path, Dev: e.iface, Context: rctx})
 		}
@@ -143,6 +146,63 @@ func (h *Host) ovpnPhase(name string, run *ovpnRun, ev client.Event) {
 	h.mu.Unlock()
 	h.emit(&snap, reason)
 }
+
+// askCredentials publishes an auth event for the tunnel and waits for its
+// answer (or for ctx: the tunnel is being stopped).
+func (h *Host) askCredentials(ctx context.Context, name string, needUser bool, challenge string, echo bool) (user, pass, response string, err error) {
+	ch := make(chan service.AuthAnswer, 1)
+	prompt := service.AuthPrompt{Kind: "password", Prompt: challenge, Echo: echo}
+	if !needUser {
+		prompt.Kind = "challenge"
+	}
+	h.mu.Lock()
+	e := h.entries[name]
+	if e == nil {
+		h.mu.Unlock()
+		return "", "", "", fmt.Errorf("%q: %w", name, service.ErrNotFound)
+	}
+	e.authWait = ch
+	if h.publish != nil {
+		h.publish(service.Event{Type: service.EventAuth, Tunnel: name, Auth: &prompt})
+	}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		if e.authWait == ch {
+			e.authWait = nil
+		}
+		h.mu.Unlock()
+	}()
+	select {
+	case a := <-ch:
+		return a.Username, a.Password, a.Response, nil
+	case <-ctx.Done():
+		return "", "", "", fmt.Errorf("no answer to the credential request: %w", ctx.Err())
+	}
+}
+
+// Answer gives a starting OpenVPN client the credentials its auth event
+// asked for. They are handed to the library only: never logged, stored or
+// published.
+func (h *Host) Answer(ctx context.Context, name string, a service.AuthAnswer) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.entries[name]
+	switch {
+	case e == nil:
+		return fmt.Errorf("%q: %w", name, service.ErrNotFound)
+	case e.authWait == nil:
+		return fmt.Errorf("%q is not asking for credentials: %w", name, service.ErrInvalid)
+	}
+	select {
+	case e.authWait <- a:
+	default:
+	}
+	e.authWait = nil
+	return nil
+}
+
+var _ service.Authenticator = (*Host)(nil)
 
 // stop ends the tunnel and waits until the library has removed what it
 // added.

@@ -129,3 +129,79 @@ func TestServiceOpenVPNClient(t *testing.T) {
 		t.Errorf("delete: %v", err)
 	}
 }
+
+// TestServiceOpenVPNAsksForCredentials: a client file with auth-user-pass
+// and a static challenge but no credentials starts, publishes an auth
+// event, and comes up once a client answers it; OpenVPN's own check (its
+// auth-user-pass-verify script) accepts what was answered.
+func TestServiceOpenVPNAsksForCredentials(t *testing.T) {
+	netns.Need(t, "openvpn")
+	sb := newServiceBed(t)
+	pki := testpki.New(t, "wirelane-svc-auth-ca")
+	srvCert, srvKey := pki.Valid(t, "server", x509.ExtKeyUsageServerAuth)
+	cliCert, cliKey := pki.Valid(t, "svc-client", x509.ExtKeyUsageClientAuth)
+	srvDir := t.TempDir()
+	// The script gets the username line and SCRV1:b64(password):b64(response).
+	check := filepath.Join(srvDir, "check.sh")
+	for name, body := range map[string]string{
+		"ca.crt": string(pki.CAPEM), "server.crt": string(srvCert), "server.key": string(srvKey),
+		"check.sh": "#!/bin/sh\n[ \"$(sed -n 1p \"$1\")\" = alice ] && [ \"$(sed -n 2p \"$1\")\" = SCRV1:czNjcmV0:NDI0MjQy ]\n",
+		"server.conf": "port 1194\nproto udp\ndev tun\ntopology subnet\nserver 10.9.0.0 255.255.255.0\nca ca.crt\ncert server.crt\nkey server.key\ndh none\n" +
+			"script-security 2\nauth-user-pass-verify " + check + " via-file\ndata-ciphers AES-256-GCM\ndisable-dco\nkeepalive 10 60\nverb 3\n",
+	} {
+		if err := os.WriteFile(filepath.Join(srvDir, name), []byte(body), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	netns.Start(t, sb.nsB, "openvpn", "--cd", srvDir, "--config", "server.conf")
+	netns.Eventually(t, 20*time.Second, "openvpn listening", func() error {
+		if out, err := netns.Try(sb.nsB, nil, "ss", "-uln", "sport", "=", ":1194"); err != nil || !strings.Contains(out, "1194") {
+			return os.ErrNotExist
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	name := netns.Unique("wo")
+	cfg := "client\ndev tun\nremote 10.77.0.2 1194 udp\nnobind\nremote-cert-tls server\nauth-user-pass\nstatic-challenge \"Enter OTP\" 1\n<ca>\n" + string(pki.CAPEM) + "</ca>\n<cert>\n" + string(cliCert) + "</cert>\n<key>\n" + string(cliKey) + "</key>\n"
+	if _, err := sb.c.Import(ctx, service.ImportRequest{Name: name, Kind: service.KindOpenVPNClient, Config: cfg}); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	evs, err := sb.c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer evs.Close()
+	upErr := make(chan error, 1)
+	go func() {
+		_, err := sb.c.Up(ctx, name)
+		upErr <- err
+	}()
+	for evs.Next() {
+		e := evs.Event()
+		if e.Type != service.EventAuth || e.Tunnel != name {
+			continue
+		}
+		if e.Auth == nil || e.Auth.Kind != "password" || e.Auth.Prompt != "Enter OTP" || !e.Auth.Echo {
+			t.Fatalf("auth event: %s", evs.Raw())
+		}
+		break
+	}
+	if err := sb.c.Answer(ctx, name, service.AuthAnswer{Username: "alice", Password: "s3cret", Response: "424242"}); err != nil {
+		t.Fatalf("answer: %v", err)
+	}
+	if err := <-upErr; err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	netns.Run(t, sb.nsA, "ping", "-c", "2", "-i", "0.3", "-W", "2", "10.9.0.1")
+	if err := sb.c.Answer(ctx, name, service.AuthAnswer{Password: "x"}); err == nil {
+		t.Error("an answer nobody asked for was accepted")
+	}
+	if _, err := sb.c.Down(ctx, name); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	sb.stop(t)
+	if out := sb.proc.Output(); strings.Contains(out, "s3cret") || strings.Contains(out, "424242") {
+		t.Errorf("the service logged the credentials:\n%s", out)
+	}
+}

@@ -84,6 +84,12 @@ type ConnectOptions struct {
 	// Context, when set, ends the tunnel once it is done, as Ctrl-C does
 	// (nil: only the signals).
 	Context context.Context
+	// Credentials, when set, is asked for the credentials the file needs
+	// and does not hold, instead of the terminal (a service asks its
+	// client): the username and password when needUser, the response to
+	// the static challenge when challenge is not "" (echo: it may be
+	// shown as typed). An error ends the tunnel.
+	Credentials func(needUser bool, challenge string, echo bool) (user, pass, response string, err error)
 }
 
 // Connect runs an OpenVPN client until it is interrupted or the tunnel
@@ -261,7 +267,15 @@ func credentials(o ConnectOptions, cfg *config.Config, opts *client.Options) int
 	if !needUser && cfg.StaticChallenge == "" {
 		return 0
 	}
-	user, pass, resp, err := promptCredentials(stdin, stderr, needUser, cfg.StaticChallenge, cfg.StaticChallengeEcho)
+	ask := func() (string, string, string, error) {
+		return promptCredentials(stdin, stderr, needUser, cfg.StaticChallenge, cfg.StaticChallengeEcho)
+	}
+	if o.Credentials != nil {
+		ask = func() (string, string, string, error) {
+			return o.Credentials(needUser, cfg.StaticChallenge, cfg.StaticChallengeEcho)
+		}
+	}
+	user, pass, resp, err := ask()
 	if errors.Is(err, errNotTerminal) {
 		what := "auth-user-pass without credentials; pass --auth-file FILE (username line, password line) or run on a terminal to type them"
 		if !needUser {
