@@ -24,6 +24,12 @@ func TestMain(m *testing.M) {
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
 	}
+	// These tests check the commands without the service; a service
+	// running on the machine must not answer for them (service_test.go
+	// and the e2e tests cover the commands through it).
+	if os.Getenv(socketEnv) == "" {
+		os.Setenv(socketEnv, "off")
+	}
 	if os.Getenv(asCLIEnv) == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
