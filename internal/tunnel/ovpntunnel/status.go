@@ -4,7 +4,8 @@ package ovpntunnel
 //
 //	connect/serve -> statusPublisher (every 2 s, and on exit: removed)
 //	    -> snapshot func -> JSON -> temp file -> rename to
-//	       /var/run/wirelane/ovpn-<pid>.json (dir 0755, file 0644, no secrets)
+//	       /var/run/wirelane/ovpn-<pid>.json (dir 0755, file 0644, no secrets;
+//	       a process's later tunnels, in the service: ovpn-<pid>-<n>.json)
 //	Status() -> read every ovpn-*.json -> skip files whose process is gone
 //	    or that stopped being updated -> []TunnelStatus -> FormatStatus
 
@@ -18,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -89,6 +91,9 @@ type statusPublisher struct {
 	once     sync.Once
 }
 
+// publishers counts the status publishers this process has started.
+var publishers atomic.Int64
+
 // publishStatus writes the first status file now and starts rewriting it
 // every interval.
 func publishStatus(snapshot func() TunnelStatus, interval time.Duration) (*statusPublisher, error) {
@@ -98,7 +103,13 @@ func publishStatus(snapshot func() TunnelStatus, interval time.Duration) (*statu
 		}
 		_ = os.Chmod(StatusDir, 0o755) // whatever the umask
 	}
-	p := &statusPublisher{path: filepath.Join(StatusDir, fmt.Sprintf("ovpn-%d.json", os.Getpid())),
+	// One process may run several tunnels (the service): the first keeps
+	// the plain name, each later one gets its own.
+	file := fmt.Sprintf("ovpn-%d.json", os.Getpid())
+	if n := publishers.Add(1); n > 1 {
+		file = fmt.Sprintf("ovpn-%d-%d.json", os.Getpid(), n)
+	}
+	p := &statusPublisher{path: filepath.Join(StatusDir, file),
 		snapshot: snapshot, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := p.write(); err != nil {
 		return nil, err

@@ -142,3 +142,29 @@ func TestStatusAddress6(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoTunnelsOfOneProcessEachHaveAStatus: the service runs several
+// tunnels in one process; each keeps its own status file.
+func TestTwoTunnelsOfOneProcessEachHaveAStatus(t *testing.T) {
+	useStatusDir(t)
+	var pubs []*statusPublisher
+	for _, ifname := range []string{"tun1", "tun2"} {
+		pub, err := publishStatus(func() TunnelStatus { return TunnelStatus{Kind: KindClient, Interface: ifname} }, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pub.close()
+		pubs = append(pubs, pub)
+	}
+	got, err := Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Interface != "tun1" || got[1].Interface != "tun2" {
+		t.Fatalf("Status = %+v", got)
+	}
+	pubs[0].close()
+	if got, _ := Status(); len(got) != 1 || got[0].Interface != "tun2" {
+		t.Errorf("after the first one closed: %+v", got)
+	}
+}
