@@ -15,7 +15,10 @@
 // without the service, a daemon that died). At start it finds the
 // WireGuard tunnels already up (their daemons answer on their UAPI sockets)
 // and shows them up without bringing them up again; OpenVPN tunnels run in
-// the service's process and end with it.
+// the service's process and end with it (Close stops them). An OpenVPN
+// client's phases drive its states (reconnecting included), and the
+// credentials its file asks for are asked of the service's clients (an
+// auth event, answered through Answer).
 //
 // Status of a WireGuard tunnel comes from its daemon through
 // service.UAPIHost (one get=1), with the friendly peer names of its file;
@@ -23,6 +26,7 @@
 //
 // Files: doc.go, host.go (Host, Config, List, Get), entry.go (the per-tunnel
 // state), files.go (scanning and parsing the files), wireguard.go (up and
-// down of WireGuard and gateway tunnels), openvpn.go (OpenVPN tunnels),
+// down of WireGuard and gateway tunnels), openvpn.go (OpenVPN tunnels, their
+// phases and credentials), updown.go (Up, Down and the tunnel events),
 // store.go (Import and Delete), watch.go (Watch and the periodic look).
 package host
