@@ -10,7 +10,10 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/wirelane/wirelane/internal/control/service"
+	"github.com/wirelane/wirelane/internal/control/service/client"
 	"github.com/wirelane/wirelane/internal/tunnel/interrupt"
+	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
 )
@@ -49,8 +52,9 @@ nftables tables, DNS) without hooks.
 const quickServiceHelp = `When the Wirelane service runs (wirelaned(8); its socket answers you) and
 has a tunnel called INTERFACE, the service does it, so that every client
 sees the change; members of the group wirelane may then do it without
-root. WIRELANE_SOCKET=PATH names another socket, WIRELANE_SOCKET=off skips
-the service.`
+root; credentials an OpenVPN tunnel asks for are typed here, as "wirelane
+ovpn connect" asks for them. WIRELANE_SOCKET=PATH names another socket,
+WIRELANE_SOCKET=off skips the service.`
 
 const stripHelp = `Prints the file without the keys only wg-quick understands (Address, DNS,
 MTU, Table, hooks, SaveConfig), in a form 'wg setconf' accepts.
@@ -162,12 +166,21 @@ func throughService(verb string, args []string) (status int, done bool) {
 	if c == nil {
 		return 0, false
 	}
-	if _, ok := findTunnel(ts, rest[0]); !ok {
+	t, ok := findTunnel(ts, rest[0])
+	if !ok {
 		return 0, false
 	}
 	ctx, stop := signalContext()
 	defer stop()
 	logCmd(fmt.Sprintf("%s %s through the Wirelane service (%s)", verb, rest[0], serviceSocket()))
+	if verb == "up" && t.Kind == service.KindOpenVPNClient {
+		// Its file may ask for credentials: answer the service's auth
+		// event on this terminal.
+		if evs, err := c.Events(ctx); err == nil {
+			defer evs.Close()
+			go answerAuth(ctx, c, evs, t.Name)
+		}
+	}
 	op := c.Down
 	if verb == "up" {
 		op = c.Up
@@ -176,6 +189,25 @@ func throughService(verb string, args []string) (status int, done bool) {
 		return fail(err), true
 	}
 	return 0, true
+}
+
+// answerAuth answers the auth events of tunnel name from the terminal,
+// as `wirelane ovpn connect` asks.
+func answerAuth(ctx context.Context, c *client.Client, evs *client.Events, name string) {
+	for evs.Next() {
+		e := evs.Event()
+		if e.Type != service.EventAuth || e.Tunnel != name || e.Auth == nil {
+			continue
+		}
+		user, pass, resp, err := ovpntunnel.PromptCredentials(e.Auth.Kind == "password", e.Auth.Prompt, e.Auth.Echo)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %s asks for credentials, which cannot be typed here (%v); a client of the service may answer\n", prog, name, err)
+			continue
+		}
+		if err := c.Answer(ctx, name, service.AuthAnswer{Username: user, Password: pass, Response: resp}); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: answering %s's credential request: %v\n", prog, name, err)
+		}
+	}
 }
 
 // tunnelOptions prints what the tunnel library reports as wg-quick does:

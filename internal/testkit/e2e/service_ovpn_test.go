@@ -3,12 +3,16 @@ package e2e
 import (
 	"context"
 	"crypto/x509"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wirelane/wirelane/internal/control/service"
 	"github.com/wirelane/wirelane/internal/testkit/netns"
@@ -135,38 +139,9 @@ func TestServiceOpenVPNClient(t *testing.T) {
 // event, and comes up once a client answers it; OpenVPN's own check (its
 // auth-user-pass-verify script) accepts what was answered.
 func TestServiceOpenVPNAsksForCredentials(t *testing.T) {
-	netns.Need(t, "openvpn")
-	sb := newServiceBed(t)
-	pki := testpki.New(t, "wirelane-svc-auth-ca")
-	srvCert, srvKey := pki.Valid(t, "server", x509.ExtKeyUsageServerAuth)
-	cliCert, cliKey := pki.Valid(t, "svc-client", x509.ExtKeyUsageClientAuth)
-	srvDir := t.TempDir()
-	// The script gets the username line and SCRV1:b64(password):b64(response).
-	check := filepath.Join(srvDir, "check.sh")
-	for name, body := range map[string]string{
-		"ca.crt": string(pki.CAPEM), "server.crt": string(srvCert), "server.key": string(srvKey),
-		"check.sh": "#!/bin/sh\n[ \"$(sed -n 1p \"$1\")\" = alice ] && [ \"$(sed -n 2p \"$1\")\" = SCRV1:czNjcmV0:NDI0MjQy ]\n",
-		"server.conf": "port 1194\nproto udp\ndev tun\ntopology subnet\nserver 10.9.0.0 255.255.255.0\nca ca.crt\ncert server.crt\nkey server.key\ndh none\n" +
-			"script-security 2\nauth-user-pass-verify " + check + " via-file\ndata-ciphers AES-256-GCM\ndisable-dco\nkeepalive 10 60\nverb 3\n",
-	} {
-		if err := os.WriteFile(filepath.Join(srvDir, name), []byte(body), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	netns.Start(t, sb.nsB, "openvpn", "--cd", srvDir, "--config", "server.conf")
-	netns.Eventually(t, 20*time.Second, "openvpn listening", func() error {
-		if out, err := netns.Try(sb.nsB, nil, "ss", "-uln", "sport", "=", ":1194"); err != nil || !strings.Contains(out, "1194") {
-			return os.ErrNotExist
-		}
-		return nil
-	})
+	sb, name := newAuthBed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	name := netns.Unique("wo")
-	cfg := "client\ndev tun\nremote 10.77.0.2 1194 udp\nnobind\nremote-cert-tls server\nauth-user-pass\nstatic-challenge \"Enter OTP\" 1\n<ca>\n" + string(pki.CAPEM) + "</ca>\n<cert>\n" + string(cliCert) + "</cert>\n<key>\n" + string(cliKey) + "</key>\n"
-	if _, err := sb.c.Import(ctx, service.ImportRequest{Name: name, Kind: service.KindOpenVPNClient, Config: cfg}); err != nil {
-		t.Fatalf("import: %v", err)
-	}
 	evs, err := sb.c.Events(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -204,4 +179,135 @@ func TestServiceOpenVPNAsksForCredentials(t *testing.T) {
 	if out := sb.proc.Output(); strings.Contains(out, "s3cret") || strings.Contains(out, "424242") {
 		t.Errorf("the service logged the credentials:\n%s", out)
 	}
+}
+
+// newAuthBed is the service bed with an OpenVPN 2.6 server in nsB that
+// checks alice's password and static-challenge response, and the
+// service's client tunnel to it, whose file holds neither.
+func newAuthBed(t *testing.T) (*serviceBed, string) {
+	t.Helper()
+	netns.Need(t, "openvpn")
+	sb := newServiceBed(t)
+	pki := testpki.New(t, "wirelane-svc-auth-ca")
+	srvCert, srvKey := pki.Valid(t, "server", x509.ExtKeyUsageServerAuth)
+	cliCert, cliKey := pki.Valid(t, "svc-client", x509.ExtKeyUsageClientAuth)
+	srvDir := t.TempDir()
+	// The script gets the username line and SCRV1:b64(password):b64(response).
+	check := filepath.Join(srvDir, "check.sh")
+	for name, body := range map[string]string{
+		"ca.crt": string(pki.CAPEM), "server.crt": string(srvCert), "server.key": string(srvKey),
+		"check.sh": "#!/bin/sh\n[ \"$(sed -n 1p \"$1\")\" = alice ] && [ \"$(sed -n 2p \"$1\")\" = SCRV1:czNjcmV0:NDI0MjQy ]\n",
+		"server.conf": "port 1194\nproto udp\ndev tun\ntopology subnet\nserver 10.9.0.0 255.255.255.0\nca ca.crt\ncert server.crt\nkey server.key\ndh none\n" +
+			"script-security 2\nauth-user-pass-verify " + check + " via-file\ndata-ciphers AES-256-GCM\ndisable-dco\nkeepalive 10 60\nverb 3\n",
+	} {
+		if err := os.WriteFile(filepath.Join(srvDir, name), []byte(body), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	netns.Start(t, sb.nsB, "openvpn", "--cd", srvDir, "--config", "server.conf")
+	netns.Eventually(t, 20*time.Second, "openvpn listening", func() error {
+		if out, err := netns.Try(sb.nsB, nil, "ss", "-uln", "sport", "=", ":1194"); err != nil || !strings.Contains(out, "1194") {
+			return os.ErrNotExist
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	name := netns.Unique("wo")
+	cfg := "client\ndev tun\nremote 10.77.0.2 1194 udp\nnobind\nremote-cert-tls server\nauth-user-pass\nstatic-challenge \"Enter OTP\" 1\n<ca>\n" + string(pki.CAPEM) + "</ca>\n<cert>\n" + string(cliCert) + "</cert>\n<key>\n" + string(cliKey) + "</key>\n"
+	if _, err := sb.c.Import(ctx, service.ImportRequest{Name: name, Kind: service.KindOpenVPNClient, Config: cfg}); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	return sb, name
+}
+
+// TestServiceCLIAnswersCredentials: `wirelane up NAME` through the service
+// types the credentials the tunnel asks for on its terminal.
+func TestServiceCLIAnswersCredentials(t *testing.T) {
+	sb, name := newAuthBed(t)
+	master, slave := openPTY(t)
+	var typed strings.Builder
+	var mu sync.Mutex
+	go func() { // what the terminal shows
+		b := make([]byte, 256)
+		for {
+			n, err := master.Read(b)
+			mu.Lock()
+			typed.Write(b[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	shown := func(what string) {
+		t.Helper()
+		netns.Eventually(t, 15*time.Second, "the terminal shows "+what, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if !strings.Contains(typed.String(), what) {
+				return os.ErrNotExist
+			}
+			return nil
+		})
+	}
+	cmd := netns.Command(nil, filepath.Join(binDir, "wirelane"), "up", name)
+	cmd.Env = append(os.Environ(), "WIRELANE_SOCKET="+sb.socket)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	shown("Enter Auth Username: ")
+	master.WriteString("alice\n")
+	shown("Enter Auth Password: ")
+	master.WriteString("s3cret\n")
+	shown("CHALLENGE: Enter OTP ")
+	master.WriteString("424242\n")
+	select {
+	case err := <-done:
+		if err != nil {
+			mu.Lock()
+			t.Fatalf("wirelane up: %v\n%s", err, typed.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("wirelane up did not return")
+	}
+	if out, err := netns.Try(sb.nsA, nil, "ping", "-c", "2", "-i", "0.3", "-W", "2", "10.9.0.1"); err != nil {
+		tn, _ := sb.c.Get(context.Background(), name)
+		mu.Lock()
+		t.Fatalf("ping: %v\n%s\ntunnel: %+v\nterminal:\n%s\n%s", err, out, tn, typed.String(), netns.Run(t, sb.nsA, "ip", "addr"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := sb.c.Down(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openPTY returns a pseudo-terminal's two ends.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); m.Close() })
+	return m, s
 }

@@ -81,8 +81,9 @@ type ConnectOptions struct {
 	// a time and in order; Elapsed counts from the start of the current
 	// connection attempt. It must not block for long.
 	OnEvent func(client.Event)
-	// Context, when set, ends the tunnel once it is done, as Ctrl-C does
-	// (nil: only the signals).
+	// Context, when set, ends the tunnel once it is done, as Ctrl-C does;
+	// the signals are then the caller's, not caught (nil: Ctrl-C and the
+	// other interrupt.Signals end it).
 	Context context.Context
 	// Credentials, when set, is asked for the credentials the file needs
 	// and does not hold, instead of the terminal (a service asks its
@@ -130,11 +131,15 @@ func Connect(o ConnectOptions) int {
 		ifname = "tun%d"
 	}
 
-	parent := o.Context
-	if parent == nil {
-		parent = context.Background()
+	// With a context, the signals are the caller's (a service must not
+	// stop its tunnels on a SIGPIPE from a client that hung up).
+	var ctx context.Context
+	var stop context.CancelFunc
+	if o.Context != nil {
+		ctx, stop = context.WithCancel(o.Context)
+	} else {
+		ctx, stop = interrupt.NotifyContext(context.Background())
 	}
-	ctx, stop := interrupt.NotifyContext(parent)
 	defer stop()
 	ph.restart()
 	sess, err := client.Dial(ctx, cfg, opts)

@@ -128,3 +128,15 @@ func promptCredentials(tty *os.File, out io.Writer, needUser bool, challenge str
 	}
 	return user, pass, response, nil
 }
+
+// ErrNotTerminal is PromptCredentials' error when standard input is not a
+// terminal.
+var ErrNotTerminal = errNotTerminal
+
+// PromptCredentials asks on the terminal (standard input; prompts on
+// standard error) for what an OpenVPN tunnel needs, as connect does: the
+// username and password when needUser, the static-challenge response when
+// challenge is not "". The CLI uses it to answer a service's auth event.
+func PromptCredentials(needUser bool, challenge string, echo bool) (user, pass, response string, err error) {
+	return promptCredentials(stdin, stderr, needUser, challenge, echo)
+}

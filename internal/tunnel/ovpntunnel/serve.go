@@ -23,8 +23,8 @@ type ServeOptions struct {
 	Dev string
 	// Verbose logs protocol details to stderr.
 	Verbose bool
-	// Context, when set, stops the server once done, as an interrupt
-	// does; nil = Background.
+	// Context, when set, stops the server once done, as Ctrl-C does; the
+	// signals are then the caller's (nil: interrupt.Signals stop it).
 	Context context.Context
 }
 
@@ -111,11 +111,15 @@ func Serve(o ServeOptions) int {
 	}
 	defer pub.close()
 
-	parent := o.Context
-	if parent == nil {
-		parent = context.Background()
+	// With a context, the signals are the caller's (a service must not
+	// stop its tunnels on a SIGPIPE from a client that hung up).
+	var ctx context.Context
+	var stop context.CancelFunc
+	if o.Context != nil {
+		ctx, stop = context.WithCancel(o.Context)
+	} else {
+		ctx, stop = interrupt.NotifyContext(context.Background())
 	}
-	ctx, stop := interrupt.NotifyContext(parent)
 	defer stop()
 	attached := make(chan error, 1)
 	go func() { attached <- s.AttachTUN(d) }()
