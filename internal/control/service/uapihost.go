@@ -12,7 +12,6 @@ package service
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -26,8 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/crypto/curve25519"
-
+	"github.com/wirelane/wirelane/device/noise"
 	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
@@ -196,19 +194,15 @@ func parseGet(r io.Reader) (Tunnel, error) {
 			if peer != nil {
 				return bad()
 			}
-			var priv [32]byte
+			var priv noise.PrivateKey
 			if len(v) != 64 {
 				return bad()
 			}
 			if _, err := hex.Decode(priv[:], []byte(v)); err != nil {
 				return bad()
 			}
-			pub, err := curve25519.X25519(priv[:], curve25519.Basepoint)
+			t.PublicKey = priv.PublicKey().String()
 			clear(priv[:])
-			if err != nil {
-				return bad()
-			}
-			t.PublicKey = base64.StdEncoding.EncodeToString(pub)
 		case "fwmark":
 			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil {
@@ -223,11 +217,14 @@ func parseGet(r io.Reader) (Tunnel, error) {
 			t.ListenPort = uint16(n)
 		case "public_key":
 			endPeer()
-			b, err := hex.DecodeString(v)
-			if err != nil || len(b) != 32 {
+			var pub noise.PublicKey
+			if len(v) != 64 {
 				return bad()
 			}
-			peer = &Peer{PublicKey: base64.StdEncoding.EncodeToString(b)}
+			if _, err := hex.Decode(pub[:], []byte(v)); err != nil {
+				return bad()
+			}
+			peer = &Peer{PublicKey: pub.String()}
 		case "endpoint", "last_handshake_time_sec", "last_handshake_time_nsec", "tx_bytes", "rx_bytes", "allowed_ip", "preshared_key", "persistent_keepalive_interval":
 			if peer == nil {
 				return bad()
