@@ -27,6 +27,9 @@ var (
 	// another client session id: the client restarted and the caller
 	// should start over with a new channel.
 	ErrNewSession = errors.New("control: peer started a new session")
+	// ErrOtherSession reports a packet naming a session other than the
+	// channel's (a new session's packets, or a forgery).
+	ErrOtherSession = errors.New("control: packet of another session")
 )
 
 // Channel is the control channel of one session (one pair of session ids).
@@ -301,7 +304,7 @@ func (ch *Channel) HandlePacket(raw []byte) error {
 		if !ch.client && p.Op == wire.HardResetClientV2 {
 			return ErrNewSession
 		}
-		return fmt.Errorf("control: %v from unknown session %x", p.Op, p.Session)
+		return fmt.Errorf("%w: %v from %x", ErrOtherSession, p.Op, p.Session)
 	}
 	if p.NumAcks > 0 && p.Remote != ch.local {
 		ch.mu.Unlock()

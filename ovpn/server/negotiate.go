@@ -33,6 +33,9 @@ func negotiateCipher(server []data.Cipher, pi peerInfo) (data.Cipher, bool) {
 // feature negotiation, the common-name policy and the tunnel address.
 func (p *peer) setup(cn string, pi peerInfo) error {
 	s := p.s
+	// The TLS handshake is complete: a new session from a client's
+	// address has proven itself and replaces the old one.
+	p.promote()
 	ciph, ok := negotiateCipher(s.cfg.DataCiphers, pi)
 	if !ok {
 		// The key exchange still completes (the client expects our

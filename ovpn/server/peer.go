@@ -93,10 +93,19 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 		}
 	}
 	s.byID[p.id] = p
+	var replaced *peer // an earlier pending session from the same address
 	if isUDP {
-		s.byAddr[from] = p
+		if s.byAddr[from] == nil {
+			s.byAddr[from] = p
+		} else {
+			replaced = s.pending[from]
+			s.pending[from] = p
+		}
 	}
 	s.mu.Unlock()
+	if replaced != nil {
+		replaced.close("replaced by a newer session from the same address")
+	}
 	now := time.Now().UnixNano()
 	p.lastRecv.Store(now)
 	p.lastSend.Store(now)
@@ -194,6 +203,8 @@ func (p *peer) close(reason string) {
 		}
 		if a := p.remote(); s.byAddr[a] == p {
 			delete(s.byAddr, a)
+		} else if s.pending[a] == p {
+			delete(s.pending, a)
 		}
 		if va := p.vaddrLoad(); va.IsValid() && s.byVaddr[va] == p {
 			delete(s.byVaddr, va)
@@ -216,6 +227,26 @@ func (p *peer) close(reason string) {
 			s.opts.Events(Event{Kind: ClientDisconnected, Client: info, Reason: reason})
 		}
 	})
+}
+
+// promote makes p, a pending UDP session that completed its TLS
+// handshake, the client at its address, and ends the session it
+// replaces. It does nothing for any other peer.
+func (p *peer) promote() {
+	s := p.s
+	a := p.remote()
+	s.mu.Lock()
+	if s.pending[a] != p {
+		s.mu.Unlock()
+		return
+	}
+	old := s.byAddr[a]
+	delete(s.pending, a)
+	s.byAddr[a] = p
+	s.mu.Unlock()
+	if old != nil {
+		old.close("the client started a new session")
+	}
 }
 
 // remoteSession returns the client's session id.

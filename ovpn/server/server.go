@@ -126,6 +126,11 @@ type Server struct {
 
 	mu      sync.RWMutex             // guards the maps and closed
 	byAddr  map[netip.AddrPort]*peer // UDP peers by transport address
+	// pending holds, per UDP address that has a client, a new session
+	// from that address that passed the cookie exchange but not yet its
+	// TLS handshake: the client in byAddr keeps running until the new
+	// one proves itself (promote), so a spoofed reset ends nothing.
+	pending map[netip.AddrPort]*peer
 	byID    map[uint32]*peer         // by peer-id
 	byVaddr map[netip.Addr]*peer     // by tunnel addresses (IPv4 and IPv6), once pushed
 	closed  bool
@@ -212,7 +217,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	}
 	s := &Server{cfg: c, opts: opts, log: opts.Logger, tlsCfg: tlsCfg, pool: p, pool6: p6,
 		handWindow: time.Duration(c.HandWindow) * time.Second,
-		byAddr:     map[netip.AddrPort]*peer{}, byID: map[uint32]*peer{}, byVaddr: map[netip.Addr]*peer{},
+		byAddr:     map[netip.AddrPort]*peer{}, pending: map[netip.AddrPort]*peer{}, byID: map[uint32]*peer{}, byVaddr: map[netip.Addr]*peer{},
 		rx: pktqueue.New(rxQueue, rxBufLen), done: make(chan struct{})}
 	if _, err := s.newWrapper(); err != nil {
 		return nil, err

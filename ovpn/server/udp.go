@@ -119,6 +119,9 @@ func (s *Server) udpPacket(from netip.AddrPort, pkt []byte, sink *tun.BatchWrite
 	}
 	s.mu.RLock()
 	p := s.byAddr[from]
+	if q := s.pending[from]; q != nil && len(pkt) >= 9 && wire.SessionID(pkt[1:9]) == q.remoteSession() {
+		p = q
+	}
 	s.mu.RUnlock()
 	if p != nil {
 		err := p.ctrl.HandlePacket(pkt)
@@ -126,11 +129,15 @@ func (s *Server) udpPacket(from netip.AddrPort, pkt []byte, sink *tun.BatchWrite
 			p.touch()
 			return
 		}
-		if !errors.Is(err, control.ErrNewSession) {
+		if !errors.Is(err, control.ErrNewSession) && !errors.Is(err, control.ErrOtherSession) {
 			s.stats.BadControl.Add(1)
 			return
 		}
-		p.close("the client started a new session")
+		// A reset or a packet of another session from a client's
+		// address: the client restarted, or someone forges its address.
+		// Either way the new session goes through the stateless cookie
+		// like any other, and the client's session stays until the new
+		// one completes its TLS handshake (promote).
 	}
 	s.udpUnknown(from, pkt)
 }
