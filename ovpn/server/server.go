@@ -124,15 +124,15 @@ type Server struct {
 	tcp      net.Listener       // nil for UDP
 	addr     netip.AddrPort
 
-	mu      sync.RWMutex             // guards the maps and closed
-	byAddr  map[netip.AddrPort]*peer // UDP peers by transport address
+	mu     sync.RWMutex             // guards the maps and closed
+	byAddr map[netip.AddrPort]*peer // UDP peers by transport address
 	// pending holds, per UDP address that has a client, a new session
 	// from that address that passed the cookie exchange but not yet its
 	// TLS handshake: the client in byAddr keeps running until the new
 	// one proves itself (promote), so a spoofed reset ends nothing.
 	pending map[netip.AddrPort]*peer
-	byID    map[uint32]*peer         // by peer-id
-	byVaddr map[netip.Addr]*peer     // by tunnel addresses (IPv4 and IPv6), once pushed
+	byID    map[uint32]*peer     // by peer-id
+	byVaddr map[netip.Addr]*peer // by tunnel addresses (IPv4 and IPv6), once pushed
 	closed  bool
 
 	graveMu sync.Mutex             // guards graves
@@ -145,12 +145,19 @@ type Server struct {
 	done    chan struct{}
 	wg      sync.WaitGroup
 
+	tcpGate tcpGate // TCP connections that have not sent their first frame
+
 	stats Stats
 }
 
-// Stats counts dropped packets, for diagnostics and tests.
+// Stats counts dropped packets (and refused TCP connections), for
+// diagnostics and tests.
 type Stats struct {
 	BadControl, BadData, Spoofed, NoRoute, RxFull, TUNErrors atomic.Uint64
+	// TCPRefused counts TCP connections closed at accept because too
+	// many connections (in all, or from their source) had not yet sent
+	// their first frame.
+	TCPRefused atomic.Uint64
 }
 
 const (

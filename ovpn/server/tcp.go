@@ -34,6 +34,12 @@ func (s *Server) acceptTCP() {
 			s.log.Error("accept", "err", err)
 			return
 		}
+		src := remoteAddrPort(c).Addr()
+		if !s.tcpGate.admit(src) {
+			s.stats.TCPRefused.Add(1)
+			c.Close()
+			continue
+		}
 		s.wg.Add(1)
 		go s.serveTCP(c)
 	}
@@ -42,11 +48,10 @@ func (s *Server) acceptTCP() {
 // serveTCP runs one TCP client: the first packet must be its reset.
 func (s *Server) serveTCP(c net.Conn) {
 	defer s.wg.Done()
-	from := c.RemoteAddr().(*net.TCPAddr).AddrPort()
-	from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-	r := wire.NewTCPReader(c, 64<<10, maxPkt, data.Tailroom)
-	c.SetReadDeadline(time.Now().Add(s.handWindow))
-	raw, err := r.Next()
+	from := remoteAddrPort(c)
+	c.SetReadDeadline(time.Now().Add(min(s.handWindow, s.tcpGate.deadline())))
+	raw, err := readFirstFrame(c)
+	s.tcpGate.release(from.Addr())
 	if err != nil {
 		c.Close()
 		return
@@ -78,6 +83,7 @@ func (s *Server) serveTCP(c net.Conn) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
+	r := wire.NewTCPReader(c, 64<<10, maxPkt, data.Tailroom)
 	for {
 		raw, err := r.Next()
 		if err != nil {
@@ -99,6 +105,16 @@ func (s *Server) serveTCP(c net.Conn) {
 		}
 		peer.touch()
 	}
+}
+
+// remoteAddrPort is c's peer address, IPv4-mapped addresses unmapped.
+func remoteAddrPort(c net.Conn) netip.AddrPort {
+	a, _ := c.RemoteAddr().(*net.TCPAddr)
+	if a == nil {
+		return netip.AddrPort{}
+	}
+	ap := a.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
 // tcpTransport sends through wire's TCP framer.
