@@ -77,6 +77,10 @@ type Config struct {
 	DuplicateCN bool
 	// MaxClients limits concurrent clients (0 = the pool size).
 	MaxClients int
+	// ConnectFreq and ConnectFreqSec (`connect-freq N SEC`) allow at
+	// most ConnectFreq new sessions in any ConnectFreqSec seconds (0:
+	// no limit).
+	ConnectFreq, ConnectFreqSec int
 }
 
 // Diagnostic is a warning about one line of a configuration file.
@@ -119,7 +123,7 @@ var serverIgnored = map[string]string{
 	"ecdh-curve": "", "tls-timeout": "", "replay-window": "", "mssfix": "", "float": "", "multihome": "", "management": "",
 	"suppress-timestamps": "", "machine-readable-output": "", "chroot": "", "cd": "", "setenv": "", "allow-compression": "",
 	"data-ciphers-fallback": "only AEAD ciphers are used", "cipher": "only data-ciphers is used", "tran-window": "",
-	"connect-freq": "", "tcp-queue-limit": "", "bcast-buffers": "", "tun-mtu-extra": "", "link-mtu": "", "dev-type": "",
+	"tcp-queue-limit": "", "bcast-buffers": "", "tun-mtu-extra": "", "link-mtu": "", "dev-type": "",
 	"reneg-bytes": "renegotiation is by time and packet-id limit", "reneg-pkts": "renegotiation is by time and packet-id limit",
 	"opt-verify": "", "ncp-disable": "", "tls-version-max": "", "username-as-common-name": "",
 }
@@ -360,6 +364,22 @@ func (e *serverExt) Directive(p *config.Parser, args []string) error {
 		default:
 			c.MaxClients = v
 		}
+	case "connect-freq":
+		if err := p.Want(args, 2, 2); err != nil {
+			return err
+		}
+		n, err := p.Number(name, args[1], 1<<20)
+		if err != nil {
+			return err
+		}
+		sec, err := p.Number(name, args[2], 1<<20)
+		if err != nil {
+			return err
+		}
+		if n == 0 || sec == 0 {
+			return p.Errorf(name, "both the count and the seconds must be positive")
+		}
+		c.ConnectFreq, c.ConnectFreqSec = n, sec
 	case "client-to-client":
 		c.ClientToClient = true
 	case "duplicate-cn":

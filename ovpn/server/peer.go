@@ -40,6 +40,9 @@ type peer struct {
 	vaddr  atomic.Pointer[netip.Addr]   // tunnel address, set by the first key exchange; nil when IPv6-only
 	vaddr6 atomic.Pointer[netip.Addr]   // IPv6 tunnel address (server-ipv6), stored before vaddr
 	slot   netip.Addr                   // the pool address that numbers the client; guarded by s.mu
+	// unproven: a UDP session counted in s.unproven (its TLS handshake
+	// has not completed); guarded by s.mu.
+	unproven bool
 
 	mu       sync.Mutex // guards the fields below
 	cn       string
@@ -85,6 +88,21 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 		s.mu.Unlock()
 		p.ctrl.Close()
 		return nil, fmt.Errorf("server: max-clients (%d) reached", s.cfg.MaxClients)
+	}
+	src := from.Addr()
+	if isUDP && s.unproven[src] >= maxUnprovenPerSource {
+		s.mu.Unlock()
+		p.ctrl.Close()
+		return nil, fmt.Errorf("server: %d sessions from %s have not completed their handshake", maxUnprovenPerSource, src)
+	}
+	if !s.freq.allow(s.cfg.ConnectFreq, time.Duration(s.cfg.ConnectFreqSec)*time.Second, p.created) {
+		s.mu.Unlock()
+		p.ctrl.Close()
+		return nil, fmt.Errorf("server: connect-freq (%d in %d s) reached", s.cfg.ConnectFreq, s.cfg.ConnectFreqSec)
+	}
+	if isUDP {
+		p.unproven = true
+		s.unproven[src]++
 	}
 	for id := uint32(0); ; id++ {
 		if s.byID[id] == nil {
@@ -214,6 +232,7 @@ func (p *peer) close(reason string) {
 		}
 		slot := p.slot
 		p.slot = netip.Addr{}
+		s.proveLocked(p)
 		s.mu.Unlock()
 		if slot.IsValid() {
 			s.pool.put(slot)
@@ -236,6 +255,7 @@ func (p *peer) promote() {
 	s := p.s
 	a := p.remote()
 	s.mu.Lock()
+	s.proveLocked(p)
 	if s.pending[a] != p {
 		s.mu.Unlock()
 		return
@@ -247,6 +267,49 @@ func (p *peer) promote() {
 	if old != nil {
 		old.close("the client started a new session")
 	}
+}
+
+// maxUnprovenPerSource caps, per source address, the UDP sessions
+// that answered the cookie but have not completed their TLS handshake:
+// one host with many ports cannot fill max-clients.
+const maxUnprovenPerSource = 4
+
+// proveLocked takes p out of the unproven count (at the end of its TLS
+// handshake, or when it goes). s.mu is held.
+func (s *Server) proveLocked(p *peer) {
+	if !p.unproven {
+		return
+	}
+	p.unproven = false
+	src := p.remote().Addr()
+	if s.unproven[src]--; s.unproven[src] <= 0 {
+		delete(s.unproven, src)
+	}
+}
+
+// connectFreq enforces connect-freq over a sliding window: the start
+// times of the last n sessions.
+type connectFreq struct {
+	starts []time.Time // ring of the last n session starts
+	next   int         // the oldest entry of starts once it is full
+}
+
+// allow records a session start at now and reports whether fewer than
+// n started in the window before it (n == 0: always).
+func (f *connectFreq) allow(n int, window time.Duration, now time.Time) bool {
+	if n <= 0 {
+		return true
+	}
+	if len(f.starts) < n {
+		f.starts = append(f.starts, now)
+		return true
+	}
+	if now.Sub(f.starts[f.next]) < window {
+		return false
+	}
+	f.starts[f.next] = now
+	f.next = (f.next + 1) % n
+	return true
 }
 
 // remoteSession returns the client's session id.

@@ -135,6 +135,12 @@ type Server struct {
 	byVaddr map[netip.Addr]*peer // by tunnel addresses (IPv4 and IPv6), once pushed
 	closed  bool
 
+	// unproven counts, per source address, UDP sessions that passed the
+	// cookie exchange but not their TLS handshake (peer.proven);
+	// guarded by mu.
+	unproven map[netip.Addr]int
+	freq     connectFreq // connect-freq; guarded by mu
+
 	graveMu sync.Mutex             // guards graves
 	graves  map[graveKey]time.Time // refused sessions, until their cookie expires
 
@@ -224,7 +230,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	}
 	s := &Server{cfg: c, opts: opts, log: opts.Logger, tlsCfg: tlsCfg, pool: p, pool6: p6,
 		handWindow: time.Duration(c.HandWindow) * time.Second,
-		byAddr:     map[netip.AddrPort]*peer{}, pending: map[netip.AddrPort]*peer{}, byID: map[uint32]*peer{}, byVaddr: map[netip.Addr]*peer{},
+		byAddr:     map[netip.AddrPort]*peer{}, pending: map[netip.AddrPort]*peer{}, unproven: map[netip.Addr]int{}, byID: map[uint32]*peer{}, byVaddr: map[netip.Addr]*peer{},
 		rx: pktqueue.New(rxQueue, rxBufLen), done: make(chan struct{})}
 	if _, err := s.newWrapper(); err != nil {
 		return nil, err
