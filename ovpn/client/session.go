@@ -124,6 +124,13 @@ type Session struct {
 	since    time.Time     // when Dial completed; immutable after
 	batches  sync.Pool     // *txBatch for WritePackets
 	wrapErr  atomic.Value  // last control unwrap error (string), for diagnostics
+	// droppedControl and droppedData count packets that failed their
+	// checks (unauthenticated, replayed, malformed); they are counted,
+	// not logged, and the timers log a summary at most every
+	// dropSummaryEvery.
+	droppedControl, droppedData atomic.Uint64
+	dropsLogged                 uint64    // drops covered by the last summary; owned by the timers goroutine
+	dropsLoggedAt               time.Time // when that summary went out; owned by the timers goroutine
 
 	rx      *pktqueue.Queue      // received packets for ReadPacket(s)
 	sink    atomic.Pointer[sink] // set by DeliverTo; nil: packets go to rx
@@ -324,7 +331,7 @@ func (s *Session) handlePacket(pkt []byte, rb *rxBatch) {
 	if !op.IsData() {
 		if err := s.ctrl.HandlePacket(pkt); err != nil {
 			s.wrapErr.Store(err.Error())
-			s.log.Debug("dropped control packet", "err", err)
+			s.droppedControl.Add(1)
 			return
 		}
 		s.lastRecv.Store(time.Now().UnixNano())
@@ -336,7 +343,7 @@ func (s *Session) handlePacket(pkt []byte, rb *rxBatch) {
 	}
 	payload, kind, err := ch.Decrypt(pkt)
 	if err != nil {
-		s.log.Debug("dropped data packet", "err", err)
+		s.droppedData.Add(1)
 		return
 	}
 	s.lastRecv.Store(time.Now().UnixNano())
@@ -493,11 +500,15 @@ type Stats struct {
 	RxBytes, TxBytes uint64
 	// Since is when the session was established.
 	Since time.Time
+	// DroppedControl and DroppedData count received packets that failed
+	// their checks (authentication, replay, format) and were dropped.
+	DroppedControl, DroppedData uint64
 }
 
 // Stats returns the session's counters.
 func (s *Session) Stats() Stats {
-	return Stats{RxBytes: s.rxBytes.Load(), TxBytes: s.txBytes.Load(), Since: s.since}
+	return Stats{RxBytes: s.rxBytes.Load(), TxBytes: s.txBytes.Load(), Since: s.since,
+		DroppedControl: s.droppedControl.Load(), DroppedData: s.droppedData.Load()}
 }
 
 // Close ends the session: it tells the server (EXIT control message when

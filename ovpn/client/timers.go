@@ -2,7 +2,9 @@ package client
 
 // Once a second: keepalive ping after `ping` seconds of send silence,
 // ping-restart after silence from the server, renegotiation when reneg-sec
-// or the packet-id limit is reached, and expiry of the lame-duck key.
+// or the packet-id limit is reached, expiry of the lame-duck key, and a
+// summary of dropped packets (never one log line per packet: anyone can
+// send them).
 
 import (
 	"context"
@@ -55,6 +57,7 @@ func (s *Session) tick(now time.Time) {
 		}
 	}
 	s.keys.ExpireLame(s.ctrl, now, s.opts.TransitionWindow)
+	s.logDrops(now)
 	if reneg {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
@@ -64,4 +67,19 @@ func (s *Session) tick(now time.Time) {
 			}
 		}()
 	}
+}
+
+// dropSummaryEvery is the shortest interval between two summaries of
+// dropped packets.
+const dropSummaryEvery = 30 * time.Second
+
+// logDrops logs how many packets were dropped since the last summary,
+// if any were and the last summary is old enough.
+func (s *Session) logDrops(now time.Time) {
+	ctl, dat := s.droppedControl.Load(), s.droppedData.Load()
+	if ctl+dat == s.dropsLogged || now.Sub(s.dropsLoggedAt) < dropSummaryEvery {
+		return
+	}
+	s.log.Info("dropped packets that failed their checks", "count", ctl+dat-s.dropsLogged, "control total", ctl, "data total", dat)
+	s.dropsLogged, s.dropsLoggedAt = ctl+dat, now
 }
