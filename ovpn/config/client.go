@@ -350,6 +350,7 @@ func (e *clientExt) Directives() []string {
 func (e *clientExt) Inline(p *Parser, tag, body string) error {
 	switch tag {
 	case "auth-user-pass":
+		p.c.InlineSecrets = true
 		return e.userPass(p, body, "<auth-user-pass>")
 	case "tls-crypt-v2", "secret", "pkcs12", "extra-certs", "connection", "http-proxy-user-pass":
 		return p.Errorf("<"+tag+">", "inline %w", ErrUnsupported)

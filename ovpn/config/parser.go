@@ -262,6 +262,10 @@ func (p *Parser) ReadFile(directive, name string) ([]byte, error) {
 	if err != nil {
 		return nil, p.Errorf(directive, "%v", err)
 	}
+	switch directive {
+	case "key", "tls-auth", "tls-crypt", "auth-user-pass":
+		p.c.SecretFiles = append(p.c.SecretFiles, path)
+	}
 	return b, nil
 }
 
@@ -399,8 +403,10 @@ func (p *Parser) sharedDirective(args []string) (bool, error) {
 func (p *Parser) sharedInline(tag, body string) (bool, error) {
 	switch tag {
 	case "ca", "cert", "key":
+		p.c.InlineSecrets = p.c.InlineSecrets || tag == "key"
 		p.setPEM(tag, []byte(body))
 	case "tls-auth", "tls-crypt":
+		p.c.InlineSecrets = true
 		return true, p.setStatic(tag, "<"+tag+">", []byte(body))
 	case "crl-verify":
 		return true, p.Errorf("<crl-verify>", "inline CRLs are %w; use crl-verify FILE (it is read again when it changes)", ErrUnsupported)

@@ -98,10 +98,14 @@ type ConnectOptions struct {
 func Connect(o ConnectOptions) int {
 	file := o.File
 	log := protocolLogger(o.Verbose)
+	noDump(warn)
 	cfg, err := config.ParseFile(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
+	}
+	for _, w := range secretWarnings(file, &cfg.Common, o.AuthFile) {
+		warn("%s", w)
 	}
 	cfgBlock := o.BlockIPv6 || cfg.BlockIPv6
 	if o.Verbose {

@@ -33,10 +33,15 @@ type ServeOptions struct {
 func Serve(o ServeOptions) int {
 	file := o.File
 	log := protocolLogger(o.Verbose)
+	warnf := func(format string, args ...any) { fmt.Fprintf(stderr, "wirelane ovpn serve: "+format+"\n", args...) }
+	noDump(warnf)
 	cfg, err := server.ParseConfigFile(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
 		return 1
+	}
+	for _, w := range secretWarnings(file, &cfg.Common) {
+		warnf("%s", w)
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(stderr, "wirelane ovpn serve: %s: %s\n", file, w)

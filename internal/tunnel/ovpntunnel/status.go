@@ -4,8 +4,9 @@ package ovpntunnel
 //
 //	connect/serve -> statusPublisher (every 2 s, and on exit: removed)
 //	    -> snapshot func -> JSON -> temp file -> rename to
-//	       /var/run/wirelane/ovpn-<pid>.json (dir 0755, file 0644, no secrets;
-//	       a process's later tunnels, in the service: ovpn-<pid>-<n>.json)
+//	       /var/run/wirelane/ovpn-<pid>.json (dir 0755, file 0640: client
+//	       names and addresses are for root and its group; a process's later
+//	       tunnels, in the service: ovpn-<pid>-<n>.json)
 //	Status() -> read every ovpn-*.json -> skip files whose process is gone
 //	    or that stopped being updated -> []TunnelStatus -> FormatStatus
 
@@ -147,7 +148,7 @@ func (p *statusPublisher) write() error {
 	}
 	_, werr := f.Write(append(b, '\n'))
 	cerr := f.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o644)); err != nil {
+	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o640)); err != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("status file: %w", err)
 	}

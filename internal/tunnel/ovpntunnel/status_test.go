@@ -19,7 +19,8 @@ func useStatusDir(t *testing.T) string {
 }
 
 // A published status is listed with what the snapshot said, rewritten
-// as counters change, readable by everyone, and gone after close.
+// as counters change, readable by root and its group only, and gone
+// after close.
 func TestStatusPublishListRemove(t *testing.T) {
 	dir := useStatusDir(t)
 	var rx atomic.Uint64
@@ -32,7 +33,7 @@ func TestStatusPublishListRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pub.close()
-	for path, want := range map[string]os.FileMode{dir: 0o755 | os.ModeDir, pub.path: 0o644} {
+	for path, want := range map[string]os.FileMode{dir: 0o755 | os.ModeDir, pub.path: 0o640} {
 		fi, err := os.Stat(path)
 		if err != nil || fi.Mode() != want {
 			t.Fatalf("%s: mode %v, %v; want %v", path, fi.Mode(), err, want)
