@@ -22,6 +22,7 @@ import (
 
 	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/crypto/chachapoly"
+	"github.com/wirelane/wirelane/internal/sys/harden"
 	"github.com/wirelane/wirelane/tun"
 )
 
@@ -60,6 +61,10 @@ func runForeground(ctx context.Context, cfg *Config) error {
 		return fmt.Errorf("log: %w", err)
 	}
 	defer closeLog.Close()
+	// Private keys arrive over UAPI: no core dump or ptrace by others.
+	if err := harden.NoDump(); err != nil {
+		log.Warn("hardening", "err", err)
+	}
 
 	var dev tun.Device
 	if cfg.TunFD != 0 {
