@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/wirelane/wirelane/ovpn/wire"
@@ -68,4 +69,44 @@ func (j *cookieJar) valid(from netip.AddrPort, client, sid wire.SessionID, now t
 		}
 	}
 	return false
+}
+
+// The stateless reply to a reset is larger than the reset (it acks the
+// client's packet and names its session: 26 bytes for 14 unwrapped), and
+// it goes to an address nobody has verified. The budget below keeps the
+// server from being a useful reflector: each source address gets at
+// most replyBudgetPerSec replies a second, and when more sources than
+// replyBudgetSources ask within one second the rest get none.
+const (
+	replyBudgetPerSec  = 32
+	replyBudgetSources = 1 << 16
+)
+
+// replyBudget counts stateless replies per source address in the
+// current second.
+type replyBudget struct {
+	mu     sync.Mutex            // guards the fields below
+	second int64                 // the unix second n counts
+	n      map[netip.Addr]uint16 // replies sent this second, by source
+}
+
+// allow reports whether a stateless reply may go to a at now, and
+// counts it.
+func (b *replyBudget) allow(a netip.Addr, now time.Time) bool {
+	sec := now.Unix()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if sec != b.second || b.n == nil {
+		b.second = sec
+		clear(b.n)
+		if b.n == nil {
+			b.n = map[netip.Addr]uint16{}
+		}
+	}
+	c, ok := b.n[a]
+	if (!ok && len(b.n) >= replyBudgetSources) || c >= replyBudgetPerSec {
+		return false
+	}
+	b.n[a] = c + 1
+	return true
 }

@@ -151,7 +151,8 @@ type Server struct {
 	done    chan struct{}
 	wg      sync.WaitGroup
 
-	tcpGate tcpGate // TCP connections that have not sent their first frame
+	tcpGate tcpGate     // TCP connections that have not sent their first frame
+	replies replyBudget // stateless replies per source and second (cookie.go)
 
 	stats Stats
 }
@@ -164,6 +165,9 @@ type Stats struct {
 	// many connections (in all, or from their source) had not yet sent
 	// their first frame.
 	TCPRefused atomic.Uint64
+	// RepliesWithheld counts resets from unverified sources left
+	// unanswered because their source used up its reply budget.
+	RepliesWithheld atomic.Uint64
 }
 
 const (

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -42,4 +43,35 @@ func TestSpoofedResetKeepsTheClientsSession(t *testing.T) {
 		t.Fatalf("clients after the forged reset: %+v", cl)
 	}
 	ping(t, c, s.TunnelAddress().Addr(), 3)
+}
+
+// Resets from one (possibly spoofed) source get a few stateless replies a
+// second, not one each: the server is no reflector.
+func TestStatelessRepliesPerSourceBudget(t *testing.T) {
+	f := newFixture(t)
+	s := startServer(t, f.serverConfig(UDP), Options{})
+	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(s.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const sent = 100
+	for i := 0; i < sent; i++ {
+		b, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.HardResetClientV2, Session: wire.SessionID{3, byte(i)}})
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := 0
+	buf := make([]byte, 2048)
+	for {
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Read(buf); err != nil {
+			break
+		}
+		got++
+	}
+	if got < replyBudgetPerSec || got > 2*replyBudgetPerSec || s.Stats().RepliesWithheld.Load() != uint64(sent-got) {
+		t.Fatalf("%d replies to %d resets, %d withheld", got, sent, s.Stats().RepliesWithheld.Load())
+	}
 }

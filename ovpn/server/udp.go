@@ -207,6 +207,10 @@ func (s *Server) udpUnknown(from netip.AddrPort, raw []byte) {
 	now := time.Now()
 	switch p.Op {
 	case wire.HardResetClientV2:
+		if !s.replies.allow(from.Addr(), now) {
+			s.stats.RepliesWithheld.Add(1)
+			return
+		}
 		reply := wire.ControlPacket{Op: wire.HardResetServerV2, Session: s.cookies.sessionID(from, p.Session, now),
 			NumAcks: 1, Remote: p.Session, ID: 0}
 		reply.Acks[0] = p.ID
