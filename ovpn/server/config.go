@@ -111,17 +111,24 @@ var serverUnsupported = map[string]string{
 	"verify-x509-name": "client name checks", "remote-cert-ku": "key-usage checks", "remote-cert-eku": "extended-key-usage checks by OID",
 	"x509-username-field": "username fields", "auth-gen-token": "auth tokens", "learn-address": "scripts",
 	"client-connect": "scripts", "client-disconnect": "scripts", "iroute": "client subnets",
+	// The server would go on parsing clients' input as root: refused
+	// rather than ignored until privileges are really dropped.
+	"user": privDrop, "group": privDrop, "chroot": privDrop,
 }
+
+// privDrop explains the refusal of user, group and chroot.
+const privDrop = "dropping privileges (the server would keep running as root; remove the line, " +
+	"or start it as a user with CAP_NET_ADMIN from the service manager)"
 
 // serverIgnored concern the local host or tuning and are accepted with a
 // warning.
 var serverIgnored = map[string]string{
 	"persist-key": "", "persist-tun": "", "verb": "", "mute": "", "status": "", "status-version": "", "log": "",
-	"log-append": "", "user": "", "group": "", "daemon": "", "writepid": "", "ifconfig-pool-persist": "addresses are assigned per connection",
+	"log-append": "", "daemon": "", "writepid": "", "ifconfig-pool-persist": "addresses are assigned per connection",
 	"explicit-exit-notify": "clients are always told", "mute-replay-warnings": "", "sndbuf": "", "rcvbuf": "", "txqueuelen": "",
 	"script-security": "scripts are not run", "up": "scripts are not run", "down": "scripts are not run", "dh": "ECDHE is used",
 	"ecdh-curve": "", "tls-timeout": "", "replay-window": "", "mssfix": "", "float": "", "multihome": "", "management": "",
-	"suppress-timestamps": "", "machine-readable-output": "", "chroot": "", "cd": "", "setenv": "", "allow-compression": "",
+	"suppress-timestamps": "", "machine-readable-output": "", "cd": "", "setenv": "", "allow-compression": "",
 	"data-ciphers-fallback": "only AEAD ciphers are used", "cipher": "only data-ciphers is used", "tran-window": "",
 	"tcp-queue-limit": "", "bcast-buffers": "", "tun-mtu-extra": "", "link-mtu": "", "dev-type": "",
 	"reneg-bytes": "renegotiation is by time and packet-id limit", "reneg-pkts": "renegotiation is by time and packet-id limit",

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -81,6 +82,18 @@ func TestParseConnectFreq(t *testing.T) {
 		}
 		if !tc.ok && !strings.Contains(err.Error(), "s.conf:2") {
 			t.Fatalf("%q: error %v without its line", tc.line, err)
+		}
+	}
+}
+
+// user, group and chroot are refused with their line, not ignored: the
+// server would otherwise run as root while the file says it does not.
+func TestPrivilegeDropDirectivesRefused(t *testing.T) {
+	const creds = "<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"
+	for _, line := range []string{"user nobody", "group nogroup", "chroot /var/empty"} {
+		_, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\n"+line+"\n"+creds), "s.conf", "")
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "s.conf:2") {
+			t.Errorf("%q: %v", line, err)
 		}
 	}
 }
