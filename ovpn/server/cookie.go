@@ -8,7 +8,9 @@ package server
 // when a later packet acknowledges that reset and names the session id
 // back, which a spoofed source address cannot do.
 //
-//	reset from A (sid C)  -> reply HARD_RESET_SERVER_V2, sid = HMAC(k, slot | A | C)[:8]
+//	reset from A (sid C)  -> reply HARD_RESET_SERVER_V2, sid = HMAC(k, slot | A | C)[:8],
+//	                         no ack: never more bytes than the reset
+//	                         (the session created later acks it)
 //	CONTROL_V1/ACK_V1 from A acking id 0 to sid S
 //	                      -> S == HMAC(k, slot or slot-1 | A | C)? create the client : drop
 
@@ -71,12 +73,12 @@ func (j *cookieJar) valid(from netip.AddrPort, client, sid wire.SessionID, now t
 	return false
 }
 
-// The stateless reply to a reset is larger than the reset (it acks the
-// client's packet and names its session: 26 bytes for 14 unwrapped), and
-// it goes to an address nobody has verified. The budget below keeps the
-// server from being a useful reflector: each source address gets at
-// most replyBudgetPerSec replies a second, and when more sources than
-// replyBudgetSources ask within one second the rest get none.
+// The stateless reply to a reset goes to an address nobody has verified.
+// It is never larger than the reset (udpUnknown leaves the ack out), and
+// the budget below keeps the server from being a useful reflector even
+// so: each source address gets at most replyBudgetPerSec replies a
+// second, and when more sources than replyBudgetSources ask within one
+// second the rest get none.
 const (
 	replyBudgetPerSec  = 32
 	replyBudgetSources = 1 << 16

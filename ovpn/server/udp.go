@@ -211,9 +211,12 @@ func (s *Server) udpUnknown(from netip.AddrPort, raw []byte) {
 			s.stats.RepliesWithheld.Add(1)
 			return
 		}
-		reply := wire.ControlPacket{Op: wire.HardResetServerV2, Session: s.cookies.sessionID(from, p.Session, now),
-			NumAcks: 1, Remote: p.Session, ID: 0}
-		reply.Acks[0] = p.ID
+		// The reply carries no ack (the ack and the client's session id
+		// would make it 12 bytes larger than the reset): never more
+		// bytes to an unverified source than it sent. The client acks
+		// this reset, which proves its address (the cookie); the client
+		// created then acks the client's reset.
+		reply := wire.ControlPacket{Op: wire.HardResetServerV2, Session: s.cookies.sessionID(from, p.Session, now)}
 		b, err := wire.AppendControl(nil, &reply)
 		if err != nil {
 			return
