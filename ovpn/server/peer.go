@@ -40,7 +40,7 @@ type peer struct {
 	vaddr  atomic.Pointer[netip.Addr]   // tunnel address, set by the first key exchange; nil when IPv6-only
 	vaddr6 atomic.Pointer[netip.Addr]   // IPv6 tunnel address (server-ipv6), stored before vaddr
 	slot   netip.Addr                   // the pool address that numbers the client; guarded by s.mu
-	// unproven: a UDP session counted in s.unproven (its TLS handshake
+	// unproven: a session counted in s.unproven (its TLS handshake
 	// has not completed); guarded by s.mu.
 	unproven bool
 
@@ -90,7 +90,7 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 		return nil, fmt.Errorf("server: max-clients (%d) reached", s.cfg.MaxClients)
 	}
 	src := from.Addr()
-	if isUDP && s.unproven[src] >= maxUnprovenPerSource {
+	if s.unproven[src] >= maxUnprovenPerSource {
 		s.mu.Unlock()
 		p.ctrl.Close()
 		return nil, fmt.Errorf("server: %d sessions from %s have not completed their handshake", maxUnprovenPerSource, src)
@@ -100,10 +100,8 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 		p.ctrl.Close()
 		return nil, fmt.Errorf("server: connect-freq (%d in %d s) reached", s.cfg.ConnectFreq, s.cfg.ConnectFreqSec)
 	}
-	if isUDP {
-		p.unproven = true
-		s.unproven[src]++
-	}
+	p.unproven = true
+	s.unproven[src]++
 	for id := uint32(0); ; id++ {
 		if s.byID[id] == nil {
 			p.id = id
@@ -269,9 +267,10 @@ func (p *peer) promote() {
 	}
 }
 
-// maxUnprovenPerSource caps, per source address, the UDP sessions
-// that answered the cookie but have not completed their TLS handshake:
-// one host with many ports cannot fill max-clients.
+// maxUnprovenPerSource caps, per source address, the sessions that
+// have not completed their TLS handshake (UDP: past the cookie; TCP:
+// past the first frame): one host with many ports cannot fill
+// max-clients.
 const maxUnprovenPerSource = 4
 
 // proveLocked takes p out of the unproven count (at the end of its TLS

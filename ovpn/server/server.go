@@ -135,8 +135,8 @@ type Server struct {
 	byVaddr map[netip.Addr]*peer // by tunnel addresses (IPv4 and IPv6), once pushed
 	closed  bool
 
-	// unproven counts, per source address, UDP sessions that passed the
-	// cookie exchange but not their TLS handshake (peer.proven);
+	// unproven counts, per source address, sessions that have not
+	// completed their TLS handshake (peer.unproven);
 	// guarded by mu.
 	unproven map[netip.Addr]int
 	freq     connectFreq // connect-freq; guarded by mu

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/wirelane/wirelane/ovpn/client"
+	"github.com/wirelane/wirelane/ovpn/wire"
 )
 
 // Connections that send nothing (or one byte) are capped per source and
@@ -70,5 +72,28 @@ func TestTCPGateTotalCap(t *testing.T) {
 	}
 	if h.admit(netip.MustParseAddr("2001:db8::ffff")) {
 		t.Fatal("a /64 got more than its share")
+	}
+}
+
+// TCP connections that sent their reset but no TLS count toward the same
+// per-source budget as UDP sessions past the cookie.
+func TestTCPUnprovenSessionsPerSourceCap(t *testing.T) {
+	f := newFixture(t)
+	s := startServer(t, f.serverConfig(TCP), Options{})
+	for i := 0; i < maxUnprovenPerSource+3; i++ {
+		c, err := net.Dial("tcp4", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		b, _ := wire.AppendControl([]byte{0, 0}, &wire.ControlPacket{Op: wire.HardResetClientV2, Session: wire.SessionID{4, byte(i)}})
+		binary.BigEndian.PutUint16(b, uint16(len(b)-2))
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := s.peerCount(); n != maxUnprovenPerSource {
+		t.Fatalf("%d TCP sessions without TLS from one address, want %d", n, maxUnprovenPerSource)
 	}
 }
