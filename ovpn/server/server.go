@@ -24,8 +24,8 @@
 //	per peer: control.Channel's flusher (retransmits, acks); a goroutine for the 1 s timers
 //	key-state goroutines: TLS -> key_method_2 -> keys -> push -> messages
 //
-// Files: udp.go (the UDP side on conn.StdBind) and tcp.go (transports), cookie.go (stateless UDP
-// handshake), peer.go (a client's key exchange, push and timers), route.go (packet routing), pool.go,
+// Files: udp.go (the UDP side on conn.StdBind) and tcp.go (transports), tcpgate.go (caps on TCP
+// connections before their first frame), cookie.go (stateless UDP handshake, reply budget), peer.go (a client's key exchange, push and timers), route.go (packet routing), pool.go,
 // config.go (server configuration files), tun.go (AttachTUN).
 package server
 
