@@ -75,3 +75,34 @@ func TestStatelessRepliesPerSourceBudget(t *testing.T) {
 		t.Fatalf("%d replies to %d resets, %d withheld", got, sent, s.Stats().RepliesWithheld.Load())
 	}
 }
+
+// A client that really restarts from the same address and port gets its
+// new session: it waits beside the old one and replaces it once its TLS
+// handshake completes.
+func TestRestartFromTheSameAddressReplacesTheSession(t *testing.T) {
+	f := newFixture(t)
+	s := startServer(t, f.serverConfig(UDP), Options{})
+	echoResponder(s)
+	nat := newNATProxy(t, s.Addr())
+	port := uint16(nat.front.LocalAddr().(*net.UDPAddr).Port)
+	cfgA := f.clientConfig(t, s, "before", "")
+	cfgA.Remotes[0].Port = port
+	a := dialClient(t, cfgA, client.Options{})
+	ping(t, a, s.TunnelAddress().Addr(), 1)
+	at := s.Clients()[0].Remote
+	// The restarted client: a new session through the same NAT mapping.
+	cfgB := f.clientConfig(t, s, "after", "")
+	cfgB.Remotes[0].Port = port
+	b := dialClient(t, cfgB, client.Options{})
+	ping(t, b, s.TunnelAddress().Addr(), 2)
+	eventually(t, 2*time.Second, "old session replaced", func() bool {
+		cl := s.Clients()
+		return s.peerCount() == 1 && len(cl) == 1 && cl[0].CommonName == "after" && cl[0].Remote == at
+	})
+	s.mu.RLock()
+	pending := len(s.pending)
+	s.mu.RUnlock()
+	if pending != 0 {
+		t.Fatalf("%d sessions still pending", pending)
+	}
+}
