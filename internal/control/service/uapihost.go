@@ -314,28 +314,11 @@ func (h *UAPIHost) Watch(publish func(Event)) func() {
 		h.known[t.Name] = true
 	}
 	h.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		tk := time.NewTicker(h.interval)
-		defer tk.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tk.C:
-			}
-			h.look()
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			close(done)
-			h.mu.Lock()
-			h.publish = nil
-			h.mu.Unlock()
-		})
-	}
+	return Periodic(h.interval, h.look, func() {
+		h.mu.Lock()
+		h.publish = nil
+		h.mu.Unlock()
+	})
 }
 
 // look compares the daemons that answer with those seen last time.

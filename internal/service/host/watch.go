@@ -1,9 +1,6 @@
 package host
 
 import (
-	"sync"
-	"time"
-
 	"github.com/wirelane/wirelane/internal/control/service"
 )
 
@@ -13,28 +10,11 @@ func (h *Host) Watch(publish func(service.Event)) (stop func()) {
 	h.mu.Lock()
 	h.publish = publish
 	h.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		tk := time.NewTicker(h.cfg.Interval)
-		defer tk.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tk.C:
-			}
-			h.look()
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			close(done)
-			h.mu.Lock()
-			h.publish = nil
-			h.mu.Unlock()
-		})
-	}
+	return service.Periodic(h.cfg.Interval, h.look, func() {
+		h.mu.Lock()
+		h.publish = nil
+		h.mu.Unlock()
+	})
 }
 
 // change is an event the look found, published once the lock is released.
