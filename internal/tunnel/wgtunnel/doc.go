@@ -19,7 +19,8 @@
 //	   a /0 gets fwmark + table + "not fwmark" and suppress rules      [undo: delete rules]
 //	   and the nftables table wg-quick-IFNAME of its family
 //	   (anti-spoofing drop + fwmark save/restore)                     [undo: delete table]
-//	-> PostUp hooks -> done (undo stack discarded)
+//	-> PostUp hooks -> the daemon still answers and its link exists
+//	   (a daemon killed during Up fails it here) -> done (undo discarded)
 //
 // Reload (reload.go) changes a running tunnel into what Up of its file
 // would make, in place: plan.go compares the running device (UAPI get)

@@ -71,7 +71,23 @@ func Up(ctx context.Context, cfg *wgquick.Config, o Options) (err error) {
 		{"DNS", func(context.Context) error { return setDNS(nc, cfg, &o) }},
 		{"routes", func(context.Context) error { return addRoutes(nc, eng, cfg, table, &o) }},
 		{"PostUp", func(ctx context.Context) error { return runHooks(ctx, &o, cfg.Interface.PostUp, name) }},
+		{"check", func(context.Context) error { return stillRunning(nc, eng, name) }},
 	})
+}
+
+// stillRunning is Up's last step: the device must still answer and its
+// link still exist. A daemon killed while Up ran takes its link (and the
+// link's addresses and routes) with it, while the rules and firewall
+// tables Up added after that stay; without this check Up would report a
+// tunnel that is not there and leave those behind.
+func stillRunning(nc *netcfg.Conf, eng Engine, name string) error {
+	if _, err := eng.Device(name); err != nil {
+		return fmt.Errorf("the daemon for %s stopped while the tunnel was being set up: %w", name, err)
+	}
+	if !nc.LinkExists(name) {
+		return fmt.Errorf("the interface %s disappeared while the tunnel was being set up (its daemon died?)", name)
+	}
+	return nil
 }
 
 // setDNS hands the file's DNS servers and search domains to
