@@ -55,6 +55,12 @@ go vet ./...
 # buildable and correct even on a machine whose CPU runs the AVX-512 kernels.
 go vet -tags purego ./internal/crypto/chachapoly
 go test -count=1 -tags purego ./internal/crypto/chachapoly
+# WIRELANE_TEST_UNTIL=setup stops here: what is needed is installed and
+# everything builds (scripts/fresh-check.sh uses it for its quick check).
+if [ "${WIRELANE_TEST_UNTIL:-}" = setup ]; then
+	echo "== stopping after the set-up stage (WIRELANE_TEST_UNTIL=setup)"
+	exit 0
+fi
 
 # Every unit test runs under the race detector. The end-to-end tests drive
 # separately built daemons (the detector would see nothing there) and the
