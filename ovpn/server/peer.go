@@ -50,7 +50,7 @@ type peer struct {
 	// follow what it was told, not a later reload.
 	cfg atomic.Pointer[Config]
 
-	mu       sync.Mutex // guards the fields below
+	mu       sync.Mutex          // guards the fields below
 	chain    []*x509.Certificate // the client's verified certificates, leaf first (ApplyReload checks them again)
 	cn       string
 	cipher   data.Cipher
