@@ -91,6 +91,10 @@ type ConnectOptions struct {
 	// the static challenge when challenge is not "" (echo: it may be
 	// shown as typed). An error ends the tunnel.
 	Credentials func(needUser bool, challenge string, echo bool) (user, pass, response string, err error)
+	// Reloader, when set, reloads the running client from File on
+	// request (the service's reload; reload_client.go); the control
+	// socket (`wirelane reload`) does the same without it.
+	Reloader *Reloader
 }
 
 // Connect runs an OpenVPN client until it is interrupted or the tunnel

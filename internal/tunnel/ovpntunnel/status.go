@@ -67,6 +67,8 @@ type TunnelStatus struct {
 	RxBytes uint64         `json:"rx_bytes"`
 	TxBytes uint64         `json:"tx_bytes"`
 	Clients []ClientStatus `json:"clients,omitempty"` // server only
+	// Control is the unix socket `wirelane reload` asks (reload.go).
+	Control string `json:"control,omitempty"`
 	Updated time.Time      `json:"updated"`           // when the file was written
 }
 
