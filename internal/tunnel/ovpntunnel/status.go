@@ -68,8 +68,8 @@ type TunnelStatus struct {
 	TxBytes uint64         `json:"tx_bytes"`
 	Clients []ClientStatus `json:"clients,omitempty"` // server only
 	// Control is the unix socket `wirelane reload` asks (reload.go).
-	Control string `json:"control,omitempty"`
-	Updated time.Time      `json:"updated"`           // when the file was written
+	Control string    `json:"control,omitempty"`
+	Updated time.Time `json:"updated"` // when the file was written
 }
 
 // ClientStatus is one client of a server tunnel.
