@@ -22,6 +22,7 @@ package ovpntunnel
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -144,6 +145,9 @@ func (x *serverReload) reload(dry bool) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Lines: sp.Lines(), DryRun: dry}
+	for _, w := range cfg.Warnings {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s:%d: %s: %s", x.file, w.Line, w.Directive, cmp.Or(w.Message, "ignored")))
+	}
 	if dry || sp.Empty() {
 		return p, nil
 	}
@@ -223,6 +227,9 @@ type controlReply struct {
 
 // openControl listens on path and hands each request to r.
 func openControl(path string, r *Reloader) (*controlSocket, error) {
+	if err := makeStatusDir(); err != nil {
+		return nil, err
+	}
 	_ = os.Remove(path) // a dead process's socket (the pid is ours now)
 	// Until the chmod, the umask keeps others from writing (connecting).
 	ln, err := net.Listen("unix", path)

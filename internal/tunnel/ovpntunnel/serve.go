@@ -125,7 +125,7 @@ func Serve(o ServeOptions) int {
 			st.RxBytes += c.RxBytes
 			st.TxBytes += c.TxBytes
 			st.Clients = append(st.Clients, ClientStatus{CommonName: c.CommonName, Remote: c.Remote.String(),
-				Address: addrString(c.Address), Address6: addrString(c.Address6), PeerID: c.PeerID, Cipher: c.Cipher.String(), Since: c.Since,
+				Address: addrString(c.Address), Address6: addrString(c.Address6), PeerID: c.PeerID, Cipher: c.Cipher.String(), KeyID: c.KeyID, Since: c.Since,
 				RxBytes: c.RxBytes, TxBytes: c.TxBytes})
 		}
 		sort.Slice(st.Clients, func(i, j int) bool { return st.Clients[i].PeerID < st.Clients[j].PeerID })
