@@ -16,11 +16,12 @@ import (
 
 // TestE2EReloadServer runs `wirelane ovpn serve` with two real OpenVPN
 // 2.6 clients connected, each in its own namespace, each pinging the
-// server every 10 ms, and reloads it through its control socket (as
+// server every 10 ms (and one running an iperf3 stream), and reloads it through its control socket (as
 // `wirelane reload` does):
 //   - a file adding a route and a push line and a CRL revoking one client:
 //     the route is on the server's device, the revoked client is told
-//     (AUTH_FAILED) and gone, the other loses no ping and keeps its
+//     (AUTH_FAILED) and gone, the other loses no ping (its stream goes
+//     on) and keeps its
 //     session (same peer-id, key id, start, no second initialisation, no
 //     soft reset);
 //   - a reload with no change makes no changing netlink call (ip monitor);
@@ -29,7 +30,7 @@ import (
 //     they were, and the configuration in force too.
 func TestE2EReloadServer(t *testing.T) {
 	tb := newTestbed(t, testbedConfig{ca: "Wirelane Reload CA", client: "desk", srvNS: "ors", cliNS: "orc",
-		srvIf: "s1", cliIf: "c1", net: "192.168.83", need: []string{"openvpn", "ping"}})
+		srvIf: "s1", cliIf: "c1", net: "192.168.83", need: []string{"openvpn", "ping", "iperf3"}})
 	lostNS := netns.New(t, "orl")
 	netns.Veth(t, tb.srvNS, "s2", lostNS, "c2")
 	netns.Run(t, tb.srvNS, "ip", "addr", "add", "192.168.84.1/24", "dev", "s2")
@@ -105,6 +106,9 @@ func TestE2EReloadServer(t *testing.T) {
 		}()
 		return ch
 	}
+	iperfd := netns.Start(t, tb.srvNS, "iperf3", "-s", "-1", "-B", "10.9.0.1", "-p", "5399")
+	time.Sleep(200 * time.Millisecond)
+	stream := netns.Start(t, tb.cliNS, "iperf3", "-c", "10.9.0.1", "-p", "5399", "-t", "3", "-b", "50M", "-J", "--connect-timeout", "2000")
 	deskPing := pinger(tb.cliNS, 300)
 	lostPing := pinger(lostNS, 300)
 	time.Sleep(time.Second)
@@ -144,6 +148,10 @@ func TestE2EReloadServer(t *testing.T) {
 	if r.sent == 0 || r.got != r.sent {
 		t.Errorf("desk lost pings across the reload: %d of %d\n%s", r.sent-r.got, r.sent, r.out)
 	}
+	if out, err := stream.Wait(t, 10*time.Second); err != nil || !strings.Contains(out, `"sum_received"`) || strings.Contains(out, `"error"`) {
+		t.Errorf("desk's iperf3 stream broke during the reload: %v\n%s", err, out)
+	}
+	iperfd.Wait(t, 5*time.Second)
 	if lr := <-lostPing; lr.got == lr.sent {
 		t.Errorf("the revoked client's pings all went through: %+v", lr)
 	}
