@@ -62,15 +62,17 @@ func cmdReload(args []string) int {
 	if strings.HasSuffix(arg, ".toml") {
 		return reloadGateway(arg, *dry)
 	}
-	if os.Geteuid() != 0 {
-		return fail(fmt.Errorf("reload needs root: it changes interfaces, routes and rules (try: sudo %s reload %s)", prog, arg))
-	}
+	// The service's OpenVPN tunnels reload in the service (its operators
+	// may ask; no root needed here).
 	if isTunnelName(arg) {
 		if c, ts := serviceClient(); c != nil {
 			if t, ok := findTunnel(ts, arg); ok && !isWireGuard(&t) {
 				return reloadThroughService(c, arg, *dry)
 			}
 		}
+	}
+	if os.Geteuid() != 0 {
+		return fail(fmt.Errorf("reload needs root: it changes interfaces, routes and rules (try: sudo %s reload %s)", prog, arg))
 	}
 	if st, ok, err := ovpntunnel.FindRunning(arg); err == nil && ok {
 		return reloadOVPN(arg, st, *dry)

@@ -80,6 +80,15 @@ func (x side) Agree(tc *tls.Conn, _ *control.MessageReader, peerKM *control.KeyM
 		p.mu.Lock()
 		p.chain = cs.PeerCertificates
 		p.mu.Unlock()
+		// A reload between this handshake's ClientHello (which took the
+		// TLS settings then in force) and now: check again under the new
+		// ones, as ApplyReload checks the clients it knew.
+		if l := p.s.live.Load(); l.tls != p.bornTLS.Load() {
+			if why := l.certRefuses(p); why != "" {
+				return control.Agreement{}, fmt.Errorf("%w: %s", control.ErrVerify, why)
+			}
+			p.bornTLS.Store(l.tls)
+		}
 	}
 	if initial {
 		cn := ""

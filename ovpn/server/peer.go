@@ -12,6 +12,7 @@ package server
 //	    reneg-sec, lame-duck expiry
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net/netip"
@@ -49,6 +50,10 @@ type peer struct {
 	// creation, then at each push): its timers (ping, ping-restart)
 	// follow what it was told, not a later reload.
 	cfg atomic.Pointer[Config]
+	// bornTLS is the TLS settings in force when the session was created,
+	// then after each handshake those it was checked against
+	// (keyexchange.go); set atomically.
+	bornTLS atomic.Pointer[tls.Config]
 
 	mu       sync.Mutex          // guards the fields below
 	chain    []*x509.Certificate // the client's verified certificates, leaf first (ApplyReload checks them again)
@@ -83,8 +88,10 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 	var ks0 *control.KeyState
 	p.ctrl, ks0 = control.NewServerChannel(control.ChannelConfig{Wrapper: w, Send: p.sendControl, Logger: s.log.With("remote", from),
 		OnSoftReset: func(ks *control.KeyState) { p.goKeyState(ks, false) }}, local, remote, resetSent)
-	cfg := &s.live.Load().cfg
+	l := s.live.Load()
+	cfg := &l.cfg
 	p.cfg.Store(cfg)
+	p.bornTLS.Store(l.tls)
 	p.kx = control.Exchange{Channel: p.ctrl, TLS: s.tlsCfg, Timeout: s.handWindow, RenegSec: cfg.RenegSec,
 		Done: p.closed, Keys: &p.keys, Side: side{p}}
 	s.mu.Lock()

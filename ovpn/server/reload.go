@@ -169,17 +169,22 @@ func (s *Server) PlanReload(newCfg *Config) (*ReloadPlan, error) {
 	}
 	p := &ReloadPlan{base: base, next: next}
 	p.diff(base, next)
-	s.mu.RLock()
-	for _, q := range s.byID {
-		info := q.info()
-		if info.Since.IsZero() {
+	for _, q := range s.peers() {
+		if q.info().Since.IsZero() {
 			continue // not connected yet: it is set up under the new configuration
 		}
-		if why := next.refuses(q); why != "" {
-			p.Refused = append(p.Refused, RefusedClient{Client: info, Reason: why})
+		why := next.certRefuses(q) // without s.mu (as ApplyReload)
+		if why == "" {
+			s.mu.RLock()
+			if !next.keeps(q) {
+				why = next.poolRefusal(q)
+			}
+			s.mu.RUnlock()
+		}
+		if why != "" {
+			p.Refused = append(p.Refused, RefusedClient{Client: q.info(), Reason: why})
 		}
 	}
-	s.mu.RUnlock()
 	slices.SortFunc(p.Refused, func(a, b RefusedClient) int { return int(a.Client.PeerID) - int(b.Client.PeerID) })
 	return p, nil
 }
@@ -218,21 +223,36 @@ func sameKey(a, b *wrap.StaticKey) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// refuses says why the configuration l no longer admits the connected
-// client q ("" when it does). The caller holds s.mu (read or write).
-func (l *live) refuses(q *peer) string {
+// certRefuses says why l's TLS settings no longer accept q's certificate
+// chain ("" when they do, or before q's TLS handshake). Any locks.
+func (l *live) certRefuses(q *peer) string {
 	q.mu.Lock()
 	chain := q.chain
 	q.mu.Unlock()
-	if len(chain) > 0 {
-		if err := l.tls.VerifyConnection(tls.ConnectionState{PeerCertificates: chain}); err != nil {
-			return "certificate no longer accepted: " + strings.TrimPrefix(err.Error(), control.ErrVerify.Error()+": ")
-		}
+	if len(chain) == 0 {
+		return ""
 	}
-	if !l.keeps(q) {
-		return "its address " + q.info().addresses() + " is not in the new pool " + poolsString(l.cfg) + " (it reconnects for a new one)"
+	if err := l.tls.VerifyConnection(tls.ConnectionState{PeerCertificates: chain}); err != nil {
+		return "certificate no longer accepted: " + strings.TrimPrefix(err.Error(), control.ErrVerify.Error()+": ")
 	}
 	return ""
+}
+
+// poolRefusal is the reason given to a client whose address l's pools
+// no longer hold.
+func (l *live) poolRefusal(q *peer) string {
+	return "its address " + q.info().addresses() + " is not in the new pool " + poolsString(l.cfg) + " (it reconnects for a new one)"
+}
+
+// peers returns the sessions the server holds now.
+func (s *Server) peers() []*peer {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*peer, 0, len(s.byID))
+	for _, q := range s.byID {
+		out = append(out, q)
+	}
+	return out
 }
 
 // keeps reports whether q's addresses are what l's pools would give its
@@ -375,6 +395,20 @@ func (s *Server) ApplyReload(p *ReloadPlan) ([]RefusedClient, error) {
 		return nil, ErrStalePlan
 	}
 	next := p.next
+	// Certificates are checked again without s.mu (chain verification
+	// and the CRL file's stat must not stall the data path, which reads
+	// under it): first the clients known now, after the swap those that
+	// came since (a handshake still running during the swap is checked
+	// in side.Agree).
+	certWhy := map[*peer]string{}
+	checkCerts := func(peers []*peer) {
+		for _, q := range peers {
+			if _, done := certWhy[q]; !done {
+				certWhy[q] = next.certRefuses(q)
+			}
+		}
+	}
+	checkCerts(s.peers())
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -390,18 +424,33 @@ func (s *Server) ApplyReload(p *ReloadPlan) ([]RefusedClient, error) {
 	}
 	next.pool.mu.Unlock()
 	var refused []RefusedClient
-	var gone []*peer
+	var gone, later []*peer
 	for _, q := range s.byID {
+		why, checked := certWhy[q]
+		if !checked {
+			later = append(later, q)
+			continue
+		}
 		if q.info().Since.IsZero() {
 			continue
 		}
-		if why := next.refuses(q); why != "" {
+		if why == "" && !next.keeps(q) {
+			why = next.poolRefusal(q)
+		}
+		if why != "" {
 			refused = append(refused, RefusedClient{Client: q.info(), Reason: why})
 			gone = append(gone, q)
 		}
 	}
 	s.live.Store(next)
 	s.mu.Unlock()
+	checkCerts(later)
+	for _, q := range later {
+		if why := certWhy[q]; why != "" && !q.info().Since.IsZero() {
+			refused = append(refused, RefusedClient{Client: q.info(), Reason: why})
+			gone = append(gone, q)
+		}
+	}
 	slices.SortFunc(refused, func(a, b RefusedClient) int { return int(a.Client.PeerID) - int(b.Client.PeerID) })
 	for _, line := range p.Changes {
 		s.log.Info("reload", "change", line)
