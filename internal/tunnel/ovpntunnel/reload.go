@@ -22,11 +22,13 @@ package ovpntunnel
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -254,17 +256,15 @@ func (cs *controlSocket) serve(r *Reloader) {
 		go func() {
 			defer c.Close()
 			_ = c.SetDeadline(time.Now().Add(2 * time.Minute))
-			line, err := bufio.NewReader(c).ReadBytes('\n')
+			line, err := bufio.NewReader(io.LimitReader(c, maxControlLine)).ReadBytes('\n')
 			var req controlRequest
 			if err == nil {
-				err = json.Unmarshal(line, &req)
+				req, err = parseControlRequest(line)
 			}
 			var rep controlReply
 			switch {
 			case err != nil:
 				rep.Error = "bad request: " + err.Error()
-			case !req.Reload:
-				rep.Error = "unknown request (want reload)"
 			default:
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				rep.Plan, err = r.Reload(ctx, req.DryRun)
@@ -277,6 +277,24 @@ func (cs *controlSocket) serve(r *Reloader) {
 			_, _ = c.Write(append(b, '\n'))
 		}()
 	}
+}
+
+// maxControlLine bounds a request line.
+const maxControlLine = 4096
+
+// parseControlRequest reads one request line: a JSON object with
+// "reload": true (and "dry_run"), nothing else.
+func parseControlRequest(line []byte) (controlRequest, error) {
+	var req controlRequest
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, err
+	}
+	if !req.Reload {
+		return req, errors.New("unknown request (want {\"reload\": true})")
+	}
+	return req, nil
 }
 
 // controls counts the control sockets this process has opened.
