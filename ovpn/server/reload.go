@@ -431,9 +431,9 @@ func (s *Server) ApplyReload(p *ReloadPlan) ([]RefusedClient, error) {
 			later = append(later, q)
 			continue
 		}
-		if q.info().Since.IsZero() {
-			continue
-		}
+		// Sessions not connected yet are refused for their certificate
+		// too (their TLS handshake may have passed the old CRL); their
+		// address, if any, is checked like the others'.
 		if why == "" && !next.keeps(q) {
 			why = next.poolRefusal(q)
 		}
@@ -446,7 +446,7 @@ func (s *Server) ApplyReload(p *ReloadPlan) ([]RefusedClient, error) {
 	s.mu.Unlock()
 	checkCerts(later)
 	for _, q := range later {
-		if why := certWhy[q]; why != "" && !q.info().Since.IsZero() {
+		if why := certWhy[q]; why != "" {
 			refused = append(refused, RefusedClient{Client: q.info(), Reason: why})
 			gone = append(gone, q)
 		}
