@@ -326,7 +326,7 @@ func (p *ReloadPlan) diff(a, b *live) {
 			line("push: added %q (new sessions; connected clients get it when they reconnect)", x)
 		}
 	}
-	if !slices.Equal(o.Push, n.Push) && len(p.Changes) > 0 && sameSet(o.Push, n.Push) {
+	if !slices.Equal(o.Push, n.Push) && sameSet(o.Push, n.Push) {
 		line("push: order changed (new sessions)")
 	}
 	if !slices.Equal(o.DataCiphers, n.DataCiphers) {
