@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/client"
+	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/data"
 )
 
@@ -175,4 +177,70 @@ func TestReloadPoolsAndRefusals(t *testing.T) {
 		t.Errorf("new client address %v", got)
 	}
 	ping(t, b, s.TunnelAddress().Addr(), 3)
+}
+
+// Every setting of a Config either changes the plan or is refused: a
+// field added to Config without a place in reload.go fails here.
+func TestReloadCoversEveryField(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.serverConfig(UDP)
+	s := startServer(t, cfg, Options{})
+	other := newFixture(t)
+	mut := map[string]func(c *Config){
+		"Listen":         func(c *Config) { c.Listen = netip.MustParseAddrPort("127.0.0.2:1") },
+		"Proto":          func(c *Config) { c.Proto = TCP },
+		"Network":        func(c *Config) { c.Network = netip.MustParsePrefix("10.9.0.0/24") },
+		"Network6":       func(c *Config) { c.Network6 = netip.MustParsePrefix("fd00::/64") },
+		"MTU":            func(c *Config) { c.MTU = 1400 },
+		"Push":           func(c *Config) { c.Push = nil },
+		"Routes":         func(c *Config) { c.Routes = []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")} },
+		"HandWindow":     func(c *Config) { c.HandWindow = 30 },
+		"ClientToClient": func(c *Config) { c.ClientToClient = true },
+		"DuplicateCN":    func(c *Config) { c.DuplicateCN = true },
+		"MaxClients":     func(c *Config) { c.MaxClients = 3 },
+		"ConnectFreq":    func(c *Config) { c.ConnectFreq, c.ConnectFreqSec = 1, 1 },
+		"ConnectFreqSec": func(c *Config) { c.ConnectFreq, c.ConnectFreqSec = 1, 9 },
+		"Dev":            func(c *Config) { c.Dev = "tun9" },
+		"CA":             func(c *Config) { c.CA = append(slices.Clone(c.CA), other.pki.CAPEM...) },
+		"Cert":           func(c *Config) { c.Cert, c.Key = other.srvCert, other.srvKey },
+		"Key":            func(c *Config) { c.Cert, c.Key = other.srvCert, other.srvKey },
+		"TLSAuth":        func(c *Config) { c.TLSAuth = f.static },
+		"TLSCrypt":       func(c *Config) { c.TLSCrypt = f.static },
+		"KeyDirection":   func(c *Config) { c.KeyDirection = 1 },
+		"Auth":           func(c *Config) { c.Auth = "SHA256" },
+		"TLSVersionMin":  func(c *Config) { c.TLSVersionMin = "1.3" },
+		"RemoteCertTLS":  func(c *Config) { c.RemoteCertTLS = "" },
+		"CRLVerify":      func(c *Config) { c.CRLVerify = "/nonexistent" },
+		"DataCiphers":    func(c *Config) { c.DataCiphers = []data.Cipher{data.AES128GCM} },
+		"Ping":           func(c *Config) { c.Ping = 3 },
+		"PingRestart":    func(c *Config) { c.PingRestart = 9 },
+		"RenegSec":       func(c *Config) { c.RenegSec = 60 },
+	}
+	// Diagnostics of the parser, not settings.
+	skip := map[string]bool{"Common": true, "Warnings": true, "SecretFiles": true, "InlineSecrets": true}
+	var names []string
+	for _, typ := range []reflect.Type{reflect.TypeOf(Config{}), reflect.TypeOf(config.Common{})} {
+		for i := range typ.NumField() {
+			names = append(names, typ.Field(i).Name)
+		}
+	}
+	for _, name := range names {
+		if skip[name] {
+			continue
+		}
+		m, ok := mut[name]
+		if !ok {
+			t.Errorf("Config.%s: no case here; give it a place in reload.go (a plan line or a restart refusal) and here", name)
+			continue
+		}
+		next := *cfg
+		m(&next)
+		p, err := s.PlanReload(&next)
+		if err == nil && p.Empty() {
+			t.Errorf("Config.%s changed: the plan is empty", name)
+		}
+	}
+	if p, err := s.PlanReload(cfg); err != nil || !p.Empty() {
+		t.Errorf("the same configuration: %+v, %v", p, err)
+	}
 }
