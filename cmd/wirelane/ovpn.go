@@ -70,7 +70,9 @@ connect-retry, connect-retry-max and server-poll-timeout say (openvpn's
 defaults: retry forever). Credentials that auth-user-pass needs and the file
 does not hold come from --auth-file or are asked for on the terminal, as is a
 static-challenge response. Directives that are ignored are summarised once;
--v lists each with its line.`
+-v lists each with its line. 'wirelane reload FILE.ovpn' applies a changed
+file's DNS lines at once and the rest at the next reconnect; SIGHUP stops
+the tunnel, as Ctrl-C does.`
 
 const ovpnServeUsage = `Usage: wirelane ovpn serve [flags] CONFIG
 
@@ -78,7 +80,11 @@ Runs an OpenVPN 2.6 server from an OpenVPN-style server configuration
 (port, proto, server NET MASK, ca/cert/key, tls-auth or tls-crypt,
 data-ciphers, push "route ...", keepalive, client-to-client). Creates the
 TUN device with the server's tunnel address and serves until Ctrl-C.
-Needs root (CAP_NET_ADMIN).`
+Needs root (CAP_NET_ADMIN). 'wirelane reload CONFIG' (or the interface)
+applies a changed file in place: a new CRL disconnects the clients it
+revokes, routes change at once, push lines and ciphers apply to new
+sessions, connected clients keep their sessions. SIGHUP stops the server,
+as Ctrl-C does.`
 
 // devUsage documents --dev of both subcommands.
 const devUsage = "TUN interface name (default: the file's dev, tun means the kernel picks tunN)"

@@ -59,7 +59,9 @@ and down with the same code as wirelane up and down; each WireGuard tunnel
 runs in its own wirelaned INTERFACE-NAME daemon, which outlives the
 service: a restarted service finds the tunnels that are up and does not
 bring them up again. OpenVPN tunnels run inside the service and end with
-it.`},
+it. SIGHUP (systemctl reload wirelaned) reloads every tunnel that is up
+from its file, in place, as wirelane reload does; a tunnel whose reload
+fails is left as it was.`},
 			{Title: "Environment", Text: `LOG_LEVEL=verbose|info|error|silent
  what is logged; unset: errors on standard error, and start, stop and
  errors in the journal, syslog or a file.

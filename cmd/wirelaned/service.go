@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/wirelane/wirelane/internal/control/service"
 	"github.com/wirelane/wirelane/internal/service/host"
@@ -34,7 +35,9 @@ the wg-quick files in --wireguard-dir (NAME.conf), the gateway files in
 --wirelane-dir (NAME.toml) and the OpenVPN files in its openvpn-client and
 openvpn-server directories (NAME.ovpn), and brings them up and down on
 request. It stops on SIGTERM or SIGINT, leaving the WireGuard tunnels up
-(their daemons run on; a restarted service finds them).
+(their daemons run on; a restarted service finds them). SIGHUP reloads
+every tunnel that is up from its file, in place ("systemctl reload
+wirelaned"; see wirelane reload).
 
 `
 
@@ -103,10 +106,42 @@ func runService(prog string, args []string, stderr io.Writer) int {
 	defer h.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	go reloadOnHangup(ctx, h, log)
 	s := service.New(h, service.Config{Socket: *socket, MetricsAddr: *metrics, Group: *group, Logger: log})
 	if err := s.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return 1
 	}
 	return 0
+}
+
+// reloadOnHangup reloads every tunnel that is up on each SIGHUP until ctx
+// is done (systemctl reload wirelaned), logging what changed and what
+// failed (a failed tunnel is left as it was).
+func reloadOnHangup(ctx context.Context, h *host.Host, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		log.Info("SIGHUP: reloading the tunnels that are up")
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		res, err := h.ReloadAll(rctx)
+		cancel()
+		for _, r := range res {
+			for _, c := range r.Changes {
+				log.Info("reloaded", "tunnel", r.Tunnel, "change", c)
+			}
+			if len(r.Changes) == 0 {
+				log.Info("reloaded: no change", "tunnel", r.Tunnel)
+			}
+		}
+		if err != nil {
+			log.Warn("reload failed (the tunnel is as it was)", "err", err)
+		}
+	}
 }

@@ -76,7 +76,7 @@ func TestParseConfigCRLVerify(t *testing.T) {
 func needCRLWiring(t *testing.T, s *Server, revoked []byte) {
 	t.Helper()
 	cert := parseCertPEM(t, revoked)
-	if err := s.tlsCfg.VerifyConnection(tls.ConnectionState{PeerCertificates: []*x509.Certificate{cert}}); err == nil {
+	if err := s.live.Load().tls.VerifyConnection(tls.ConnectionState{PeerCertificates: []*x509.Certificate{cert}}); err == nil {
 		t.Fatal("server.New does not pass Config.CRLVerify to control.TLSParams.CRLFile; revocation is not applied")
 	}
 }

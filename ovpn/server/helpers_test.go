@@ -61,7 +61,7 @@ func (f *fixture) clientConfig(t testing.TB, s *Server, cn, extra string) *confi
 	t.Helper()
 	cert, key := f.pki.Valid(t, cn, x509.ExtKeyUsageClientAuth)
 	proto := "udp"
-	if s.cfg.Proto == TCP {
+	if s.Config().Proto == TCP {
 		proto = "tcp-client"
 	}
 	text := fmt.Sprintf("client\ndev tun\nremote %s %d %s\nnobind\nremote-cert-tls server\n<ca>\n%s</ca>\n<cert>\n%s</cert>\n<key>\n%s</key>\n%s",

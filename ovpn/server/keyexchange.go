@@ -68,16 +68,31 @@ type side struct{ p *peer }
 func (x side) Hello(local *control.KeyMethod2, a *control.Agreement) {
 	p := x.p
 	local.Options = fmt.Sprintf("V4,dev-type tun,link-mtu %d,tun-mtu %d,proto %s,cipher %s,auth [null-digest],keysize %d,key-method 2,tls-server",
-		p.s.cfg.MTU+49, p.s.cfg.MTU, p.tx.name(), a.Cipher, a.Cipher.KeyLen()*8)
+		p.cfg.Load().MTU+49, p.cfg.Load().MTU, p.tx.name(), a.Cipher, a.Cipher.KeyLen()*8)
 }
 
 // Agree negotiates from the client's peer-info on the first key (setup);
 // later keys keep that agreement.
 func (x side) Agree(tc *tls.Conn, _ *control.MessageReader, peerKM *control.KeyMethod2, initial bool) (control.Agreement, error) {
 	p := x.p
+	cs := tc.ConnectionState()
+	if len(cs.PeerCertificates) > 0 {
+		p.mu.Lock()
+		p.chain = cs.PeerCertificates
+		p.mu.Unlock()
+		// A reload between this handshake's ClientHello (which took the
+		// TLS settings then in force) and now: check again under the new
+		// ones, as ApplyReload checks the clients it knew.
+		if l := p.s.live.Load(); l.tls != p.bornTLS.Load() {
+			if why := l.certRefuses(p); why != "" {
+				return control.Agreement{}, fmt.Errorf("%w: %s", control.ErrVerify, why)
+			}
+			p.bornTLS.Store(l.tls)
+		}
+	}
 	if initial {
 		cn := ""
-		if cs := tc.ConnectionState(); len(cs.PeerCertificates) > 0 {
+		if len(cs.PeerCertificates) > 0 {
 			cn = cs.PeerCertificates[0].Subject.CommonName
 		}
 		if err := p.setup(cn, parsePeerInfo(peerKM.PeerInfo)); err != nil {

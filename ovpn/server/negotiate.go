@@ -36,17 +36,20 @@ func (p *peer) setup(cn string, pi peerInfo) error {
 	// The TLS handshake is complete: a new session from a client's
 	// address has proven itself and replaces the old one.
 	p.promote()
-	ciph, ok := negotiateCipher(s.cfg.DataCiphers, pi)
+	// Data ciphers, duplicate-cn and the pools are those in force now: a
+	// reload applies them to the sessions set up after it.
+	cfg := &s.live.Load().cfg
+	ciph, ok := negotiateCipher(cfg.DataCiphers, pi)
 	if !ok {
 		// The key exchange still completes (the client expects our
 		// key_method_2); the refusal follows it.
 		p.mu.Lock()
-		p.cn, p.cipher = cn, s.cfg.DataCiphers[0]
-		p.authFail = fmt.Sprintf("no shared data cipher (client offers %q, server has %v)", strings.Join(pi.ciphers, ":"), s.cfg.DataCiphers)
+		p.cn, p.cipher = cn, cfg.DataCiphers[0]
+		p.authFail = fmt.Sprintf("no shared data cipher (client offers %q, server has %v)", strings.Join(pi.ciphers, ":"), cfg.DataCiphers)
 		p.mu.Unlock()
 		return nil
 	}
-	if !s.cfg.DuplicateCN && cn != "" {
+	if !cfg.DuplicateCN && cn != "" {
 		s.mu.RLock()
 		var dups []*peer
 		for _, q := range s.byID {
@@ -59,30 +62,31 @@ func (p *peer) setup(cn string, pi peerInfo) error {
 			q.close("replaced by a new session with the same common name")
 		}
 	}
-	addr, err := s.pool.get()
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		s.pool.put(addr)
 		return ErrClosed
 	}
 	select {
 	case <-p.closed:
 		s.mu.Unlock()
-		s.pool.put(addr)
 		return ErrClosed
 	default:
 	}
-	if s.pool6 != nil {
-		a6 := s.pool6.addrFor(addr)
+	// The pool is taken with mu held: ApplyReload replaces it only then.
+	l := s.live.Load()
+	addr, err := l.pool.get()
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	if l.pool6 != nil {
+		a6 := l.pool6.addrFor(addr)
 		p.vaddr6.Store(&a6)
 		s.byVaddr[a6] = p
 	}
 	p.slot = addr
-	if s.cfg.Network.IsValid() {
+	if l.cfg.Network.IsValid() {
 		// An IPv6-only server's slot is no address of the client's.
 		p.vaddr.Store(&addr)
 		s.byVaddr[addr] = p

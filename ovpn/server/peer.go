@@ -12,6 +12,8 @@ package server
 //	    reneg-sec, lame-duck expiry
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -44,7 +46,17 @@ type peer struct {
 	// has not completed); guarded by s.mu.
 	unproven bool
 
-	mu       sync.Mutex // guards the fields below
+	// cfg is the configuration the client was last pushed (at its
+	// creation, then at each push): its timers (ping, ping-restart)
+	// follow what it was told, not a later reload.
+	cfg atomic.Pointer[Config]
+	// bornTLS is the TLS settings in force when the session was created,
+	// then after each handshake those it was checked against
+	// (keyexchange.go); set atomically.
+	bornTLS atomic.Pointer[tls.Config]
+
+	mu       sync.Mutex          // guards the fields below
+	chain    []*x509.Certificate // the client's verified certificates, leaf first (ApplyReload checks them again)
 	cn       string
 	cipher   data.Cipher
 	ekm      bool
@@ -76,7 +88,11 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 	var ks0 *control.KeyState
 	p.ctrl, ks0 = control.NewServerChannel(control.ChannelConfig{Wrapper: w, Send: p.sendControl, Logger: s.log.With("remote", from),
 		OnSoftReset: func(ks *control.KeyState) { p.goKeyState(ks, false) }}, local, remote, resetSent)
-	p.kx = control.Exchange{Channel: p.ctrl, TLS: s.tlsCfg, Timeout: s.handWindow, RenegSec: s.cfg.RenegSec,
+	l := s.live.Load()
+	cfg := &l.cfg
+	p.cfg.Store(cfg)
+	p.bornTLS.Store(l.tls)
+	p.kx = control.Exchange{Channel: p.ctrl, TLS: s.tlsCfg, Timeout: s.handWindow, RenegSec: cfg.RenegSec,
 		Done: p.closed, Keys: &p.keys, Side: side{p}}
 	s.mu.Lock()
 	if s.closed {
@@ -84,10 +100,10 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 		p.ctrl.Close()
 		return nil, ErrClosed
 	}
-	if len(s.byID) >= s.cfg.MaxClients {
+	if len(s.byID) >= cfg.MaxClients {
 		s.mu.Unlock()
 		p.ctrl.Close()
-		return nil, fmt.Errorf("server: max-clients (%d) reached", s.cfg.MaxClients)
+		return nil, fmt.Errorf("server: max-clients (%d) reached", cfg.MaxClients)
 	}
 	src := from.Addr()
 	if s.unproven[src] >= maxUnprovenPerSource {
@@ -95,10 +111,10 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 		p.ctrl.Close()
 		return nil, fmt.Errorf("server: %d sessions from %s have not completed their handshake", maxUnprovenPerSource, src)
 	}
-	if !s.freq.allow(s.cfg.ConnectFreq, time.Duration(s.cfg.ConnectFreqSec)*time.Second, p.created) {
+	if !s.freq.allow(cfg.ConnectFreq, time.Duration(cfg.ConnectFreqSec)*time.Second, p.created) {
 		s.mu.Unlock()
 		p.ctrl.Close()
-		return nil, fmt.Errorf("server: connect-freq (%d in %d s) reached", s.cfg.ConnectFreq, s.cfg.ConnectFreqSec)
+		return nil, fmt.Errorf("server: connect-freq (%d in %d s) reached", cfg.ConnectFreq, cfg.ConnectFreqSec)
 	}
 	p.unproven = true
 	s.unproven[src]++
@@ -165,8 +181,12 @@ func (p *peer) vaddr6Load() netip.Addr {
 func (p *peer) info() ClientInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return ClientInfo{CommonName: p.cn, Remote: p.remote(), Address: p.vaddrLoad(), Address6: p.vaddr6Load(), PeerID: p.id, Cipher: p.cipher, EKM: p.ekm, Since: p.since,
+	ci := ClientInfo{CommonName: p.cn, Remote: p.remote(), Address: p.vaddrLoad(), Address6: p.vaddr6Load(), PeerID: p.id, Cipher: p.cipher, EKM: p.ekm, Since: p.since,
 		RxBytes: p.rxBytes.Load(), TxBytes: p.txBytes.Load()}
+	if a := p.keys.Primary(); a != nil {
+		ci.KeyID = a.KS.ID
+	}
+	return ci
 }
 
 func (p *peer) sendControl(pkt []byte) error {
@@ -228,13 +248,12 @@ func (p *peer) close(reason string) {
 		if va6 := p.vaddr6Load(); va6.IsValid() && s.byVaddr[va6] == p {
 			delete(s.byVaddr, va6)
 		}
-		slot := p.slot
+		if p.slot.IsValid() {
+			s.live.Load().pool.put(p.slot) // with mu: the pool in force
+		}
 		p.slot = netip.Addr{}
 		s.proveLocked(p)
 		s.mu.Unlock()
-		if slot.IsValid() {
-			s.pool.put(slot)
-		}
 		close(p.closed)
 		p.tx.close() // first: unblocks a flusher stuck in a TCP write
 		p.ctrl.Close()

@@ -17,24 +17,32 @@ import (
 // pushOptions builds the options of the client's PUSH_REPLY.
 func (p *peer) pushOptions() []string {
 	s := p.s
+	// The configuration in force when the reply goes out (a reload
+	// applies to the clients that ask after it); the client's timers
+	// follow the same values.
+	s.mu.RLock()
+	l := s.live.Load()
+	s.mu.RUnlock()
+	p.cfg.Store(&l.cfg)
+	cfg := &l.cfg
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	opts := append([]string(nil), s.cfg.Push...)
-	if s.cfg.Network.IsValid() {
-		opts = append(opts, "route-gateway "+s.pool.server.String())
+	opts := append([]string(nil), cfg.Push...)
+	if cfg.Network.IsValid() {
+		opts = append(opts, "route-gateway "+l.pool.server.String())
 	}
 	opts = append(opts, "topology subnet")
-	if s.cfg.Ping > 0 {
-		opts = append(opts, fmt.Sprintf("ping %d", s.cfg.Ping))
+	if cfg.Ping > 0 {
+		opts = append(opts, fmt.Sprintf("ping %d", cfg.Ping))
 	}
-	if s.cfg.PingRestart > 0 {
-		opts = append(opts, fmt.Sprintf("ping-restart %d", s.cfg.PingRestart))
+	if cfg.PingRestart > 0 {
+		opts = append(opts, fmt.Sprintf("ping-restart %d", cfg.PingRestart))
 	}
 	if a6 := p.vaddr6Load(); a6.IsValid() {
-		opts = append(opts, fmt.Sprintf("ifconfig-ipv6 %s/%d %s", a6, s.pool6.network.Bits(), s.pool6.server))
+		opts = append(opts, fmt.Sprintf("ifconfig-ipv6 %s/%d %s", a6, l.pool6.network.Bits(), l.pool6.server))
 	}
 	if a := p.vaddrLoad(); a.IsValid() {
-		opts = append(opts, fmt.Sprintf("ifconfig %s %s", a, maskString(s.pool.network.Bits())))
+		opts = append(opts, fmt.Sprintf("ifconfig %s %s", a, maskString(l.pool.network.Bits())))
 	}
 	if p.dataV2 {
 		opts = append(opts, fmt.Sprintf("peer-id %d", p.id))

@@ -53,7 +53,7 @@ func (s *Server) handleData(p *peer, pkt []byte, sink *tun.BatchWriter) bool {
 		return true
 	}
 	p.rxBytes.Add(uint64(len(payload)))
-	if s.cfg.ClientToClient {
+	if s.live.Load().cfg.ClientToClient { // one atomic load
 		s.mu.RLock()
 		q := s.byVaddr[dst]
 		s.mu.RUnlock()

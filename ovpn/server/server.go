@@ -26,7 +26,8 @@
 //
 // Files: udp.go (the UDP side on conn.StdBind) and tcp.go (transports), tcpgate.go (caps on TCP
 // connections before their first frame), cookie.go (stateless UDP handshake, reply budget), peer.go (a client's key exchange, push and timers), route.go (packet routing), pool.go,
-// config.go (server configuration files), tun.go (AttachTUN).
+// config.go (server configuration files), tun.go (AttachTUN), reload.go (a new
+// configuration in place: PlanReload, ApplyReload).
 package server
 
 import (
@@ -41,7 +42,6 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/conn"
-	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/internal/pktqueue"
 	"github.com/wirelane/wirelane/ovpn/wrap"
@@ -93,6 +93,7 @@ type ClientInfo struct {
 	PeerID     uint32
 	Cipher     data.Cipher
 	EKM        bool      // keys from TLS keying-material export
+	KeyID      uint8     // the key id of the primary data key (it changes at each renegotiation)
 	Since      time.Time // when the client got its configuration
 	// RxBytes and TxBytes count the IP packet bytes received from and
 	// sent to the client (keepalives excluded).
@@ -107,14 +108,18 @@ var (
 
 // Server is a running OpenVPN server.
 type Server struct {
-	cfg        Config // defaults applied; immutable
+	// live is the configuration in force (reload.go): Config, TLS
+	// settings and pools. Read with Load anywhere; replaced only by
+	// ApplyReload, with mu held, so that code holding mu sees one pool
+	// throughout (addresses are taken from and returned to a pool only
+	// with mu held).
+	live       atomic.Pointer[live]
+	tlsCfg     *tls.Config // immutable: hands each handshake live's TLS settings
 	opts       Options
 	log        *slog.Logger // Options.Logger
-	tlsCfg     *tls.Config
-	pool       *pool
-	pool6      *pool6 // nil without server-ipv6
 	cookies    *cookieJar
-	handWindow time.Duration
+	handWindow time.Duration // immutable (hand-window is not reloaded)
+	reloadMu   sync.Mutex    // serialises PlanReload/ApplyReload
 
 	// bind is the UDP transport (conn.StdBind: batched receive and send,
 	// GSO and GRO, one route per peer); nil for TCP. Immutable.
@@ -182,22 +187,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	if cfg == nil {
 		return nil, errors.New("server: nil configuration")
 	}
-	c := *cfg
-	if c.Proto == "" {
-		c.Proto = UDP
-	}
-	if !c.Listen.IsValid() {
-		c.Listen = netip.AddrPortFrom(netip.IPv4Unspecified(), 1194)
-	}
-	if len(c.DataCiphers) == 0 {
-		c.DataCiphers = []data.Cipher{data.AES256GCM, data.AES128GCM, data.ChaCha20Poly1305}
-	}
-	if c.HandWindow == 0 {
-		c.HandWindow = 60
-	}
-	if c.MTU == 0 {
-		c.MTU = 1500
-	}
+	c := withDefaults(*cfg)
 	if c.TLSAuth != nil && c.TLSCrypt != nil {
 		return nil, errors.New("server: tls-auth and tls-crypt are mutually exclusive")
 	}
@@ -223,19 +213,16 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	if c.MaxClients == 0 || c.MaxClients > p.size() {
 		c.MaxClients = p.size()
 	}
-	minTLS := uint16(tls.VersionTLS12)
-	if c.TLSVersionMin == "1.3" {
-		minTLS = tls.VersionTLS13
-	}
-	tlsCfg, err := control.TLSConfig(control.TLSParams{CA: c.CA, Cert: c.Cert, Key: c.Key, Server: true,
-		RemoteCertTLS: c.RemoteCertTLS, MinVersion: minTLS, CRLFile: c.CRLVerify})
+	tlsCfg, err := serverTLS(&c)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: c, opts: opts, log: opts.Logger, tlsCfg: tlsCfg, pool: p, pool6: p6,
+	s := &Server{opts: opts, log: opts.Logger,
 		handWindow: time.Duration(c.HandWindow) * time.Second,
 		byAddr:     map[netip.AddrPort]*peer{}, pending: map[netip.AddrPort]*peer{}, unproven: map[netip.Addr]int{}, byID: map[uint32]*peer{}, byVaddr: map[netip.Addr]*peer{},
 		rx: pktqueue.New(rxQueue, rxBufLen), done: make(chan struct{})}
+	s.live.Store(&live{cfg: c, tls: tlsCfg, pool: p, pool6: p6})
+	s.tlsCfg = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return s.live.Load().tls, nil }}
 	if _, err := s.newWrapper(); err != nil {
 		return nil, err
 	}
@@ -280,24 +267,27 @@ func (s *Server) Addr() netip.AddrPort { return s.addr }
 // with its prefix length, e.g. 10.8.0.1/24: what its TUN device carries.
 // It is the invalid prefix for an IPv6-only server.
 func (s *Server) TunnelAddress() netip.Prefix {
-	if !s.cfg.Network.IsValid() {
+	l := s.live.Load()
+	if !l.cfg.Network.IsValid() {
 		return netip.Prefix{}
 	}
-	return netip.PrefixFrom(s.pool.server, s.pool.network.Bits())
+	return netip.PrefixFrom(l.pool.server, l.pool.network.Bits())
 }
 
 // TunnelAddress6 returns the server's IPv6 tunnel address with its
 // prefix length (PREFIX::1/LEN of server-ipv6), or the invalid prefix
 // without an IPv6 pool.
 func (s *Server) TunnelAddress6() netip.Prefix {
-	if s.pool6 == nil {
+	l := s.live.Load()
+	if l.pool6 == nil {
 		return netip.Prefix{}
 	}
-	return netip.PrefixFrom(s.pool6.server, s.pool6.network.Bits())
+	return netip.PrefixFrom(l.pool6.server, l.pool6.network.Bits())
 }
 
-// Config returns the configuration in use, defaults applied.
-func (s *Server) Config() Config { return s.cfg }
+// Config returns the configuration in use (the last one applied by
+// ApplyReload), defaults applied.
+func (s *Server) Config() Config { return s.live.Load().cfg }
 
 // Stats returns the drop counters.
 func (s *Server) Stats() *Stats { return &s.stats }
@@ -321,15 +311,16 @@ func (s *Server) Clients() []ClientInfo {
 // newWrapper returns a fresh control-packet wrapper (own replay state), or
 // nil without tls-auth/tls-crypt.
 func (s *Server) newWrapper() (wrap.Wrapper, error) {
+	c := &s.live.Load().cfg // the wrapping keys are never reloaded
 	switch {
-	case s.cfg.TLSCrypt != nil:
-		return wrap.NewTLSCrypt(s.cfg.TLSCrypt, true)
-	case s.cfg.TLSAuth != nil:
-		digest, err := wrap.DigestByName(s.cfg.Auth)
+	case c.TLSCrypt != nil:
+		return wrap.NewTLSCrypt(c.TLSCrypt, true)
+	case c.TLSAuth != nil:
+		digest, err := wrap.DigestByName(c.Auth)
 		if err != nil {
 			return nil, err
 		}
-		return wrap.NewTLSAuth(s.cfg.TLSAuth, s.cfg.KeyDirection, digest), nil
+		return wrap.NewTLSAuth(c.TLSAuth, c.KeyDirection, digest), nil
 	}
 	return wrap.None{}, nil
 }

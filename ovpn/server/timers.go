@@ -28,7 +28,7 @@ func (p *peer) run() {
 }
 
 func (p *peer) tick(now time.Time) {
-	cfg := &p.s.cfg
+	cfg := p.cfg.Load()
 	p.mu.Lock()
 	established := !p.since.IsZero()
 	busy := p.busy > 0

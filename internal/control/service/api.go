@@ -9,6 +9,7 @@ package service
 //	POST   /v1/tunnels/{name}/up     operator
 //	POST   /v1/tunnels/{name}/down   operator
 //	POST   /v1/tunnels/{name}/auth   operator   answer an auth event
+//	POST   /v1/tunnels/{name}/reload operator   change a running tunnel in place (reload.go)
 //	GET    /v1/events                operator   the event stream
 //	GET    /metrics                  operator   Prometheus exposition
 //
@@ -90,6 +91,10 @@ func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
 		case "auth":
 			if s.method(w, r, roleOperator, http.MethodPost) {
 				s.answerAuth(w, r, name)
+			}
+		case "reload":
+			if s.method(w, r, roleOperator, http.MethodPost) {
+				s.reloadTunnel(w, r, name) // reload.go
 			}
 		default:
 			writeError(w, http.StatusNotFound, apiError{Error: "no such endpoint: " + clip(path)})

@@ -97,8 +97,10 @@ type Host struct {
 	ownEngine bool
 
 	mu      sync.Mutex
-	entries map[string]*entry   // every tunnel by name; guarded by mu
-	publish func(service.Event) // guarded by mu; nil before Watch and after stop
+	entries map[string]*entry // every tunnel by name; guarded by mu
+	// reloadMu serialises reloads (reload.go); taken before mu.
+	reloadMu sync.Mutex
+	publish  func(service.Event) // guarded by mu; nil before Watch and after stop
 }
 
 var _ service.Host = (*Host)(nil)

@@ -33,10 +33,11 @@ import (
 // ovpnRun is one running OpenVPN tunnel.
 type ovpnRun struct {
 	cancel    context.CancelFunc
-	done      chan struct{} // closed when Connect or Serve has returned
-	status    int           // the exit status; read after done
-	connected chan struct{} // closed at the client's first CONNECTED
-	once      sync.Once     // closes connected
+	done      chan struct{}        // closed when Connect or Serve has returned
+	status    int                  // the exit status; read after done
+	connected chan struct{}        // closed at the client's first CONNECTED
+	once      sync.Once            // closes connected
+	reloader  *ovpntunnel.Reloader // hands reloads to the running tunnel; immutable
 
 	mu      sync.Mutex
 	lastErr error // the last phase that failed; guarded by mu
@@ -71,18 +72,18 @@ func (h *Host) startOVPN(ctx context.Context, e *entry) (*ovpnRun, error) {
 		return nil, ovpnConfigError(err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	run := &ovpnRun{cancel: cancel, done: make(chan struct{}), connected: make(chan struct{})}
+	run := &ovpnRun{cancel: cancel, done: make(chan struct{}), connected: make(chan struct{}), reloader: ovpntunnel.NewReloader()}
 	name := e.name
 	go func() {
 		defer close(run.done)
 		if e.kind == service.KindOpenVPNClient {
-			run.status = ovpntunnel.Connect(ovpntunnel.ConnectOptions{File: e.path, Dev: e.iface, MTU: 1500, DNS: ovpntunnel.DNSAuto, Context: rctx,
+			run.status = ovpntunnel.Connect(ovpntunnel.ConnectOptions{File: e.path, Dev: e.iface, MTU: 1500, DNS: ovpntunnel.DNSAuto, Context: rctx, Reloader: run.reloader,
 				OnEvent: func(ev client.Event) { h.ovpnPhase(name, run, ev) },
 				Credentials: func(needUser bool, challenge string, echo bool) (string, string, string, error) {
 					return h.askCredentials(rctx, name, needUser, challenge, echo)
 				}})
 		} else {
-			run.status = ovpntunnel.Serve(ovpntunnel.ServeOptions{File: e.path, Dev: e.iface, Context: rctx})
+			run.status = ovpntunnel.Serve(ovpntunnel.ServeOptions{File: e.path, Dev: e.iface, Context: rctx, Reloader: run.reloader})
 		}
 	}()
 	tk := time.NewTicker(100 * time.Millisecond)

@@ -376,8 +376,9 @@ func (h *hub) gatewayConf(ifname string, order []int, sites map[int]string) stri
 }
 
 // TestReloadGateway reloads a gateway with a site added and a network
-// moved from one site to another: the sessions of the sites that stay go
-// on, the new site answers, and the gateway is what `gateway up` of the
+// moved from one site to another, with a ping every 10 ms and an iperf3
+// stream to a site that stays: no ping is lost, the stream goes on, the
+// sessions of the sites that stay go on, the new site answers, and the gateway is what `gateway up` of the
 // new file makes in a fresh namespace.
 func TestReloadGateway(t *testing.T) {
 	h := newHub(t, []int{2, 3, 4}, nil, nil)
@@ -401,11 +402,24 @@ func TestReloadGateway(t *testing.T) {
 		return h.gatewayConf(name, []int{2, 3, 4}, map[int]string{3: "10.72.0.0/24"})
 	}
 	write(gw, newConf(h.a))
+	// A ping every 10 ms and an iperf3 stream to site 2, which stays.
+	iperfd := netns.Start(t, h.peers[2].ns, "iperf3", "-s", "-1", "-B", "10.70.0.2", "-p", "5302")
+	time.Sleep(200 * time.Millisecond)
+	stream := netns.Start(t, h.nsA, "iperf3", "-c", "10.70.0.2", "-p", "5302", "-t", "2", "-b", "50M", "-J")
+	pinger := netns.Start(t, h.nsA, "ping", "-i", "0.01", "-c", "100", "-W", "1", "10.70.0.2")
+	time.Sleep(300 * time.Millisecond)
 	out, err := cli(h.nsA, "reload", gw)
 	if err != nil {
 		t.Fatalf("reload: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
+	if ping, _ := pinger.Wait(t, 10*time.Second); !strings.Contains(ping, " 0% packet loss") {
+		t.Errorf("pings to the site that stays were lost during the reload:\n%s", ping)
+	}
+	if out, err := stream.Wait(t, 10*time.Second); err != nil || !strings.Contains(out, `"sum_received"`) || strings.Contains(out, `"error"`) {
+		t.Errorf("the iperf3 stream to the site that stays broke during the reload: %v\n%s", err, out)
+	}
+	iperfd.Wait(t, 5*time.Second)
 	netns.Run(t, h.nsA, "ping", "-c", "1", "-W", "5", "10.70.0.4")
 	for n, before := range hs {
 		if got := peerField(t, h.a, "latest-handshakes", h.peers[n].key); got != before {

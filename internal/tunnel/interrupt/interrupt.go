@@ -14,7 +14,11 @@ import (
 // and a closed pipe on the command's output (SIGPIPE). Left to their
 // default action, the last two would kill the process half way and leave
 // a tunnel half up (or its routes and DNS behind); caught, a write to the
-// closed pipe fails with EPIPE and the undo runs.
+// closed pipe fails with EPIPE and the undo runs. SIGHUP stays a stop
+// for these foreground commands (not OpenVPN's restart, nor a reload):
+// a terminal that goes away must not leave a tunnel behind; a running
+// tunnel reloads through `wirelane reload` (the service, wirelaned,
+// reloads its tunnels on SIGHUP instead).
 var Signals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
 
 // NotifyContext returns a copy of parent that is done when one of Signals

@@ -91,6 +91,10 @@ type ConnectOptions struct {
 	// the static challenge when challenge is not "" (echo: it may be
 	// shown as typed). An error ends the tunnel.
 	Credentials func(needUser bool, challenge string, echo bool) (user, pass, response string, err error)
+	// Reloader, when set, reloads the running client from File on
+	// request (the service's reload; reload_client.go); the control
+	// socket (`wirelane reload`) does the same without it.
+	Reloader *Reloader
 }
 
 // Connect runs an OpenVPN client until it is interrupted or the tunnel
@@ -235,7 +239,27 @@ func Connect(o ConnectOptions) int {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
-	pub, err := publishStatus(snapshot(name), statusInterval)
+	rl := o.Reloader
+	if rl == nil {
+		rl = NewReloader()
+	}
+	reloads, detach := rl.attach()
+	defer detach()
+	ctl, err := openControl(controlPath(), rl)
+	if err != nil {
+		progress("no reload through `wirelane reload`: %v", err)
+	}
+	defer ctl.close()
+	withControl := func(f func() TunnelStatus) func() TunnelStatus {
+		return func() TunnelStatus {
+			st := f()
+			if ctl != nil {
+				st.Control = ctl.path
+			}
+			return st
+		}
+	}
+	pub, err := publishStatus(withControl(snapshot(name)), statusInterval)
 	if err != nil {
 		progress("status not published: %v", err)
 	}
@@ -246,7 +270,7 @@ func Connect(o ConnectOptions) int {
 	ph.report(client.StateConnected, connectedLine(sess, name, ph.elapsed()), nil)
 	progress("tunnel up; press Ctrl-C to disconnect")
 	r := &reconnector{ctx: ctx, cfg: cfg, opts: opts, ph: ph, dev: d, nc: nc, dns: dns, routes: !o.NoRoutes, cur: &cur, applied: push,
-		blockCfg: cfgBlock, block: &block}
+		blockCfg: cfgBlock, block: &block, blockCmd: o.BlockIPv6, file: file, reloads: reloads}
 	return r.run(func() { pub.close(); teardown() })
 }
 

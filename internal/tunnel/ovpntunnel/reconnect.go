@@ -65,6 +65,12 @@ type reconnector struct {
 	// block is the blocker in force (nil: none), read by the TUN reader.
 	blockCfg bool
 	block    *atomic.Pointer[block6]
+	// blockCmd is --block-ipv6 on the command line (a reload of the
+	// file does not turn it off); file is the configuration reload
+	// reads; reloads are its requests (reload_client.go).
+	blockCmd bool
+	file     string
+	reloads  <-chan reloadReq
 }
 
 // restartable reports whether OpenVPN's client would restart after a
@@ -85,6 +91,13 @@ func (r *reconnector) run(teardown func()) int {
 			sess.Close()
 			teardown()
 			return 0
+		case req := <-r.reloads:
+			p, err := r.reload(req.dry)
+			if err != nil {
+				progress("reload failed: %v", err)
+			}
+			req.reply <- reloadReply{p, err}
+			continue
 		case <-sess.Done():
 		}
 		err := sess.Err()

@@ -26,6 +26,10 @@ type ServeOptions struct {
 	// Context, when set, stops the server once done, as Ctrl-C does; the
 	// signals are then the caller's (nil: interrupt.Signals stop it).
 	Context context.Context
+	// Reloader, when set, reloads the running server from File on
+	// request (the service's reload); the control socket (`wirelane
+	// reload`) does the same without it.
+	Reloader *Reloader
 }
 
 // Serve runs an OpenVPN server until it is interrupted, and returns the
@@ -98,14 +102,30 @@ func Serve(o ServeOptions) int {
 
 	abs, _ := filepath.Abs(file)
 	started := time.Now()
+	rl := o.Reloader
+	if rl == nil {
+		rl = NewReloader()
+	}
+	reloads, detach := rl.attach()
+	defer detach()
+	ctl, err := openControl(controlPath(), rl)
+	if err != nil {
+		progress("no reload through `wirelane reload`: %v", err)
+	}
+	defer ctl.close()
+	ctlPath := ""
+	if ctl != nil {
+		ctlPath = ctl.path
+	}
+	rx := &serverReload{file: file, name: name, s: s, nc: nc}
 	pub, err := publishStatus(func() TunnelStatus {
-		st := TunnelStatus{Kind: KindServer, Interface: name, Config: abs, Remote: s.Addr().String(), Proto: string(cfg.Proto),
+		st := TunnelStatus{Kind: KindServer, Interface: name, Config: abs, Remote: s.Addr().String(), Proto: string(cfg.Proto), Control: ctlPath,
 			Address: prefixString(s.TunnelAddress()), Address6: prefixString(s.TunnelAddress6()), Since: started}
 		for _, c := range s.Clients() {
 			st.RxBytes += c.RxBytes
 			st.TxBytes += c.TxBytes
 			st.Clients = append(st.Clients, ClientStatus{CommonName: c.CommonName, Remote: c.Remote.String(),
-				Address: addrString(c.Address), Address6: addrString(c.Address6), PeerID: c.PeerID, Cipher: c.Cipher.String(), Since: c.Since,
+				Address: addrString(c.Address), Address6: addrString(c.Address6), PeerID: c.PeerID, Cipher: c.Cipher.String(), KeyID: c.KeyID, Since: c.Since,
 				RxBytes: c.RxBytes, TxBytes: c.TxBytes})
 		}
 		sort.Slice(st.Clients, func(i, j int) bool { return st.Clients[i].PeerID < st.Clients[j].PeerID })
@@ -128,16 +148,24 @@ func Serve(o ServeOptions) int {
 	defer stop()
 	attached := make(chan error, 1)
 	go func() { attached <- s.AttachTUN(d) }()
-	select {
-	case <-ctx.Done():
-		progress("shutting down (telling clients to reconnect later)")
-		s.Close()
-		<-attached
-		return 0
-	case err := <-attached:
-		s.Close()
-		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
-		return 1
+	for {
+		select {
+		case req := <-reloads:
+			p, err := rx.reload(req.dry)
+			if err != nil {
+				progress("reload failed: %v", err)
+			}
+			req.reply <- reloadReply{p, err}
+		case <-ctx.Done():
+			progress("shutting down (telling clients to reconnect later)")
+			s.Close()
+			<-attached
+			return 0
+		case err := <-attached:
+			s.Close()
+			fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
+			return 1
+		}
 	}
 }
 

@@ -67,7 +67,9 @@ type TunnelStatus struct {
 	RxBytes uint64         `json:"rx_bytes"`
 	TxBytes uint64         `json:"tx_bytes"`
 	Clients []ClientStatus `json:"clients,omitempty"` // server only
-	Updated time.Time      `json:"updated"`           // when the file was written
+	// Control is the unix socket `wirelane reload` asks (reload.go).
+	Control string    `json:"control,omitempty"`
+	Updated time.Time `json:"updated"` // when the file was written
 }
 
 // ClientStatus is one client of a server tunnel.
@@ -78,6 +80,7 @@ type ClientStatus struct {
 	Address6   string    `json:"address6,omitempty"` // IPv6 tunnel address, when the server has an IPv6 pool
 	PeerID     uint32    `json:"peer_id"`
 	Cipher     string    `json:"cipher"`
+	KeyID      uint8     `json:"key_id"` // the primary data key's id: it changes at each renegotiation
 	Since      time.Time `json:"since"`
 	RxBytes    uint64    `json:"rx_bytes"`
 	TxBytes    uint64    `json:"tx_bytes"`
@@ -98,11 +101,8 @@ var publishers atomic.Int64
 // publishStatus writes the first status file now and starts rewriting it
 // every interval.
 func publishStatus(snapshot func() TunnelStatus, interval time.Duration) (*statusPublisher, error) {
-	if _, err := os.Stat(StatusDir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(StatusDir, 0o755); err != nil {
-			return nil, fmt.Errorf("status directory: %w", err)
-		}
-		_ = os.Chmod(StatusDir, 0o755) // whatever the umask
+	if err := makeStatusDir(); err != nil {
+		return nil, err
 	}
 	// One process may run several tunnels (the service): the first keeps
 	// the plain name, each later one gets its own.
@@ -117,6 +117,17 @@ func publishStatus(snapshot func() TunnelStatus, interval time.Duration) (*statu
 	}
 	go p.run(interval)
 	return p, nil
+}
+
+// makeStatusDir creates StatusDir (mode 0755) when it is missing.
+func makeStatusDir() error {
+	if _, err := os.Stat(StatusDir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(StatusDir, 0o755); err != nil {
+			return fmt.Errorf("status directory: %w", err)
+		}
+		_ = os.Chmod(StatusDir, 0o755) // whatever the umask
+	}
+	return nil
 }
 
 func (p *statusPublisher) run(interval time.Duration) {

@@ -39,7 +39,8 @@ type testbed struct {
 	srvNS, cliNS *netns.NS // server and client side
 	srvIP        string    // the server side's veth address (NET.1)
 	caPEM        []byte
-	cliCert      []byte // client certificate (common name testbedConfig.client)
+	pki          *testpki.PKI // the CA, for more certificates and CRLs
+	cliCert      []byte       // client certificate (common name testbedConfig.client)
 	cliKey       []byte
 }
 
@@ -64,7 +65,7 @@ func newTestbed(t *testing.T, c testbedConfig) *testbed {
 	pki := testpki.New(t, c.ca)
 	srvCert, srvKey := pki.Valid(t, "server", x509.ExtKeyUsageServerAuth)
 	cliCert, cliKey := pki.Valid(t, c.client, x509.ExtKeyUsageClientAuth)
-	tb := &testbed{dir: t.TempDir(), caPEM: pki.CAPEM, cliCert: cliCert, cliKey: cliKey, srvIP: c.net + ".1"}
+	tb := &testbed{dir: t.TempDir(), caPEM: pki.CAPEM, pki: pki, cliCert: cliCert, cliKey: cliKey, srvIP: c.net + ".1"}
 	oldDir := StatusDir
 	StatusDir = filepath.Join(tb.dir, "run")
 	t.Cleanup(func() { StatusDir = oldDir })
