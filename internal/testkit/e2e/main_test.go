@@ -57,9 +57,10 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	binDir = dir
 	for name, b := range map[string]struct{ pkg, tags string }{
-		"wirelaned":    {pkg: "github.com/wirelane/wirelane/cmd/wirelaned"},
-		"wireguard-go": {pkg: "golang.zx2c4.com/wireguard"},
-		"wirelane":     {pkg: "github.com/wirelane/wirelane/cmd/wirelane"},
+		"wirelaned":     {pkg: "github.com/wirelane/wirelane/cmd/wirelaned"},
+		"wireguard-go":  {pkg: "golang.zx2c4.com/wireguard"},
+		"wirelane":      {pkg: "github.com/wirelane/wirelane/cmd/wirelane"},
+		"wirelane-tray": {pkg: "github.com/wirelane/wirelane/cmd/wirelane-tray"},
 		// The daemon whose devices take the conventional locked send path
 		// (internal/sys/refmode): a build, not a flag of the product.
 		"wirelaned-ref": {pkg: "github.com/wirelane/wirelane/cmd/wirelaned", tags: "wirelane_refmode"},
