@@ -136,4 +136,3 @@ func claim(t testing.TB, c *dbus.Conn, name string) {
 		t.Fatalf("claiming %s: %v (reply %d)", name, err, r)
 	}
 }
-

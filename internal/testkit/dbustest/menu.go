@@ -69,7 +69,10 @@ func (n *Node) Checked() bool {
 }
 
 // IsToggle tells whether the entry is a checkmark.
-func (n *Node) IsToggle() bool { s, _ := n.Props["toggle-type"].Value().(string); return s == "checkmark" }
+func (n *Node) IsToggle() bool {
+	s, _ := n.Props["toggle-type"].Value().(string)
+	return s == "checkmark"
+}
 
 // IsSeparator tells whether the entry is a separator.
 func (n *Node) IsSeparator() bool { s, _ := n.Props["type"].Value().(string); return s == "separator" }

@@ -59,7 +59,7 @@ func StartWatcher(t testing.TB, b *Bus) *Watcher {
 		t.Fatal(err)
 	}
 	_, err = prop.Export(c, "/StatusNotifierWatcher", prop.Map{watcherName: {
-		"RegisteredStatusNotifierItems": {Value: []string{}, Emit: prop.EmitTrue},
+		"RegisteredStatusNotifierItems":  {Value: []string{}, Emit: prop.EmitTrue},
 		"IsStatusNotifierHostRegistered": {Value: true, Emit: prop.EmitTrue},
 		"ProtocolVersion":                {Value: int32(0), Emit: prop.EmitTrue},
 	}})
