@@ -43,13 +43,13 @@ func TestTraySwitchesARealTunnel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	m := tb.wait(t, "the tunnel listed", sb.a+" (WireGuard): down")
+	m := tb.Wait(t, "the tunnel listed", sb.a+" (WireGuard): down")
 	tg := toggleOf(t, m, sb.a)
 	if tg.Checked() || !tg.Enabled() {
 		t.Fatalf("the down tunnel's toggle: checked %v, enabled %v", tg.Checked(), tg.Enabled())
 	}
-	tb.tooltip(t, "no tunnel up")
-	if err := tb.menu.Click(tg.ID); err != nil {
+	tb.Tooltip(t, "no tunnel up")
+	if err := tb.Menu.Click(tg.ID); err != nil {
 		t.Fatalf("click: %v", err)
 	}
 	netns.Eventually(t, 20*time.Second, "the click brings the tunnel up", func() error {
@@ -62,15 +62,15 @@ func TestTraySwitchesARealTunnel(t *testing.T) {
 		}
 		return nil
 	})
-	tb.notes.Wait(t, 10*time.Second, sb.a+" is up")
-	m = tb.wait(t, "the tunnel shown up with its details", sb.a+" (WireGuard): up", "Peer: site-b", "Addresses: 10.78.0.1/24")
+	tb.Notes.Wait(t, 10*time.Second, sb.a+" is up")
+	m = tb.Wait(t, "the tunnel shown up with its details", sb.a+" (WireGuard): up", "Peer: site-b", "Addresses: 10.78.0.1/24")
 	if tg := toggleOf(t, m, sb.a); !tg.Checked() {
 		t.Errorf("the up tunnel's toggle is not checked:\n%s", m.Dump())
 	}
-	tb.tooltip(t, sb.a+" up")
+	tb.Tooltip(t, sb.a+" up")
 	// Traffic: the peer's handshake and transfer reach the menu.
 	netns.Run(t, sb.nsA, "ping", "-c", "3", "-i", "0.3", "-W", "2", "10.78.0.2")
-	m = tb.menu.Wait(t, 20*time.Second, "the handshake and transfer shown", func(n *dbustest.Node) error {
+	m = tb.Menu.Wait(t, 20*time.Second, "the handshake and transfer shown", func(n *dbustest.Node) error {
 		hs := n.Find("    latest handshake: ")
 		if hs == nil || !strings.HasSuffix(hs.Label(), " ago") && hs.Label() != "    latest handshake: just now" {
 			return fmt.Errorf("no handshake line")
@@ -87,7 +87,7 @@ func TestTraySwitchesARealTunnel(t *testing.T) {
 	t.Logf("the menu with the tunnel up:\n%s", m.Dump())
 
 	// Down again with a second click.
-	if err := tb.menu.Click(toggleOf(t, m, sb.a).ID); err != nil {
+	if err := tb.Menu.Click(toggleOf(t, m, sb.a).ID); err != nil {
 		t.Fatal(err)
 	}
 	netns.Eventually(t, 20*time.Second, "the second click brings the tunnel down", func() error {
@@ -100,11 +100,11 @@ func TestTraySwitchesARealTunnel(t *testing.T) {
 		}
 		return nil
 	})
-	m = tb.wait(t, "the tunnel shown down", sb.a+" (WireGuard): down")
+	m = tb.Wait(t, "the tunnel shown down", sb.a+" (WireGuard): down")
 	if m.Find("Peer: site-b") != nil {
 		t.Errorf("a down tunnel still has its details:\n%s", m.Dump())
 	}
-	for _, n := range tb.notes.All() {
+	for _, n := range tb.Notes.All() {
 		if strings.Contains(n.Summary, "went down") {
 			t.Errorf("a down the user asked for was notified as unexpected: %+v", n)
 		}
@@ -112,22 +112,22 @@ func TestTraySwitchesARealTunnel(t *testing.T) {
 
 	// The service restarts.
 	sb.stop(t)
-	tb.wait(t, "the menu says the service is not running", "Wirelane: the service is not running")
-	tb.tooltip(t, "not running")
+	tb.Wait(t, "the menu says the service is not running", "Wirelane: the service is not running")
+	tb.Tooltip(t, "not running")
 	sb.start(t)
-	tb.wait(t, "the tray reconnected", sb.a+" (WireGuard): down", "Wirelane: no tunnel up")
+	tb.Wait(t, "the tray reconnected", sb.a+" (WireGuard): down", "Wirelane: no tunnel up")
 
 	// The tray host restarts: a new watcher gets the item again.
-	before := len(tb.watcher.Items())
-	tb.watcher.Stop()
-	w2 := dbustest.StartWatcher(t, tb.bus)
+	before := len(tb.Watcher.Items())
+	tb.Watcher.Stop()
+	w2 := dbustest.StartWatcher(t, tb.Bus)
 	it := w2.WaitItem(t, 10*time.Second)
-	if it.Bus != tb.item.Bus || before == 0 {
-		t.Errorf("re-registered as %+v, first as %+v", it, tb.item)
+	if it.Bus != tb.Item.Bus || before == 0 {
+		t.Errorf("re-registered as %+v, first as %+v", it, tb.Item)
 	}
-	tb.menu = dbustest.MenuOf(t, tb.conn, it)
-	tb.wait(t, "the menu after the host's restart", sb.a+" (WireGuard): down")
-	tb.alive(t)
+	tb.Menu = dbustest.MenuOf(t, tb.Conn, it)
+	tb.Wait(t, "the menu after the host's restart", sb.a+" (WireGuard): down")
+	tb.Alive(t)
 }
 
 // TestTrayReadOnly: run as a user who is neither root nor in the
@@ -141,7 +141,7 @@ func TestTrayReadOnly(t *testing.T) {
 		os.Chmod(d, 0o755)
 	}
 	tb := startTray(t, sb.socket, trayOpts{cred: &syscall.Credential{Uid: 65534, Gid: 65534}})
-	m := tb.wait(t, "the read-only menu", "Wirelane: read-only, not permitted", "permission denied: uid 65534")
+	m := tb.Wait(t, "the read-only menu", "Wirelane: read-only, not permitted", "permission denied: uid 65534")
 	for _, c := range m.Children {
 		if c.IsToggle() {
 			t.Errorf("a toggle in the read-only menu:\n%s", m.Dump())
@@ -150,7 +150,7 @@ func TestTrayReadOnly(t *testing.T) {
 	if imp := m.Find("Import tunnel from file"); imp == nil || imp.Enabled() {
 		t.Errorf("import is not there, or not disabled:\n%s", m.Dump())
 	}
-	tb.tooltip(t, "not permitted")
+	tb.Tooltip(t, "not permitted")
 }
 
 // TestTrayManyTunnelsAndOddNames: a hundred tunnels keep the menu usable
@@ -171,7 +171,7 @@ func TestTrayManyTunnelsAndOddNames(t *testing.T) {
 		}
 	}
 	tb := startTray(t, sb.socket, trayOpts{})
-	m := tb.menu.Wait(t, 20*time.Second, "102 tunnels in the menu", func(n *dbustest.Node) error {
+	m := tb.Menu.Wait(t, 20*time.Second, "102 tunnels in the menu", func(n *dbustest.Node) error {
 		toggles := 0
 		var walk func(*dbustest.Node)
 		walk = func(n *dbustest.Node) {
@@ -208,10 +208,10 @@ func TestTrayManyTunnelsAndOddNames(t *testing.T) {
 		t.Errorf("the odd name's entry: %+v\n%s", odd, m.Dump())
 	}
 	// The odd name switches like any other.
-	if err := tb.menu.Click(odd.ID); err != nil {
+	if err := tb.Menu.Click(odd.ID); err != nil {
 		t.Fatal(err)
 	}
-	tb.wait(t, "the odd-named tunnel up", "my_vpn=a+b.c-d (WireGuard): up")
+	tb.Wait(t, "the odd-named tunnel up", "my_vpn=a+b.c-d (WireGuard): up")
 	netns.Eventually(t, 10*time.Second, "the odd-named tunnel up in the API", func() error {
 		tn, err := sb.c.Get(context.Background(), names[0])
 		if err != nil || tn.State != service.StateUp {
@@ -232,35 +232,35 @@ func TestTrayImport(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "broken.conf")
 	os.WriteFile(bad, []byte("[Interface]\nPrivateKey = x\nListenPort = banana\n"), 0o600)
-	tb.portal.Answer("file://" + bad)
-	m := tb.wait(t, "the import entry", "Import tunnel from file")
-	if err := tb.menu.Click(m.Find("Import tunnel from file").ID); err != nil {
+	tb.Portal.Answer("file://" + bad)
+	m := tb.Wait(t, "the import entry", "Import tunnel from file")
+	if err := tb.Menu.Click(m.Find("Import tunnel from file").ID); err != nil {
 		t.Fatal(err)
 	}
-	n := tb.notes.Wait(t, 15*time.Second, "Could not import broken")
+	n := tb.Notes.Wait(t, 15*time.Second, "Could not import broken")
 	if !strings.Contains(n.Body, "broken.conf:") {
 		t.Errorf("the failed import's notification has no FILE:LINE: %+v", n)
 	}
 	k, _ := wgtypes.GeneratePrivateKey()
 	good := filepath.Join(dir, "newone.conf")
 	os.WriteFile(good, []byte("[Interface]\nPrivateKey = "+k.String()+"\nAddress = 10.91.0.1/24\n"), 0o600)
-	tb.portal.Answer("file://" + good)
-	tb.menu.Click(m.Find("Import tunnel from file").ID)
-	tb.notes.Wait(t, 15*time.Second, "Imported newone")
-	tb.wait(t, "the imported tunnel listed", "newone (WireGuard): down")
-	if tb.portal.Calls() != 2 || strings.Contains(tb.zenityLog(), "file-selection") {
-		t.Errorf("portal calls %d, zenity log %q: want the portal used", tb.portal.Calls(), tb.zenityLog())
+	tb.Portal.Answer("file://" + good)
+	tb.Menu.Click(m.Find("Import tunnel from file").ID)
+	tb.Notes.Wait(t, 15*time.Second, "Imported newone")
+	tb.Wait(t, "the imported tunnel listed", "newone (WireGuard): down")
+	if tb.Portal.Calls() != 2 || strings.Contains(tb.ZenityLog(), "file-selection") {
+		t.Errorf("portal calls %d, zenity log %q: want the portal used", tb.Portal.Calls(), tb.ZenityLog())
 	}
 
 	// No portal: zenity.
 	tz := startTray(t, sb.socket, trayOpts{noPortal: true})
 	other := filepath.Join(dir, "viazenity.conf")
 	os.WriteFile(other, []byte("[Interface]\nPrivateKey = "+k.String()+"\nAddress = 10.92.0.1/24\n"), 0o600)
-	os.WriteFile(filepath.Join(tz.zenity, "file"), []byte(other+"\n"), 0o644)
-	m = tz.wait(t, "the import entry", "Import tunnel from file")
-	tz.menu.Click(m.Find("Import tunnel from file").ID)
-	tz.notes.Wait(t, 15*time.Second, "Imported viazenity")
-	if !strings.Contains(tz.zenityLog(), "--file-selection") {
-		t.Errorf("zenity was not asked: %q", tz.zenityLog())
+	os.WriteFile(filepath.Join(tz.ZenityDir, "file"), []byte(other+"\n"), 0o644)
+	m = tz.Wait(t, "the import entry", "Import tunnel from file")
+	tz.Menu.Click(m.Find("Import tunnel from file").ID)
+	tz.Notes.Wait(t, 15*time.Second, "Imported viazenity")
+	if !strings.Contains(tz.ZenityLog(), "--file-selection") {
+		t.Errorf("zenity was not asked: %q", tz.ZenityLog())
 	}
 }
