@@ -347,8 +347,11 @@ const (
 
 // IconFor is the icon for s.
 func IconFor(s *State) Icon {
-	if s.Link == LinkDown || s.Link == LinkForbidden {
+	switch s.Link {
+	case LinkDown, LinkForbidden:
 		return IconTrouble
+	case LinkConnecting:
+		return IconIdle
 	}
 	icon := IconIdle
 	for _, t := range s.Tunnels {
