@@ -361,7 +361,7 @@ func TestImportRequestFor(t *testing.T) {
 
 func TestParsePasswordDialog(t *testing.T) {
 	for in, want := range map[string][2]string{
-		"alice|secret\n": {"alice", "secret"},
+		"alice|secret\n":  {"alice", "secret"},
 		"alice|se|cret\n": {"alice", "se|cret"},
 		"|\n":             {"", ""},
 		"justpass\n":      {"", "justpass"},
