@@ -276,10 +276,11 @@ func tunnelEntry(s *State, t *service.Tunnel, now time.Time, o Options) []Item {
 
 // detailsLabel names a tunnel's submenu: its name and first addresses.
 func detailsLabel(t *service.Tunnel) string {
-	if len(t.Addresses) == 0 {
+	a := joinPrefixes(*t, 2)
+	if a == "none" {
 		return Clip(t.Name, 32) + " details"
 	}
-	return Clip(Clip(t.Name, 32)+": "+joinPrefixes(*t, 2), maxLabel)
+	return Clip(Clip(t.Name, 32)+": "+a, maxLabel)
 }
 
 // details is the submenu of a tunnel that is up: its addresses, port and
@@ -288,11 +289,7 @@ func details(t *service.Tunnel, now time.Time, o Options) []Item {
 	k := "details/" + t.Name + "/"
 	text := func(key, label string) Item { return Item{Key: k + key, Kind: Text, Label: Clip(label, maxLabel)} }
 	var out []Item
-	if len(t.Addresses) > 0 {
-		out = append(out, text("addresses", "Addresses: "+joinPrefixes(*t, 4)))
-	} else {
-		out = append(out, text("addresses", "Addresses: none"))
-	}
+	out = append(out, text("addresses", "Addresses: "+joinPrefixes(*t, 4)))
 	if t.Interface != "" && t.Interface != t.Name {
 		out = append(out, text("interface", "Interface: "+t.Interface))
 	}

@@ -192,8 +192,8 @@ func (s *State) applyTunnel(e service.Event) []Note {
 	switch t.State {
 	case service.StateUp:
 		body := "Connected."
-		if len(t.Addresses) > 0 {
-			body = "Addresses: " + joinPrefixes(t, 4)
+		if a := joinPrefixes(t, 4); a != "none" {
+			body = "Addresses: " + a
 		}
 		return []Note{{Key: name, Summary: label + " is up", Body: body}}
 	case service.StateDown:
@@ -218,17 +218,22 @@ func (s *State) applyTunnel(e service.Event) []Note {
 	return nil
 }
 
-// joinPrefixes lists up to n of t's addresses.
+// joinPrefixes lists up to n of t's addresses, leaving out IPv6
+// link-local ones (the kernel's, not the tunnel's).
 func joinPrefixes(t service.Tunnel, n int) string {
-	var parts []string
-	for i, p := range t.Addresses {
-		if i == n {
-			parts = append(parts, fmt.Sprintf("and %d more", len(t.Addresses)-n))
-			break
+	var addrs []string
+	for _, p := range t.Addresses {
+		if !p.Addr().IsLinkLocalUnicast() {
+			addrs = append(addrs, p.String())
 		}
-		parts = append(parts, p.String())
 	}
-	return strings.Join(parts, ", ")
+	if len(addrs) == 0 {
+		return "none"
+	}
+	if len(addrs) > n {
+		return strings.Join(addrs[:n], ", ") + fmt.Sprintf(" and %d more", len(addrs)-n)
+	}
+	return strings.Join(addrs, ", ")
 }
 
 // Active reports whether a tunnel's state counts as on for its toggle: up,

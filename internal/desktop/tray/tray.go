@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	"fyne.io/systray"
@@ -203,11 +206,20 @@ func (t *Tray) follow(ctx context.Context) {
 // describe says what went wrong with the stream in the menu's words.
 func describe(err error) string {
 	var ce *client.Error
+	var ue *url.Error
 	switch {
 	case err == nil:
 		return "the service closed the event stream"
 	case errors.As(err, &ce):
 		return ce.Msg
+	case errors.Is(err, fs.ErrNotExist):
+		return "no service socket (is wirelaned running?)"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the service's socket refuses connections (is wirelaned running?)"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied on the service's socket"
+	case errors.As(err, &ue):
+		return ue.Err.Error() // without the request's method and URL
 	}
 	return err.Error()
 }
