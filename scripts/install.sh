@@ -4,25 +4,33 @@
 #   sudo ./scripts/install.sh              build and install
 #   sudo ./scripts/install.sh --uninstall  remove what install put there
 #
-#   $PREFIX/bin/wirelane, $PREFIX/bin/wirelaned      the binaries
+#   $PREFIX/bin/wirelane, wirelaned, wirelane-tray    the binaries
 #   $UNITDIR/wirelane@.service, wirelane-gateway@.service,
 #     wirelane-ovpn@.service, wirelaned.service, wirelane.target
 #   $PREFIX/share/man/man8/wirelane.8, wirelaned.8
 #   $PREFIX/share/bash-completion/completions/wirelane, wirelaned
 #   $PREFIX/share/zsh/site-functions/_wirelane, _wirelaned
 #   $PREFIX/share/fish/vendor_completions.d/wirelane.fish, wirelaned.fish
+#   $PREFIX/share/applications/wirelane-tray.desktop   the tray's menu entry
+#   $SYSCONFDIR/xdg/autostart/wirelane-tray.desktop    the tray at login
+#     (it starts only for root and members of the wirelane group)
 #
-# PREFIX defaults to /usr/local and UNITDIR to $PREFIX/lib/systemd/system
-# (both places systemd, man, bash-completion, zsh and fish search).
+# PREFIX defaults to /usr/local, UNITDIR to $PREFIX/lib/systemd/system and
+# SYSCONFDIR to /etc (places systemd, man, bash-completion, zsh, fish and
+# the desktops search).
 # DESTDIR=DIR puts everything under DIR instead of / (for packaging and the
-# tests); the units still name $PREFIX/bin. The go command is found even
-# when sudo's secure_path hid it (scripts/lib/find-go.sh; GO=/path/to/go
-# chooses one). Needs Go 1.26 or later and nothing else.
+# tests); the units and desktop entries still name $PREFIX/bin. The go
+# command is found even when sudo's secure_path hid it
+# (scripts/lib/find-go.sh; GO=/path/to/go chooses one). Needs Go 1.26 or
+# later and nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PREFIX="${PREFIX:-/usr/local}"
 UNITDIR="${UNITDIR:-$PREFIX/lib/systemd/system}"
+SYSCONFDIR="${SYSCONFDIR:-/etc}"
+APPDIR="$PREFIX/share/applications"
+AUTOSTARTDIR="$SYSCONFDIR/xdg/autostart"
 DESTDIR="${DESTDIR:-}"
 BINDIR="$PREFIX/bin"
 MANDIR="$PREFIX/share/man/man8"
@@ -37,6 +45,7 @@ installed() {
 	local u p
 	echo "- $BINDIR/wirelane"
 	echo "- $BINDIR/wirelaned"
+	echo "- $BINDIR/wirelane-tray"
 	for u in "${units[@]}"; do echo "packaging/systemd/$u $UNITDIR/$u"; done
 	echo "packaging/man/wirelane.8 $MANDIR/wirelane.8"
 	echo "packaging/man/wirelaned.8 $MANDIR/wirelaned.8"
@@ -45,6 +54,8 @@ installed() {
 		echo "packaging/completions/_$p $ZSHDIR/_$p"
 		echo "packaging/completions/$p.fish $FISHDIR/$p.fish"
 	done
+	echo "packaging/desktop/wirelane-tray.desktop $APPDIR/wirelane-tray.desktop"
+	echo "packaging/desktop/wirelane-tray-autostart.desktop $AUTOSTARTDIR/wirelane-tray.desktop"
 }
 
 # reload tells a running systemd about changed units (not under DESTDIR).
@@ -67,7 +78,7 @@ case "${1:-}" in
 	;;
 "") ;;
 -h | --help)
-	sed -n '2,22p' "$0"
+	sed -n '2,25p' "$0"
 	exit 0
 	;;
 *)
@@ -105,8 +116,8 @@ fi
 
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
-echo "== building wirelane and wirelaned with $(go version)"
-go build "$vcs" -trimpath "${ldflags[@]}" -o "$build/" ./cmd/wirelane ./cmd/wirelaned
+echo "== building wirelane, wirelaned and wirelane-tray with $(go version)"
+go build "$vcs" -trimpath "${ldflags[@]}" -o "$build/" ./cmd/wirelane ./cmd/wirelaned ./cmd/wirelane-tray
 
 echo "== installing into ${DESTDIR:-/}"
 installed | while read -r src dest; do
@@ -118,8 +129,9 @@ installed | while read -r src dest; do
 	fi
 	install -d "$DESTDIR$(dirname "$dest")"
 	case $dest in
-	"$UNITDIR"/*)
-		# The units name the binaries where they are installed.
+	"$UNITDIR"/* | "$APPDIR"/* | "$AUTOSTARTDIR"/*)
+		# The units and desktop entries name the binaries where they are
+		# installed.
 		sed "s|/usr/local/bin/|$BINDIR/|g" "$src" >"$build/unit"
 		install -m "$mode" "$build/unit" "$DESTDIR$dest"
 		;;

@@ -3,7 +3,7 @@
 // files and asks for OpenVPN credentials (docs/tray.md). It talks only to
 // the service's API socket; its user needs to be in the service's group.
 //
-//	wirelane-tray [--socket PATH] [--zenity PATH] [--verbose]
+//	wirelane-tray [--socket PATH] [--zenity PATH] [--autostart] [--group NAME] [--verbose]
 package main
 
 import (
@@ -14,6 +14,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"os/user"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -22,7 +25,7 @@ import (
 	"github.com/wirelane/wirelane/internal/sys/buildinfo"
 )
 
-const usage = `Usage: %[1]s [--socket PATH] [--zenity PATH] [--verbose]
+const usage = `Usage: %[1]s [--socket PATH] [--zenity PATH] [--autostart] [--group NAME] [--verbose]
 
 Shows the Wirelane service's tunnels in the desktop's panel (a
 StatusNotifierItem): the icon tells whether a tunnel is up, the menu lists
@@ -33,7 +36,9 @@ unexpectedly, fails or needs credentials; OpenVPN credentials are asked for
 with zenity and sent to the service, never stored.
 
 The user needs to be in the service's group (wirelane) to switch tunnels;
-otherwise the menu says why it cannot. Importing needs root.
+otherwise the menu says why it cannot. Importing needs root. With
+--autostart (the login entry) it starts only for root and the group's
+members.
 WIRELANE_SOCKET=PATH names another socket, as --socket does.
 
 Flags:
@@ -52,6 +57,8 @@ func run(args []string, stderr io.Writer) int {
 	}
 	socket := fs.String("socket", def, "the service's API `socket`")
 	zenity := fs.String("zenity", "zenity", "the dialog `program` for files and credentials")
+	autostart := fs.Bool("autostart", false, "started at login: do nothing unless the user is root or in --group")
+	group := fs.String("group", "wirelane", "the service's `group` (for --autostart)")
 	verbose := fs.Bool("verbose", false, "log what the tray does to standard error")
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -68,6 +75,14 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Printf("%s %s\n", prog, buildinfo.String())
 		return 0
 	}
+	if *autostart && !member(*group) {
+		// The login entry is installed for everyone; only those the
+		// service would answer get a tray.
+		if *verbose {
+			fmt.Fprintf(stderr, "%s: not root and not in group %q: not starting (--autostart)\n", prog, *group)
+		}
+		return 0
+	}
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelInfo
@@ -80,6 +95,27 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// member reports whether the user is root or a member of group, as the
+// service decides it (primary group, or listed in the group database).
+func member(group string) bool {
+	if os.Geteuid() == 0 {
+		return true
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return false
+	}
+	if strconv.Itoa(os.Getgid()) == g.Gid {
+		return true
+	}
+	u, err := user.Current()
+	if err != nil {
+		return false
+	}
+	gids, err := u.GroupIds()
+	return err == nil && slices.Contains(gids, g.Gid)
 }
 
 // printFlags lists the flags spelt --name, as every Wirelane command does.

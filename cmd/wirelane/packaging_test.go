@@ -16,6 +16,9 @@ import (
 var installed = []string{
 	"usr/local/bin/wirelane",
 	"usr/local/bin/wirelaned",
+	"usr/local/bin/wirelane-tray",
+	"usr/local/share/applications/wirelane-tray.desktop",
+	"etc/xdg/autostart/wirelane-tray.desktop",
 	"usr/local/lib/systemd/system/wirelane@.service",
 	"usr/local/lib/systemd/system/wirelane-gateway@.service",
 	"usr/local/lib/systemd/system/wirelane-ovpn@.service",
