@@ -25,7 +25,10 @@ type Desktop struct {
 	Portal  *Portal // nil without one
 	Conn    *dbus.Conn
 	// ZenityDir holds the zenity stand-in (ZenityDir/zenity); it logs its
-	// arguments to zenity.log there and picks the file named in ZenityDir/file.
+	// arguments to zenity.log there, picks the file named in ZenityDir/file,
+	// answers a password dialog with ZenityDir/password ("USER|PASSWORD";
+	// alice|s3cr|et without it, Cancel when ZenityDir/cancel exists) and
+	// an entry with 424242.
 	ZenityDir string
 }
 
@@ -36,7 +39,8 @@ dir=$(dirname "$0")
 echo "$*" >> "$dir/zenity.log"
 case "$*" in
 *--file-selection*) [ -f "$dir/file" ] && cat "$dir/file" && exit 0; exit 1 ;;
-*--password*) [ -f "$dir/cancel" ] && exit 1; printf 'alice|s3cr|et\n' ;;
+*--password*) [ -f "$dir/cancel" ] && exit 1
+	if [ -f "$dir/password" ]; then cat "$dir/password"; else printf 'alice|s3cr|et\n'; fi ;;
 *--entry*) printf '424242\n' ;;
 *) exit 5 ;;
 esac

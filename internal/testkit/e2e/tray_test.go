@@ -264,3 +264,32 @@ func TestTrayImport(t *testing.T) {
 		t.Errorf("zenity was not asked: %q", tz.ZenityLog())
 	}
 }
+
+// TestTrayAnswersCredentials: an OpenVPN client whose file holds no
+// credentials, switched on from the tray, against a real OpenVPN 2.6
+// server that checks them: the tray notifies that it needs credentials,
+// asks (the zenity stand-in answers as the user would), sends them
+// through the API, and the tunnel comes up and carries traffic.
+func TestTrayAnswersCredentials(t *testing.T) {
+	sb, name := newAuthBed(t)
+	tb := startTray(t, sb.socket, trayOpts{})
+	os.WriteFile(filepath.Join(tb.ZenityDir, "password"), []byte("alice|s3cret\n"), 0o644)
+	m := tb.Wait(t, "the OpenVPN tunnel listed", name+" (OpenVPN client): down")
+	if err := tb.Menu.Click(toggleOf(t, m, name).ID); err != nil {
+		t.Fatal(err)
+	}
+	tb.Notes.Wait(t, 20*time.Second, name+" needs credentials")
+	tb.Notes.Wait(t, 30*time.Second, name+" is up")
+	tb.Wait(t, "the tunnel up in the menu", name+" (OpenVPN client): up")
+	netns.Run(t, sb.nsA, "ping", "-c", "2", "-i", "0.3", "-W", "2", "10.9.0.1")
+	log := tb.ZenityLog()
+	if !strings.Contains(log, "--password --username") || !strings.Contains(log, "--text=Enter OTP") || strings.Contains(log, "--hide-text") {
+		t.Errorf("the dialogs asked (want a password dialog, then the shown challenge):\n%s", log)
+	}
+	if _, err := sb.c.Down(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(tb.Output(), "s3cret") || strings.Contains(tb.Output(), "424242") {
+		t.Errorf("the tray logged the credentials:\n%s", tb.Output())
+	}
+}
