@@ -6,8 +6,8 @@
 #
 #   sudo ./scripts/tray-screenshot.sh [OUT.png]    (default docs/tray-menu.png)
 #
-# Needs root (network namespaces) and xvfb, xfce4-panel, xdotool and
-# imagemagick (apt-get install them; scripts/test.sh does as root).
+# Needs root (network namespaces) and xvfb, xfce4-panel and xdotool
+# (apt-get install them; scripts/test.sh does as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/find-go.sh
@@ -16,5 +16,5 @@ find_go
 out="${1:-docs/tray-menu.png}"
 case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
 WIRELANE_TRAY_SCREENSHOT="$out" go test -count=1 -v -run '^TestTrayInARealPanel$' ./internal/testkit/e2e | grep -E '^(---|ok|FAIL)|screenshot' || true
-test -s "$out" || { echo "tray-screenshot.sh: no screenshot was written (is the test skipping? run as root with xvfb, xfce4-panel, xdotool, imagemagick)" >&2; exit 1; }
+test -s "$out" || { echo "tray-screenshot.sh: no screenshot was written (is the test skipping? run as root with xvfb, xfce4-panel and xdotool)" >&2; exit 1; }
 echo "wrote $out"

@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"image"
-	"image/draw"
 	"image/png"
 	"os"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/wirelane/wirelane/internal/testkit/dbustest"
 	"github.com/wirelane/wirelane/internal/testkit/netns"
+	"github.com/wirelane/wirelane/internal/testkit/xwd"
 )
 
 // panelConfig is an xfconf channel with one panel along the top of the
@@ -59,8 +59,9 @@ const panelConfig = `<?xml version="1.0" encoding="UTF-8"?>
 </channel>
 `
 
-// screen is an X server (Xvfb) for the test.
-type screen struct{ display string }
+// screen is an X server (Xvfb) for the test, keeping its screen in an
+// XWD file (-fbdir) that the test reads as its screenshot.
+type screen struct{ display, fb string }
 
 func startXvfb(t *testing.T, w, h int) *screen {
 	t.Helper()
@@ -68,7 +69,8 @@ func startXvfb(t *testing.T, w, h int) *screen {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp")
+	fbdir := t.TempDir()
+	cmd := exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp", "-fbdir", fbdir)
 	cmd.ExtraFiles = []*os.File{wr}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("Xvfb: %v", err)
@@ -86,25 +88,23 @@ func startXvfb(t *testing.T, w, h int) *screen {
 		if n == "" {
 			t.Fatal("Xvfb printed no display number")
 		}
-		return &screen{display: ":" + n}
+		return &screen{display: ":" + n, fb: filepath.Join(fbdir, "Xvfb_screen0")}
 	case <-time.After(15 * time.Second):
 		t.Fatal("Xvfb printed no display number within 15 s")
 	}
 	return nil
 }
 
-// shot takes a screenshot with ImageMagick's import.
+// shot reads the screen.
 func (s *screen) shot(t *testing.T) image.Image {
 	t.Helper()
-	cmd := exec.Command("import", "-window", "root", "png:-")
-	cmd.Env = append(os.Environ(), "DISPLAY="+s.display)
-	out, err := cmd.Output()
+	b, err := os.ReadFile(s.fb)
 	if err != nil {
-		t.Fatalf("import: %v", err)
+		t.Fatalf("the screen: %v", err)
 	}
-	img, err := png.Decode(bytes.NewReader(out))
+	img, err := xwd.Decode(b)
 	if err != nil {
-		t.Fatalf("the screenshot: %v", err)
+		t.Fatalf("the screen: %v", err)
 	}
 	return img
 }
@@ -146,9 +146,9 @@ func lit(img image.Image, region image.Rectangle) int {
 // the panel's own watcher has the item, the panel draws the green icon,
 // and a click on it opens the menu.
 func TestTrayInARealPanel(t *testing.T) {
-	for _, p := range []string{"Xvfb", "xfce4-panel", "xdotool", "import"} {
+	for _, p := range []string{"Xvfb", "xfce4-panel", "xdotool"} {
 		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed (apt: xvfb xfce4-panel xdotool imagemagick): the real-panel test needs it", p)
+			t.Skipf("%s is not installed (apt: xvfb xfce4-panel xdotool): the real-panel test needs it", p)
 		}
 	}
 	if err := buildErr["wirelane-tray"]; err != nil {
@@ -294,10 +294,8 @@ func TestTrayInARealPanel(t *testing.T) {
 		xdo("key", "--delay", "150", "Down", "Down", "Down", "Down", "Right")
 		time.Sleep(1500 * time.Millisecond)
 		img = scr.shot(t)
-		rgba := image.NewRGBA(img.Bounds())
-		draw.Draw(rgba, rgba.Bounds(), img, image.Point{}, draw.Src)
 		var b bytes.Buffer
-		png.Encode(&b, rgba)
+		png.Encode(&b, img)
 		if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
