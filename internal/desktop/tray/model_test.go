@@ -3,12 +3,16 @@ package tray
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/png"
+	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode"
@@ -17,6 +21,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/wirelane/wirelane/internal/control/service"
+	"github.com/wirelane/wirelane/internal/control/service/client"
 )
 
 func TestBytes(t *testing.T) {
@@ -460,3 +465,20 @@ func FuzzParsePasswordDialog(f *testing.F) {
 
 // jsonUnmarshal is encoding/json's, as the client decodes event lines.
 var jsonUnmarshal = json.Unmarshal
+
+func TestDescribe(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{nil, "the service closed the event stream"},
+		{&client.Error{Status: 403, Msg: "permission denied: x"}, "permission denied: x"},
+		{&url.Error{Op: "Get", URL: "http://wirelane/v1/events", Err: &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.ENOENT)}}, "no service socket (is wirelaned running?)"},
+		{&url.Error{Op: "Get", URL: "http://wirelane/v1/events", Err: &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}, "the service's socket refuses connections (is wirelaned running?)"},
+		{&url.Error{Op: "Get", URL: "http://wirelane/v1/events", Err: errors.New("net/http: HTTP/1.x transport connection broken: malformed HTTP response")}, "net/http: HTTP/1.x transport connection broken: malformed HTTP response"},
+	} {
+		if got := describe(c.err); got != c.want {
+			t.Errorf("describe(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}

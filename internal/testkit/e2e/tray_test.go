@@ -293,3 +293,28 @@ func TestTrayAnswersCredentials(t *testing.T) {
 		t.Errorf("the tray logged the credentials:\n%s", tb.Output())
 	}
 }
+
+// TestTrayNotifiesAnUnexpectedDown: a tunnel whose daemon dies behind the
+// tray's back is notified as gone down with the service's reason, and its
+// toggle turns off; one brought down on request is not notified.
+func TestTrayNotifiesAnUnexpectedDown(t *testing.T) {
+	sb := newServiceBed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tb := startTray(t, sb.socket, trayOpts{})
+	tb.Wait(t, "the tunnel listed", sb.a+" (WireGuard): down")
+	if _, err := sb.c.Up(ctx, sb.a); err != nil {
+		t.Fatal(err)
+	}
+	tb.Wait(t, "the tunnel up", sb.a+" (WireGuard): up")
+	stopDaemon(t, sb.nsA, sb.a)
+	n := tb.Notes.Wait(t, 15*time.Second, sb.a+" went down")
+	if !strings.Contains(n.Body, "its daemon stopped") {
+		t.Errorf("the notification does not say why: %+v", n)
+	}
+	m := tb.Wait(t, "the tunnel down", sb.a+" (WireGuard): down")
+	if toggleOf(t, m, sb.a).Checked() {
+		t.Errorf("the toggle is still on:\n%s", m.Dump())
+	}
+	tb.Tooltip(t, "no tunnel up")
+}
