@@ -3,7 +3,8 @@ package e2e
 // wirelane-tray in a real panel: Xvfb, Debian's xfce4-panel (its systray
 // plugin is the StatusNotifierWatcher and shows SNI items), the real
 // service with a tunnel up. The test checks that the panel registered the
-// item and draws its icon, and that a click opens the menu; with
+// item and draws its icon, that a click opens the menu, and that the item
+// registers again with a restarted panel; with
 // WIRELANE_TRAY_SCREENSHOT=FILE it keeps the screenshot of the open menu
 // (scripts/tray-screenshot.sh, docs/tray.md).
 
@@ -144,7 +145,7 @@ func lit(img image.Image, region image.Rectangle) int {
 
 // TestTrayInARealPanel: the tray in xfce4-panel, the service's tunnel up:
 // the panel's own watcher has the item, the panel draws the green icon,
-// and a click on it opens the menu.
+// a click on it opens the menu, and a restarted panel gets the item again.
 func TestTrayInARealPanel(t *testing.T) {
 	for _, p := range []string{"Xvfb", "xfce4-panel", "xdotool"} {
 		if _, err := exec.LookPath(p); err != nil {
@@ -223,37 +224,45 @@ func TestTrayInARealPanel(t *testing.T) {
 		return cmd
 	}
 	// No window manager runs: the panel would wait for one.
-	start("xfce4-panel", "--disable-wm-check")
-	dbustest.Eventually(t, 30*time.Second, "xfce4-panel's tray claims org.kde.StatusNotifierWatcher", func() error {
-		var has bool
-		if err := conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, "org.kde.StatusNotifierWatcher").Store(&has); err != nil {
-			return err
-		}
-		if !has {
-			return fmt.Errorf("no watcher yet")
-		}
-		return nil
-	})
+	watcher := func(want bool) {
+		t.Helper()
+		dbustest.Eventually(t, 30*time.Second, fmt.Sprintf("org.kde.StatusNotifierWatcher owned: %v", want), func() error {
+			var has bool
+			if err := conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, "org.kde.StatusNotifierWatcher").Store(&has); err != nil {
+				return err
+			}
+			if has != want {
+				return fmt.Errorf("owned: %v", has)
+			}
+			return nil
+		})
+	}
+	panelProc := start("xfce4-panel", "--disable-wm-check")
+	watcher(true)
 	tray := start(filepath.Join(binDir, "wirelane-tray"), "--socket", sb.socket, "--verbose")
 
 	// The panel's watcher lists the tray's item.
 	var item dbustest.Item
-	dbustest.Eventually(t, 15*time.Second, "the panel's watcher lists the tray", func() error {
-		v, err := conn.Object("org.kde.StatusNotifierWatcher", "/StatusNotifierWatcher").GetProperty("org.kde.StatusNotifierWatcher.RegisteredStatusNotifierItems")
-		if err != nil {
-			return err
-		}
-		items, _ := v.Value().([]string)
-		for _, it := range items {
-			name, _, _ := strings.Cut(it, "/")
-			var pid uint32
-			if conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, name).Store(&pid) == nil && int(pid) == tray.Process.Pid {
-				item = dbustest.Item{Bus: name, Path: "/StatusNotifierItem"}
-				return nil
+	listed := func(what string) {
+		t.Helper()
+		dbustest.Eventually(t, 15*time.Second, what, func() error {
+			v, err := conn.Object("org.kde.StatusNotifierWatcher", "/StatusNotifierWatcher").GetProperty("org.kde.StatusNotifierWatcher.RegisteredStatusNotifierItems")
+			if err != nil {
+				return err
 			}
-		}
-		return fmt.Errorf("registered: %q", items)
-	})
+			items, _ := v.Value().([]string)
+			for _, it := range items {
+				name, _, _ := strings.Cut(it, "/")
+				var pid uint32
+				if conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, name).Store(&pid) == nil && int(pid) == tray.Process.Pid {
+					item = dbustest.Item{Bus: name, Path: "/StatusNotifierItem"}
+					return nil
+				}
+			}
+			return fmt.Errorf("registered: %q", items)
+		})
+	}
+	listed("the panel's watcher lists the tray")
 
 	// The panel draws the green icon (a tunnel is up) in its strip.
 	var icon image.Point
@@ -304,4 +313,12 @@ func TestTrayInARealPanel(t *testing.T) {
 			t.Logf("the menu:\n%s", m.Dump())
 		}
 	}
+
+	// The panel restarts: the tray registers with the new one's watcher.
+	xdo("key", "Escape")
+	panelProc.Process.Signal(syscall.SIGTERM)
+	watcher(false)
+	start("xfce4-panel", "--disable-wm-check")
+	watcher(true)
+	listed("the restarted panel's watcher lists the tray")
 }
