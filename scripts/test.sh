@@ -18,6 +18,10 @@ if [ "$(id -u)" = 0 ]; then
 	for p in wg:wireguard-tools iperf3:iperf3 ping:iputils-ping ncat:ncat openvpn:openvpn ip:iproute2 iptables:iptables nft:nftables openssl:openssl systemd-analyze:systemd man:man-db groff:groff-base zsh:zsh fish:fish sudo:sudo promtool:prometheus resolvectl:systemd-resolved dbus-daemon:dbus-daemon unshare:util-linux Xvfb:xvfb xfce4-panel:xfce4-panel xdotool:xdotool; do
 		command -v "${p%%:*}" >/dev/null 2>&1 || need+=("${p#*:}")
 	done
+	# The race detector needs cgo: a C compiler and the C library's headers
+	# and start files, which a minimal Debian lacks.
+	command -v gcc >/dev/null 2>&1 || need+=(gcc)
+	dpkg -s libc6-dev >/dev/null 2>&1 || need+=(libc6-dev)
 	if [ "${#need[@]}" -gt 0 ]; then
 		echo "== installing ${need[*]}"
 		export DEBIAN_FRONTEND=noninteractive
