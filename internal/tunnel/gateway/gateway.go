@@ -52,6 +52,9 @@ type Gateway struct {
 
 	Sites []Site
 
+	// Fleet is the [fleet] table; nil when the gateway is not in a fleet.
+	Fleet *Fleet
+
 	privateKeyFilePos Pos // where private_key_file is written
 	tablePos          Pos // where a table name is written (looked up at up time)
 }

@@ -37,6 +37,7 @@ type (
 	fileDoc struct {
 		Interface toml.Primitive `toml:"interface"`
 		Site      toml.Primitive `toml:"site"`
+		Fleet     toml.Primitive `toml:"fleet"`
 	}
 	interfaceDoc struct {
 		Name           value `toml:"name"`
@@ -132,8 +133,24 @@ func Parse(file string, src []byte) (*Gateway, error) {
 			p.iface(g, &in, known)
 		}
 	}
+	if md.IsDefined("fleet") {
+		var raw any
+		md.PrimitiveDecode(doc.Fleet, &raw)
+		if _, ok := raw.(map[string]any); !ok {
+			p.fail("fleet", "fleet must be a table ([fleet]), not %s", typeName(raw))
+			known["fleet"] = true
+		} else {
+			var fd fleetDoc
+			if err := md.PrimitiveDecode(doc.Fleet, &fd); err != nil {
+				return nil, ErrorList{{File: file, Key: "fleet", Msg: redact(err.Error())}}
+			}
+			p.fleet(g, &fd, known)
+		}
+	}
 	if !md.IsDefined("site") {
-		p.errs = append(p.errs, &Error{File: file, Msg: "no [[site]] table: describe at least one remote site"})
+		if !md.IsDefined("fleet") {
+			p.errs = append(p.errs, &Error{File: file, Msg: "no [[site]] table: describe at least one remote site (or join a [fleet])"})
+		}
 	} else {
 		var raw any
 		md.PrimitiveDecode(doc.Site, &raw)
@@ -161,6 +178,7 @@ func Parse(file string, src []byte) (*Gateway, error) {
 			p.errs = append(p.errs, &Error{File: file, Msg: fmt.Sprintf("the file name does not make a valid interface name (%q); set name in [interface] (1 to 15 of a-z A-Z 0-9 _ = + . -)", clip(base))})
 		}
 	}
+	p.fleetChecks(g)
 	if len(p.errs) > 0 {
 		sortErrors(p.errs)
 		return nil, p.errs
@@ -591,11 +609,13 @@ func (p *parser) unknownKeys(md toml.MetaData, known map[string]bool) {
 		var names []string
 		switch {
 		case len(k) == 1:
-			names = []string{"interface", "site"}
+			names = []string{"interface", "site", "fleet"}
 		case len(k) == 2 && k[0] == "interface":
 			names = interfaceKeys
 		case len(k) == 2 && k[0] == "site":
 			names = siteKeys
+		case len(k) == 2 && k[0] == "fleet":
+			names = fleetKeys
 		}
 		for _, name := range names {
 			if k[len(k)-1] != name && strings.EqualFold(k[len(k)-1], name) {
@@ -623,10 +643,10 @@ func unknownMsg(k toml.Key) string {
 	last := k[len(k)-1]
 	switch {
 	case len(k) == 1:
-		if h := suggest.Hint(last, []string{"interface", "site"}); h != "" {
+		if h := suggest.Hint(last, []string{"interface", "site", "fleet"}); h != "" {
 			return fmt.Sprintf("unknown table or key %q%s", last, h)
 		}
-		return fmt.Sprintf("unknown table or key %q (want [interface] and [[site]])", last)
+		return fmt.Sprintf("unknown table or key %q (want [interface], [[site]] and [fleet])", last)
 	case len(k) == 2 && k[0] == "interface":
 		if h := suggest.Hint(last, interfaceKeys); h != "" {
 			return fmt.Sprintf("unknown key %q in [interface]%s", last, h)
@@ -637,6 +657,11 @@ func unknownMsg(k toml.Key) string {
 			return fmt.Sprintf("unknown key %q in [[site]]%s", last, h)
 		}
 		return fmt.Sprintf("unknown key %q in [[site]] (known: %s)", last, strings.Join(siteKeys, ", "))
+	case len(k) == 2 && k[0] == "fleet":
+		if h := suggest.Hint(last, fleetKeys); h != "" {
+			return fmt.Sprintf("unknown key %q in [fleet]%s", last, h)
+		}
+		return fmt.Sprintf("unknown key %q in [fleet] (known: %s)", last, strings.Join(fleetKeys, ", "))
 	}
 	return fmt.Sprintf("unknown key %q", k.String())
 }

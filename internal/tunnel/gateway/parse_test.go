@@ -55,7 +55,7 @@ func TestParseReportsEachProblemAtItsPlace(t *testing.T) {
 			"gw.toml:7:1: unknown key \"nmae\" in [[site]]; did you mean name?\n" +
 				"gw.toml:14:1: unknown key \"nmae\" in [[site]]; did you mean name?"},
 		{"an unknown top-level table", good + "\n[peer]\nx = 1\n",
-			"gw.toml:17:1: unknown table or key \"peer\" (want [interface] and [[site]])"},
+			"gw.toml:17:1: unknown table or key \"peer\" (want [interface], [[site]] and [fleet])"},
 		{"keys are case-sensitive", strings.Replace(good, "listen_port", "Listen_Port", 1),
 			"gw.toml:3:1: unknown key \"Listen_Port\" (names are lower case: listen_port)"},
 		{"a mis-cased table is reported once", strings.Replace(good, "[interface]", "[Interface]", 1),
@@ -94,7 +94,7 @@ func TestParseReportsEachProblemAtItsPlace(t *testing.T) {
 		{"a site without name, key and networks", "[interface]\nprivate_key = \"" + testPriv + "\"\n[[site]]\nendpoint = \"h:1\"\n",
 			"gw.toml:3:1: this [[site]] has no name\ngw.toml:3:1: site #1 has no public_key\ngw.toml:3:1: site #1 has no networks (the address ranges reached through it)"},
 		{"no sites", "[interface]\nprivate_key = \"" + testPriv + "\"\n",
-			"gw.toml: no [[site]] table: describe at least one remote site"},
+			"gw.toml: no [[site]] table: describe at least one remote site (or join a [fleet])"},
 		{"site as a plain table", "[interface]\nprivate_key = \"" + testPriv + "\"\n[site]\nname = \"a\"\n",
 			"gw.toml:3:1: site must be an array of tables ([[site]]), not a table"},
 		{"an endpoint without port", site("networks = [\"10.1.0.0/16\"]\nendpoint = \"gw.example\"\n"),

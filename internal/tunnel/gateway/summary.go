@@ -54,6 +54,9 @@ func (g *Gateway) Summary() string {
 			row(h.name, c)
 		}
 	}
+	if g.Fleet != nil {
+		g.Fleet.summary(row)
+	}
 	for i := range g.Sites {
 		s := &g.Sites[i]
 		fmt.Fprintf(&b, "site %s\n", s.Name)
