@@ -1,0 +1,563 @@
+package fleet
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wirelane/wirelane/internal/tunnel/fleet/store"
+	"github.com/wirelane/wirelane/internal/tunnel/gateway"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
+	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
+)
+
+// Config is what an Agent runs on.
+type Config struct {
+	// Gateway is the parsed file with its keys loaded and a [fleet] table.
+	Gateway *gateway.Gateway
+	// Store is the fleet's store; the Agent does not close it.
+	Store store.Store
+	// Options are those of wgtunnel.Reload (engine, logging, firewall).
+	Options wgtunnel.Options
+	// Apply changes the running gateway into cfg; nil means
+	// wgtunnel.Reload with Options. Unit tests pass their own.
+	Apply func(ctx context.Context, cfg *wgquick.Config) error
+	// Log receives what the agent does; nil = slog.Default().
+	Log *slog.Logger
+	// StatusFile is where the status is written; "" = nowhere.
+	StatusFile string
+	// ApplyDelay gathers changes before an apply (default 100 ms).
+	ApplyDelay time.Duration
+}
+
+// Status is what an agent reports: `wirelane gateway show`, the service's
+// API and its metrics read it.
+type Status struct {
+	Gateway string `json:"gateway"`
+	Prefix  string `json:"prefix"`
+	Site    string `json:"site"`
+	PID     int    `json:"pid"`
+	// StoreReachable is false while the store does not answer; the
+	// gateway then keeps the peers it had (fail static).
+	StoreReachable bool      `json:"store_reachable"`
+	StoreError     string    `json:"store_error,omitempty"`
+	LastContact    time.Time `json:"last_contact,omitzero"`
+	// Published is true while this site's record is in the store.
+	Published    bool   `json:"published"`
+	PublishError string `json:"publish_error,omitempty"`
+	// Revision is the store revision the record set is at.
+	Revision int64 `json:"revision"`
+	// Known counts the records seen (this site's own included), InSync
+	// those the device holds as they ask, Conflicts those refused.
+	Known     int       `json:"known"`
+	InSync    int       `json:"in_sync"`
+	Conflicts int       `json:"conflicts"`
+	LastApply time.Time `json:"last_apply,omitzero"`
+	// ApplyError is the last apply's failure ("" after a success).
+	ApplyError string      `json:"apply_error,omitempty"`
+	Updated    time.Time   `json:"updated"`
+	Sites      []SiteState `json:"sites"`
+}
+
+// Agent keeps one gateway in step with its fleet.
+type Agent struct {
+	cfg    Config
+	g      *gateway.Gateway
+	self   Self
+	prefix string
+	key    string // this site's record key
+	record []byte // this site's record
+	log    *slog.Logger
+
+	kick      chan struct{} // asks the apply loop to run
+	resync    chan struct{} // asks the sync loop to list again
+	republish chan struct{} // asks the publish loop to put the record again
+
+	wmu sync.Mutex // serialises writeStatus
+
+	mu sync.Mutex // guards every field below
+	// records is the record set by key, at revision rev.
+	records map[string]store.KV
+	rev     int64
+	st      Status
+	// applied is the fingerprint of the fleet peers last applied.
+	applied string
+}
+
+// New checks cfg and returns an Agent; Run starts it.
+func New(cfg Config) (*Agent, error) {
+	g := cfg.Gateway
+	if g == nil || g.Fleet == nil {
+		return nil, errors.New("the gateway has no [fleet] table")
+	}
+	if g.PrivateKey == nil {
+		return nil, errors.New("the gateway's private key is not loaded")
+	}
+	f := g.Fleet
+	a := &Agent{cfg: cfg, g: g, prefix: f.Prefix, log: cfg.Log,
+		kick: make(chan struct{}, 1), resync: make(chan struct{}, 1), republish: make(chan struct{}, 1),
+		records: map[string]store.KV{}}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	a.log = a.log.With("fleet", f.Prefix, "site", f.Site)
+	if a.cfg.ApplyDelay == 0 {
+		a.cfg.ApplyDelay = 100 * time.Millisecond
+	}
+	if a.cfg.Apply == nil {
+		o := cfg.Options
+		a.cfg.Apply = func(ctx context.Context, c *wgquick.Config) error {
+			_, err := wgtunnel.Reload(ctx, c, wgtunnel.ReloadOptions{Options: o})
+			return err
+		}
+	}
+	a.self = Self{Name: f.Site, PublicKey: g.PrivateKey.PublicKey(), Networks: f.Networks, Location: f.Location,
+		Addresses: g.Addresses, Keepalive: f.PersistentKeepalive}
+	for _, s := range g.Sites {
+		a.self.Static = append(a.self.Static, StaticSite{Name: s.Name, PublicKey: s.PublicKey, Networks: s.Networks})
+	}
+	a.key = f.Prefix + SitesKey + f.Site
+	rec := Record{Name: f.Site, PublicKey: a.self.PublicKey, Endpoints: f.PublicEndpoints, Networks: f.Networks, Location: f.Location}
+	a.record = rec.Encode()
+	a.st = Status{Gateway: g.Name, Prefix: f.Prefix, Site: f.Site, PID: os.Getpid()}
+	return a, nil
+}
+
+// Run publishes, watches and applies until ctx is done; then it revokes
+// this site's lease (so the others drop it at once, not after the TTL)
+// and returns. The gateway itself is left as it is.
+func (a *Agent) Run(ctx context.Context) error {
+	a.log.Info("joining the fleet", "record", a.key)
+	a.writeStatus()
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); a.publishLoop(ctx) }()
+	go func() { defer wg.Done(); a.syncLoop(ctx) }()
+	go func() { defer wg.Done(); a.applyLoop(ctx) }()
+	wg.Wait()
+	a.mu.Lock()
+	a.st.Published = false
+	a.mu.Unlock()
+	a.writeStatus()
+	return nil
+}
+
+// Status returns a copy of the agent's status.
+func (a *Agent) Status() Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.st
+	st.Sites = slices.Clone(st.Sites)
+	return st
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-wake:
+	}
+}
+
+// reachable records whether the store answered; a change back to
+// reachable asks for a resync.
+func (a *Agent) reachable(ok bool, err error) {
+	a.mu.Lock()
+	was := a.st.StoreReachable
+	a.st.StoreReachable = ok
+	if ok {
+		a.st.StoreError = ""
+		a.st.LastContact = time.Now()
+	} else if err != nil {
+		a.st.StoreError = err.Error()
+	}
+	a.mu.Unlock()
+	switch {
+	case ok && !was:
+		a.log.Info("the store answers")
+		signal(a.resync)
+	case !ok && was:
+		a.log.Warn("the store does not answer; keeping the last state (fail static)", "err", err)
+	}
+	if ok != was {
+		a.writeStatus()
+	}
+}
+
+func (a *Agent) ttl() time.Duration { return a.g.Fleet.LeaseTTL }
+
+// callTimeout bounds one store call.
+func (a *Agent) callTimeout() time.Duration { return max(a.ttl()/3, time.Second) }
+
+func (a *Agent) call(ctx context.Context, f func(context.Context) error) error {
+	c, cancel := context.WithTimeout(ctx, a.callTimeout())
+	defer cancel()
+	return f(c)
+}
+
+// errTaken: this site's name is held by a record of another key.
+var errTaken = errors.New("taken")
+
+// publish puts this site's record bound to lease, unless the key holds
+// another site's record.
+func (a *Agent) publish(ctx context.Context, lease store.LeaseID) error {
+	return a.call(ctx, func(ctx context.Context) error {
+		kv, found, err := a.cfg.Store.Get(ctx, a.key)
+		if err != nil {
+			return err
+		}
+		cond := store.IfAbsent
+		if found {
+			r, err := DecodeRecord(a.key, kv.Value)
+			if err == nil && r.PublicKey != a.self.PublicKey {
+				a.setPublish(false, fmt.Sprintf("the site name %q is taken by public key %s; this site is not published until that record goes", a.self.Name, r.PublicKey.String()))
+				return errTaken
+			}
+			if kv.Lease == lease && string(kv.Value) == string(a.record) {
+				return nil
+			}
+			cond = store.Cond(kv.ModRev)
+		}
+		return a.cfg.Store.Put(ctx, a.key, a.record, lease, cond)
+	})
+}
+
+func (a *Agent) setPublish(ok bool, msg string) {
+	a.mu.Lock()
+	changed := a.st.Published != ok || a.st.PublishError != msg
+	a.st.Published, a.st.PublishError = ok, msg
+	a.mu.Unlock()
+	if changed {
+		if msg != "" {
+			a.log.Warn("not published", "reason", msg)
+		}
+		a.writeStatus()
+	}
+}
+
+func (a *Agent) publishLoop(ctx context.Context) {
+	var lease store.LeaseID
+	defer func() {
+		if lease != 0 {
+			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := a.cfg.Store.Revoke(c, lease); err != nil {
+				a.log.Warn("could not revoke the lease; the record goes when it expires", "err", err)
+			}
+		}
+	}()
+	backoff := func() { sleep(ctx, a.callTimeout(), nil) }
+	for ctx.Err() == nil {
+		if lease == 0 {
+			var id store.LeaseID
+			err := a.call(ctx, func(ctx context.Context) (err error) { id, err = a.cfg.Store.Grant(ctx, a.ttl()); return })
+			if err != nil {
+				a.reachable(false, err)
+				backoff()
+				continue
+			}
+			lease = id
+		}
+		switch err := a.publish(ctx, lease); {
+		case errors.Is(err, errTaken):
+			sleep(ctx, a.ttl()/3, a.republish)
+			if err := a.call(ctx, func(ctx context.Context) error { return a.cfg.Store.KeepAlive(ctx, lease) }); errors.Is(err, store.ErrNoLease) {
+				lease = 0
+			}
+			continue
+		case errors.Is(err, store.ErrNoLease):
+			lease = 0
+			continue
+		case errors.Is(err, store.ErrFailed):
+			continue // changed between get and put: again
+		case err != nil:
+			a.reachable(false, err)
+			backoff()
+			continue
+		}
+		a.reachable(true, nil)
+		a.setPublish(true, "")
+		a.log.Info("published", "record", a.key, "lease", fmt.Sprintf("%x", lease))
+	alive:
+		for {
+			sleep(ctx, a.ttl()/3, a.republish)
+			if ctx.Err() != nil {
+				return
+			}
+			select {
+			case <-a.republish:
+				break alive
+			default:
+			}
+			err := a.call(ctx, func(ctx context.Context) error { return a.cfg.Store.KeepAlive(ctx, lease) })
+			switch {
+			case errors.Is(err, store.ErrNoLease):
+				a.log.Warn("this site's lease expired; publishing again")
+				a.setPublish(false, "the lease expired")
+				lease = 0
+				break alive
+			case err != nil:
+				a.reachable(false, err)
+			default:
+				a.reachable(true, nil)
+				a.mu.Lock()
+				ours := a.records[a.key]
+				_, known := a.records[a.key]
+				a.mu.Unlock()
+				if known && ours.Lease != lease {
+					break alive // replaced (a resync saw another lease): put again
+				}
+			}
+		}
+	}
+}
+
+func (a *Agent) syncLoop(ctx context.Context) {
+	prefix := a.prefix + SitesKey
+	for ctx.Err() == nil {
+		var kvs []store.KV
+		var rev int64
+		err := a.call(ctx, func(ctx context.Context) (err error) { kvs, rev, err = a.cfg.Store.List(ctx, prefix); return })
+		if err != nil {
+			a.reachable(false, err)
+			sleep(ctx, a.callTimeout(), a.resync)
+			continue
+		}
+		a.reachable(true, nil)
+		select { // this list is the resync
+		case <-a.resync:
+		default:
+		}
+		a.mu.Lock()
+		a.records = make(map[string]store.KV, len(kvs))
+		for _, kv := range kvs {
+			a.records[kv.Key] = kv
+		}
+		a.rev = rev
+		mine, ok := a.records[a.key]
+		a.mu.Unlock()
+		if !ok || string(mine.Value) != string(a.record) {
+			signal(a.republish)
+		}
+		signal(a.kick)
+		wctx, cancel := context.WithCancel(ctx)
+		ch := a.cfg.Store.Watch(wctx, prefix, rev)
+	watch:
+		for {
+			select {
+			case <-ctx.Done():
+				break watch
+			case <-a.resync:
+				break watch
+			case r, ok := <-ch:
+				if !ok {
+					break watch
+				}
+				if r.Err != nil {
+					if !errors.Is(r.Err, store.ErrCompacted) && ctx.Err() == nil {
+						a.reachable(false, r.Err)
+						sleep(ctx, a.callTimeout(), nil)
+					}
+					break watch
+				}
+				a.events(r)
+			}
+		}
+		cancel()
+	}
+}
+
+// events applies one watch response to the record set.
+func (a *Agent) events(r store.WatchResponse) {
+	a.mu.Lock()
+	mine := false
+	for _, e := range r.Events {
+		if e.Type == store.Delete {
+			delete(a.records, e.KV.Key)
+		} else {
+			a.records[e.KV.Key] = e.KV
+		}
+		if e.KV.Key == a.key && (e.Type == store.Delete || string(e.KV.Value) != string(a.record)) {
+			mine = true
+		}
+	}
+	if r.Rev > a.rev {
+		a.rev = r.Rev
+	}
+	a.mu.Unlock()
+	if mine {
+		signal(a.republish)
+	}
+	signal(a.kick)
+}
+
+func (a *Agent) applyLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.kick:
+		}
+		sleep(ctx, a.cfg.ApplyDelay, nil)
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-a.kick:
+		default:
+		}
+		if err := a.apply(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("apply failed; trying again", "err", err)
+			sleep(ctx, time.Second, nil)
+			signal(a.kick)
+		}
+	}
+}
+
+// apply resolves the record set and reloads the gateway when its fleet
+// peers changed.
+func (a *Agent) apply(ctx context.Context) error {
+	a.mu.Lock()
+	kvs := make([]store.KV, 0, len(a.records))
+	for _, kv := range a.records {
+		kvs = append(kvs, kv)
+	}
+	rev := a.rev
+	a.mu.Unlock()
+	peers, states := resolve(&a.self, a.prefix, kvs)
+	fp := fingerprint(peers)
+	a.mu.Lock()
+	same := fp == a.applied
+	a.mu.Unlock()
+	var err error
+	if !same {
+		cfg := a.g.Config()
+		cfg.Peers = append(cfg.Peers, peers...)
+		start := time.Now()
+		err = a.cfg.Apply(ctx, cfg)
+		if err == nil {
+			a.log.Info("applied the fleet", "peers", len(peers), "revision", rev, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	a.mu.Lock()
+	if err == nil {
+		a.applied = fp
+		a.st.ApplyError = ""
+		if !same {
+			a.st.LastApply = time.Now()
+		}
+	} else {
+		a.st.ApplyError = err.Error()
+	}
+	conflicts, insync := 0, 0
+	for i := range states {
+		switch states[i].State {
+		case StateConflict, StateBad:
+			conflicts++
+		case StateActive, StateVia, StateSelf:
+			states[i].InSync = err == nil
+			if err == nil {
+				insync++
+			}
+		}
+	}
+	old := a.st.Sites
+	a.st.Sites, a.st.Known, a.st.InSync, a.st.Conflicts, a.st.Revision = states, len(states), insync, conflicts, rev
+	a.mu.Unlock()
+	reportConflicts(a.log, old, states)
+	a.writeStatus()
+	return err
+}
+
+// reportConflicts logs each refused record once, when it first is.
+func reportConflicts(log *slog.Logger, old, now []SiteState) {
+	was := map[string]string{}
+	for _, s := range old {
+		was[s.Key] = s.State + s.Reason
+	}
+	for _, s := range now {
+		if (s.State == StateConflict || s.State == StateBad) && was[s.Key] != s.State+s.Reason {
+			log.Warn("record refused", "key", s.Key, "state", s.State, "reason", s.Reason)
+		}
+	}
+}
+
+// fingerprint identifies a set of peers.
+func fingerprint(peers []wgquick.Peer) string {
+	b, _ := json.Marshal(peers)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// StatusDir is where agents write their status, one NAME.json per
+// gateway interface; WIRELANE_FLEET_DIR overrides it.
+var StatusDir = "/run/wirelane/fleet"
+
+// StatusPath is the status file of gateway interface name.
+func StatusPath(name string) string {
+	dir := StatusDir
+	if d := os.Getenv("WIRELANE_FLEET_DIR"); d != "" {
+		dir = d
+	}
+	return filepath.Join(dir, name+".json")
+}
+
+// writeStatus writes the status file (atomically: a new file renamed).
+func (a *Agent) writeStatus() {
+	if a.cfg.StatusFile == "" {
+		return
+	}
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	a.mu.Lock()
+	a.st.Updated = time.Now()
+	b, err := json.MarshalIndent(a.st, "", "  ")
+	a.mu.Unlock()
+	if err != nil {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(a.cfg.StatusFile), 0o755); err != nil {
+		a.log.Warn("status file", "err", err)
+		return
+	}
+	tmp := a.cfg.StatusFile + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		a.log.Warn("status file", "err", err)
+		return
+	}
+	if err := os.Rename(tmp, a.cfg.StatusFile); err != nil {
+		a.log.Warn("status file", "err", err)
+	}
+}
+
+// ReadStatus reads the status file of gateway interface name; found is
+// false when there is none (no agent runs it, or none ever did).
+func ReadStatus(name string) (st Status, found bool, err error) {
+	b, err := os.ReadFile(StatusPath(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return st, false, nil
+	}
+	if err != nil {
+		return st, false, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, false, fmt.Errorf("%s: %w", StatusPath(name), err)
+	}
+	return st, true, nil
+}

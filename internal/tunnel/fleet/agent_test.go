@@ -1,0 +1,320 @@
+package fleet
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wirelane/wirelane/internal/tunnel/fleet/store"
+	"github.com/wirelane/wirelane/internal/tunnel/gateway"
+	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
+)
+
+// These tests run agents on store.Mem with an Apply that records the
+// configuration instead of reloading a device: the reconciler's logic
+// without a network. The end-to-end tests (internal/testkit/e2e,
+// TestFleet*) run the same agents on a real etcd cluster and real
+// gateways.
+
+// testGateway is a gateway with a [fleet] table, parsed from TOML.
+func testGateway(t *testing.T, site, networks, extra string) *gateway.Gateway {
+	t.Helper()
+	k, err := wgquick.GeneratePrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "[interface]\nname = \"wg-" + site + "\"\nprivate_key = \"" + k.String() + "\"\n" +
+		"[fleet]\nendpoints = [\"https://127.0.0.1:2379\"]\nca_file = \"ca\"\ncert_file = \"c\"\nkey_file = \"k\"\n" +
+		"prefix = \"/t\"\nsite = \"" + site + "\"\nnetworks = [" + networks + "]\npublic_endpoints = [\"192.0.2.1:51820\"]\nlease_ttl = 3\n" + extra
+	g, err := gateway.Parse("/etc/wirelane/"+site+".toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// fakeDevice records what the agent applies.
+type fakeDevice struct {
+	mu    sync.Mutex
+	cfg   *wgquick.Config
+	calls int
+}
+
+func (d *fakeDevice) apply(_ context.Context, c *wgquick.Config) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cfg, d.calls = c, d.calls+1
+	return nil
+}
+
+// peers returns the applied peers' allowed IPs by public key.
+func (d *fakeDevice) peers() map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	m := map[string]string{}
+	if d.cfg == nil {
+		return m
+	}
+	for _, p := range d.cfg.Peers {
+		var s []string
+		for _, a := range p.AllowedIPs {
+			s = append(s, a.String())
+		}
+		m[p.PublicKey.String()] = strings.Join(s, ",")
+	}
+	return m
+}
+
+type runningAgent struct {
+	a    *Agent
+	dev  *fakeDevice
+	stop func()
+	done chan struct{}
+}
+
+func start(t *testing.T, st store.Store, g *gateway.Gateway) *runningAgent {
+	t.Helper()
+	dev := &fakeDevice{}
+	a, err := New(Config{Gateway: g, Store: st, Apply: dev.apply, ApplyDelay: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runningAgent{a: a, dev: dev, stop: cancel, done: make(chan struct{})}
+	go func() { defer close(r.done); a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-r.done })
+	return r
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func pub(g *gateway.Gateway) string { return g.PrivateKey.PublicKey().String() }
+
+func TestAgentsMeshAndDropAnExpiredSite(t *testing.T) {
+	m := store.NewMem()
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	gb := testGateway(t, "b", `"10.2.0.0/16"`, "")
+	gc := testGateway(t, "c", `"10.3.0.0/16"`, "")
+	ra, rb := start(t, m, ga), start(t, m, gb)
+	rc := start(t, m, gc)
+	eventually(t, "a full mesh", func() bool {
+		return ra.dev.peers()[pub(gb)] == "10.2.0.0/16" && ra.dev.peers()[pub(gc)] == "10.3.0.0/16" &&
+			rb.dev.peers()[pub(ga)] == "10.1.0.0/16" && rc.dev.peers()[pub(gb)] == "10.2.0.0/16"
+	})
+	st := ra.a.Status()
+	if st.Known != 3 || st.InSync != 3 || st.Conflicts != 0 || !st.StoreReachable || !st.Published {
+		t.Fatalf("status %+v", st)
+	}
+	// c's lease expires (its gateway died): a and b drop it.
+	kv, _, _ := m.Get(context.Background(), "/t/sites/c")
+	rc.stop()
+	<-rc.done // its Run revoked the lease already; expire for the record
+	m.Expire(kv.Lease)
+	eventually(t, "c removed", func() bool {
+		_, inA := ra.dev.peers()[pub(gc)]
+		_, inB := rb.dev.peers()[pub(gc)]
+		return !inA && !inB
+	})
+	if _, ok := ra.dev.peers()[pub(gb)]; !ok {
+		t.Fatal("b was removed with c")
+	}
+}
+
+func TestAnExpiredLeaseIsPublishedAgain(t *testing.T) {
+	m := store.NewMem()
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	start(t, m, ga)
+	var kv store.KV
+	eventually(t, "a published", func() bool { var ok bool; kv, ok, _ = m.Get(context.Background(), "/t/sites/a"); return ok })
+	m.Expire(kv.Lease)
+	eventually(t, "a published again", func() bool {
+		k, ok, _ := m.Get(context.Background(), "/t/sites/a")
+		return ok && k.Lease != kv.Lease
+	})
+}
+
+func TestOverlappingNetworksTheOlderRecordWins(t *testing.T) {
+	m := store.NewMem()
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	ra := start(t, m, ga)
+	gb := testGateway(t, "b", `"10.2.0.0/16"`, "")
+	gc := testGateway(t, "c", `"10.2.5.0/24"`, "")
+	start(t, m, gb)
+	eventually(t, "b", func() bool { return ra.dev.peers()[pub(gb)] != "" })
+	start(t, m, gc)
+	eventually(t, "c refused", func() bool {
+		for _, s := range ra.a.Status().Sites {
+			if s.Name == "c" && s.State == StateConflict && strings.Contains(s.Reason, "overlaps 10.2.0.0/16 of site b") {
+				return true
+			}
+		}
+		return false
+	})
+	if _, ok := ra.dev.peers()[pub(gc)]; ok {
+		t.Fatal("the conflicting site became a peer")
+	}
+	if st := ra.a.Status(); st.Conflicts != 1 {
+		t.Fatalf("conflicts = %d, want 1", st.Conflicts)
+	}
+}
+
+func TestABadRecordIsReportedAndIgnored(t *testing.T) {
+	m := store.NewMem()
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	ra := start(t, m, ga)
+	m.Put(context.Background(), "/t/sites/evil", []byte(`{"v":1,"name":"evil","public_key":"not a key","networks":["10.9.0.0/16"]}`), 0, store.Always)
+	m.Put(context.Background(), "/t/sites/liar", []byte(`{"v":1,"name":"other","public_key":"`+testKeyA+`","networks":["10.8.0.0/16"]}`), 0, store.Always)
+	eventually(t, "bad records reported", func() bool {
+		st := ra.a.Status()
+		n := 0
+		for _, s := range st.Sites {
+			if s.State == StateBad {
+				n++
+			}
+		}
+		return n == 2 && st.Conflicts == 2
+	})
+	if len(ra.dev.peers()) != 0 {
+		t.Fatalf("peers %v from bad records", ra.dev.peers())
+	}
+}
+
+func TestANameTakenByAnotherKeyIsNotPublished(t *testing.T) {
+	m := store.NewMem()
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	ra := start(t, m, ga)
+	eventually(t, "a published", func() bool { return ra.a.Status().Published })
+	// A second gateway with a's name but its own key.
+	imp := testGateway(t, "a", `"10.7.0.0/16"`, "")
+	ri := start(t, m, imp)
+	eventually(t, "the impostor refused", func() bool {
+		st := ri.a.Status()
+		return !st.Published && strings.Contains(st.PublishError, "is taken by public key "+pub(ga))
+	})
+	kv, _, _ := m.Get(context.Background(), "/t/sites/a")
+	r, _ := DecodeRecord(kv.Key, kv.Value)
+	if r.PublicKey.String() != pub(ga) {
+		t.Fatal("the impostor replaced the record")
+	}
+	// The impostor also reports the record under its name as a conflict.
+	eventually(t, "conflict shown", func() bool {
+		for _, s := range ri.a.Status().Sites {
+			if s.Name == "a" && s.State == StateConflict {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestUnreachableStoreKeepsThePeersAndResyncs(t *testing.T) {
+	m := store.NewMem()
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	gb := testGateway(t, "b", `"10.2.0.0/16"`, "")
+	ra := start(t, m, ga)
+	start(t, m, gb)
+	eventually(t, "mesh", func() bool { return ra.dev.peers()[pub(gb)] != "" })
+	calls := ra.dev.calls
+	m.SetDown(true)
+	eventually(t, "unreachable reported", func() bool { return !ra.a.Status().StoreReachable })
+	time.Sleep(300 * time.Millisecond)
+	if ra.dev.peers()[pub(gb)] == "" {
+		t.Fatal("fail static: b was removed while the store was down")
+	}
+	m.SetDown(false)
+	eventually(t, "reachable again", func() bool { return ra.a.Status().StoreReachable })
+	// No change: nothing applied again (no flapping).
+	time.Sleep(300 * time.Millisecond)
+	ra.dev.mu.Lock()
+	again := ra.dev.calls
+	ra.dev.mu.Unlock()
+	if again != calls {
+		t.Fatalf("%d applies after a resync without change, want none", again-calls)
+	}
+	gc := testGateway(t, "c", `"10.3.0.0/16"`, "")
+	start(t, m, gc)
+	eventually(t, "a change after the store returns converges", func() bool { return ra.dev.peers()[pub(gc)] == "10.3.0.0/16" })
+}
+
+func TestStaticSitesStayBesideTheFleet(t *testing.T) {
+	m := store.NewMem()
+	k, _ := wgquick.GeneratePrivateKey()
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "[[site]]\nname = \"s\"\npublic_key = \""+k.PublicKey().String()+"\"\nnetworks = [\"10.50.0.0/16\"]\n")
+	ra := start(t, m, ga)
+	gb := testGateway(t, "b", `"10.50.1.0/24"`, "") // overlaps the static site
+	gc := testGateway(t, "c", `"10.3.0.0/16"`, "")
+	start(t, m, gb)
+	start(t, m, gc)
+	eventually(t, "c beside s, b refused", func() bool {
+		p := ra.dev.peers()
+		_, hasB := p[pub(gb)]
+		return p[k.PublicKey().String()] == "10.50.0.0/16" && p[pub(gc)] == "10.3.0.0/16" && !hasB
+	})
+}
+
+func TestLocationsGoThroughTheirLeader(t *testing.T) {
+	key := func() wgquick.Key { k, _ := wgquick.GeneratePrivateKey(); return k.PublicKey() }
+	self := &Self{Name: "e1", PublicKey: key(), Networks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}, Location: "eu"}
+	rec := func(name, loc, nets string, rev int64) (store.KV, wgquick.Key) {
+		k := key()
+		r := Record{Name: name, PublicKey: k, Location: loc, Endpoints: []string{"192.0.2.1:1"}, Networks: []netip.Prefix{netip.MustParsePrefix(nets)}}
+		return store.KV{Key: "/t/sites/" + name, Value: r.Encode(), CreateRev: rev}, k
+	}
+	kvE0, e0 := rec("e0", "eu", "10.0.0.0/16", 1) // eu's leader: older than e1
+	kvU0, u0 := rec("u0", "us", "10.10.0.0/16", 2)
+	kvU1, _ := rec("u1", "us", "10.11.0.0/16", 3)
+	kvSelf := store.KV{Key: "/t/sites/e1", Value: (&Record{Name: "e1", PublicKey: self.PublicKey, Location: "eu", Networks: self.Networks, Endpoints: []string{"192.0.2.9:1"}}).Encode(), CreateRev: 5}
+	peers, states := resolve(self, "/t", []store.KV{kvE0, kvU0, kvU1, kvSelf})
+	// e1 is not eu's leader: one peer, e0, carrying everything.
+	if len(peers) != 1 || peers[0].PublicKey != e0 {
+		t.Fatalf("peers %+v, want e0 only", peers)
+	}
+	got := slices.Sorted(slices.Values(prefixStrings(peers[0].AllowedIPs)))
+	if want := []string{"10.0.0.0/16", "10.10.0.0/16", "10.11.0.0/16"}; !slices.Equal(got, want) {
+		t.Fatalf("e0 carries %v, want %v", got, want)
+	}
+	for _, s := range states {
+		if (s.Name == "u0" || s.Name == "u1") && s.State != StateVia {
+			t.Errorf("%s: %s, want via", s.Name, s.State)
+		}
+	}
+	// From eu's leader: u0 (us's leader) carries u1.
+	selfE0 := &Self{Name: "e0", PublicKey: e0, Location: "eu", Networks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/16")}}
+	peers, _ = resolve(selfE0, "/t", []store.KV{kvE0, kvU0, kvU1, kvSelf})
+	byKey := map[wgquick.Key][]string{}
+	for _, p := range peers {
+		byKey[p.PublicKey] = prefixStrings(p.AllowedIPs)
+	}
+	if len(peers) != 2 || !slices.Equal(byKey[u0], []string{"10.10.0.0/16", "10.11.0.0/16"}) || len(byKey[self.PublicKey]) != 1 {
+		t.Fatalf("leader's peers %v", byKey)
+	}
+	// Without locations: the full mesh.
+	flat := &Self{Name: "x", PublicKey: key(), Networks: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/16")}}
+	if peers, _ := resolve(flat, "/t", []store.KV{kvE0, kvU0, kvU1, kvSelf}); len(peers) != 2 {
+		// x has no location: it reaches each location through its leader.
+		t.Fatalf("%d peers from a site without a location, want 2 (the leaders)", len(peers))
+	}
+}
+
+func prefixStrings(ps []netip.Prefix) []string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, p.String())
+	}
+	return s
+}
