@@ -37,7 +37,10 @@ const gatewayHelp = `Subcommands:
                 unchanged sites stay); see 'wirelane reload'
 
 FILE is a gateway TOML file ([interface] and one [[site]] per remote site;
-see docs/gateway.md). An argument that is a valid interface name and does
+see docs/gateway.md). A gateway with a [fleet] table joins a fleet of
+gateways on etcd: up then stays in the foreground, publishing this site
+and keeping the peers in step with the fleet, until interrupted (it then
+leaves the fleet and goes down); show lists the fleet's sites and states. An argument that is a valid interface name and does
 not end in .toml means /etc/wirelane/NAME.toml; down also accepts the name
 of a running gateway whose file is gone (its hooks are then not run).
 Problems in the file are reported as FILE:LINE:COL: what is wrong.`
@@ -80,10 +83,16 @@ func cmdGateway(args []string) int {
 			fmt.Fprintf(os.Stderr, "Note: %v\n", err)
 		}
 		fmt.Print(g.Summary())
+		if g.Fleet != nil {
+			printFleet(g)
+		}
 		return 0
 	case "up":
 		if err := loadGatewayKeys(g); err != nil {
 			return fail(err)
+		}
+		if g.Fleet != nil {
+			return gatewayFleetUp(g)
 		}
 		ctx, stop := signalContext()
 		defer stop()
