@@ -10,10 +10,12 @@ package main
 //	      signal -> revoke the lease -> wgtunnel.Down
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
 	"syscall"
@@ -28,7 +30,10 @@ import (
 
 // gatewayFleetUp runs a fleet gateway until interrupted.
 func gatewayFleetUp(g *gateway.Gateway) int {
-	ctx, stop := signalContext()
+	// Not interrupt.Signals: once SIGPIPE is asked for, Go delivers it for
+	// every broken socket too, and the etcd client's connection to a
+	// member that died must not take the gateway down.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	o, done := tunnelOptions()
 	defer done()
