@@ -15,7 +15,7 @@ find_go
 
 if [ "$(id -u)" = 0 ]; then
 	need=()
-	for p in wg:wireguard-tools iperf3:iperf3 ping:iputils-ping ncat:ncat openvpn:openvpn ip:iproute2 iptables:iptables nft:nftables openssl:openssl systemd-analyze:systemd man:man-db groff:groff-base zsh:zsh fish:fish sudo:sudo promtool:prometheus resolvectl:systemd-resolved dbus-daemon:dbus-daemon unshare:util-linux Xvfb:xvfb xfce4-panel:xfce4-panel xdotool:xdotool; do
+	for p in wg:wireguard-tools iperf3:iperf3 ping:iputils-ping ncat:ncat openvpn:openvpn ip:iproute2 iptables:iptables nft:nftables openssl:openssl systemd-analyze:systemd man:man-db groff:groff-base zsh:zsh fish:fish sudo:sudo promtool:prometheus resolvectl:systemd-resolved dbus-daemon:dbus-daemon unshare:util-linux Xvfb:xvfb xfce4-panel:xfce4-panel xdotool:xdotool etcd:etcd-server etcdctl:etcd-client; do
 		command -v "${p%%:*}" >/dev/null 2>&1 || need+=("${p#*:}")
 	done
 	# The race detector needs cgo: a C compiler and the C library's headers
