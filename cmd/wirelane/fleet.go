@@ -137,4 +137,3 @@ func dash(s string) string {
 	}
 	return s
 }
-
