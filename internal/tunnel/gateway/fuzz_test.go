@@ -15,6 +15,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("[[site]]\n\"na\\u006de\" = \"\"\"multi\nline\"\"\"\n[site.sub]\nx = 1979-05-27T07:32:00Z\n")
 	f.Add("a.b.c = [[1,2],[3,[4]]] # c\n[[x.y]]\n[[x.y]]\nz = {q = {r = 1}}\n")
 	f.Add("[interface]\nprivate_key = yAnz5TF+lXXJte14tji3zlMNq\n")
+	f.Add(fleetFile)
+	f.Add("[fleet]\nendpoints = [\"https://h:1\"]\nnetworks = [\"::/0\"]\nprefix = \"/a\"\n[interface]\nprivate_key = \"" + testPriv + "\"\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		if len(src) > 1<<14 {
 			return
@@ -33,7 +35,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if g.Name == "" || len(g.Sites) == 0 {
+		if g.Name == "" || len(g.Sites) == 0 && g.Fleet == nil {
 			t.Fatalf("accepted a gateway without name or sites: %+v", g)
 		}
 		checkRoundTrip(t, g)
