@@ -90,6 +90,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 				continue // no device: no device metrics, as the exporter
 			}
 			collectWireGuard(ch, &t)
+			if t.Fleet != nil {
+				collectFleet(ch, &t)
+			}
 		case KindOpenVPNServer:
 			collectOVPNServer(ch, &t)
 		case KindOpenVPNClient:

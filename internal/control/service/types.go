@@ -68,6 +68,8 @@ type Tunnel struct {
 	// RxBytes and TxBytes are the sums over Peers.
 	RxBytes uint64 `json:"rx_bytes"`
 	TxBytes uint64 `json:"tx_bytes"`
+	// Fleet is the fleet agent's state of a gateway in a fleet (fleet.go).
+	Fleet *FleetStatus `json:"fleet,omitempty"`
 }
 
 // Peer is a WireGuard peer or an OpenVPN client or server.

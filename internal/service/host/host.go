@@ -206,6 +206,9 @@ func (h *Host) tunnelOf(e *entry) service.Tunnel {
 		if rt.Peers == nil {
 			rt.Peers = []service.Peer{}
 		}
+		if e.kind == service.KindGateway {
+			rt.Fleet = fleetOf(e.iface)
+		}
 		return rt
 	default:
 		if st, ok := ovpnStatus(e.path); ok {

@@ -58,6 +58,11 @@ func (h *Host) wgConfig(e *entry, withKeys bool) (*wgquick.Config, error) {
 
 // upWireGuard brings a WireGuard or gateway tunnel up.
 func (h *Host) upWireGuard(ctx context.Context, e *entry) error {
+	if e.kind == service.KindGateway {
+		if err := refuseFleet(e.path); err != nil {
+			return err
+		}
+	}
 	cfg, err := h.wgConfig(e, true)
 	if err != nil {
 		return err
