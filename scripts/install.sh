@@ -38,7 +38,7 @@ BASHDIR="$PREFIX/share/bash-completion/completions"
 ZSHDIR="$PREFIX/share/zsh/site-functions"
 FISHDIR="$PREFIX/share/fish/vendor_completions.d"
 
-units=(wirelane@.service wirelane-gateway@.service wirelane-ovpn@.service wirelaned.service wirelane.target)
+units=(wirelane@.service wirelane-gateway@.service wirelane-fleet@.service wirelane-ovpn@.service wirelaned.service wirelane.target)
 
 # installed lists every file install.sh puts in place, as SOURCE DEST.
 installed() {

@@ -21,6 +21,7 @@ var installed = []string{
 	"etc/xdg/autostart/wirelane-tray.desktop",
 	"usr/local/lib/systemd/system/wirelane@.service",
 	"usr/local/lib/systemd/system/wirelane-gateway@.service",
+	"usr/local/lib/systemd/system/wirelane-fleet@.service",
 	"usr/local/lib/systemd/system/wirelane-ovpn@.service",
 	"usr/local/lib/systemd/system/wirelaned.service",
 	"usr/local/lib/systemd/system/wirelane.target",
@@ -114,6 +115,7 @@ func verifyUnits(t *testing.T, dest string) {
 	units := map[string]string{
 		"wirelane@.service":         "wirelane@wg0.service",
 		"wirelane-gateway@.service": "wirelane-gateway@site.service",
+		"wirelane-fleet@.service":   "wirelane-fleet@site.service",
 		"wirelane-ovpn@.service":    "wirelane-ovpn@office.service",
 		"wirelaned.service":         "wirelaned.service",
 		"wirelane.target":           "wirelane.target",

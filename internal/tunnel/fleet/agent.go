@@ -34,7 +34,7 @@ type Config struct {
 	Log *slog.Logger
 	// StatusFile is where the status is written; "" = nowhere.
 	StatusFile string
-	// ApplyDelay gathers changes before an apply (default 100 ms).
+	// ApplyDelay gathers changes before an apply (default 50 ms).
 	ApplyDelay time.Duration
 }
 
@@ -110,7 +110,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.log = a.log.With("fleet", f.Prefix, "site", f.Site)
 	if a.cfg.ApplyDelay == 0 {
-		a.cfg.ApplyDelay = 100 * time.Millisecond
+		a.cfg.ApplyDelay = 50 * time.Millisecond
 	}
 	if a.cfg.Apply == nil {
 		o := cfg.Options
