@@ -73,6 +73,17 @@ func gatewayFleetUp(g *gateway.Gateway) int {
 	return 0
 }
 
+// checkFleetTLS reads a fleet gateway's etcd TLS files, as up will.
+func checkFleetTLS(g *gateway.Gateway) error {
+	if g.Fleet == nil {
+		return nil
+	}
+	if _, err := etcdstore.TLSConfig(g.Fleet.CAFile, g.Fleet.CertFile, g.Fleet.KeyFile); err != nil {
+		return fmt.Errorf("%s: [fleet]: %w", g.Path, err)
+	}
+	return nil
+}
+
 // printFleet prints the fleet part of `gateway show`: the agent's state
 // and every site it knows.
 func printFleet(g *gateway.Gateway) {

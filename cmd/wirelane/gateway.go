@@ -74,6 +74,9 @@ func cmdGateway(args []string) int {
 		if err := loadGatewayKeys(g); err != nil {
 			return fail(err)
 		}
+		if err := checkFleetTLS(g); err != nil {
+			return fail(err)
+		}
 		fmt.Print(g.Summary())
 		fmt.Printf("%s: OK (%d site(s))\n", g.Path, len(g.Sites))
 		return 0
