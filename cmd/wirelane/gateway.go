@@ -78,6 +78,10 @@ func cmdGateway(args []string) int {
 			return fail(err)
 		}
 		fmt.Print(g.Summary())
+		if g.Fleet != nil {
+			fmt.Printf("%s: OK (%d static site(s), the others from fleet %s)\n", g.Path, len(g.Sites), g.Fleet.Prefix)
+			return 0
+		}
 		fmt.Printf("%s: OK (%d site(s))\n", g.Path, len(g.Sites))
 		return 0
 	case "show":

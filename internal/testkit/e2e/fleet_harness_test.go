@@ -43,6 +43,8 @@ type fleetBed struct {
 	gws    map[int]*fleetGW
 	prefix string
 	ttl    int
+	// location is each site's location ("" = none), set before addGateway.
+	location map[int]string
 }
 
 type etcdMember struct {
@@ -71,7 +73,7 @@ func newFleetBed(t *testing.T, members int) *fleetBed {
 	if err := buildErr["wirelane"]; err != nil {
 		t.Fatal(err)
 	}
-	b := &fleetBed{t: t, dir: t.TempDir(), nsW: netns.New(t, "wlfw"), pki: testpki.New(t, "fleet-ca"), gws: map[int]*fleetGW{},
+	b := &fleetBed{t: t, dir: t.TempDir(), nsW: netns.New(t, "wlfw"), pki: testpki.New(t, "fleet-ca"), gws: map[int]*fleetGW{}, location: map[int]string{},
 		prefix: "/wirelane/test-" + netns.Unique("f"), ttl: 3}
 	netns.Run(t, b.nsW, "ip", "addr", "add", etcdAddr+"/32", "dev", "lo")
 	netns.Run(t, b.nsW, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
@@ -190,6 +192,9 @@ public_endpoints = ["172.30.%d.2:51820"]
 networks = ["10.100.%d.0/24"]
 lease_ttl = %d
 `, g.ifname, g.key.String(), q(b.endpoints()), b.ca, cert, key, b.prefix, n, n, n, b.ttl)
+	if l := b.location[n]; l != "" {
+		conf += fmt.Sprintf("location = %q\n", l)
+	}
 	g.file = b.write(fmt.Sprintf("site%d.toml", n), []byte(conf))
 	b.gws[n] = g
 	t.Cleanup(func() {

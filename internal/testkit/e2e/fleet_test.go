@@ -145,3 +145,39 @@ func TestFleetEtcd(t *testing.T) {
 		return nil
 	})
 }
+
+// TestFleetLocations: sites 1 and 2 in location "a", 3 and 4 in "b" (1
+// and 3, the oldest, lead them): a member's only peer is its leader, the
+// leaders peer with each other, and every LAN still reaches every other,
+// through two forwarding leaders for 2 <-> 4.
+func TestFleetLocations(t *testing.T) {
+	b := newFleetBed(t, 1)
+	b.location = map[int]string{1: "a", 2: "a", 3: "b", 4: "b"}
+	for n := 1; n <= 4; n++ {
+		b.addGateway(n)
+	}
+	for _, n := range []int{1, 3} { // the leaders: published first
+		b.start(b.gws[n])
+		netns.Eventually(t, 20*time.Second, fmt.Sprintf("site %d published", n), func() error {
+			if !b.status(b.gws[n]).Published {
+				return fmt.Errorf("not yet")
+			}
+			return nil
+		})
+	}
+	b.start(b.gws[2])
+	b.start(b.gws[4])
+	all := []int{1, 2, 3, 4}
+	netns.Eventually(t, 30*time.Second, "every LAN reaches every other through the leaders", func() error { return b.allReach(all) })
+	for member, leader := range map[int]int{2: 1, 4: 3} {
+		if n := peerCount(b.gws[member].ifname); n != 1 || !b.hasPeer(b.gws[member], leader) {
+			t.Errorf("site %d has %d peers, want only its leader %d", member, n, leader)
+		}
+	}
+	if !b.hasPeer(b.gws[1], 3) || !b.hasPeer(b.gws[1], 2) || b.hasPeer(b.gws[1], 4) {
+		t.Errorf("leader 1's peers: want 2 and 3, not 4:\n%s", netns.Run(t, nil, "wg", "show", b.gws[1].ifname, "allowed-ips"))
+	}
+	if out := b.show(b.gws[2]); !strings.Contains(out, "reached through site1") {
+		t.Errorf("gateway show of a member does not say who carries the other location:\n%s", out)
+	}
+}
