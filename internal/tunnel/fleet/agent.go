@@ -166,14 +166,18 @@ func signal(c chan struct{}) {
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) {
+// sleep waits d, or until ctx is done or wake signals; woke reports the
+// last (the signal is taken).
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) (woke bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-t.C:
 	case <-wake:
+		return true
 	}
+	return false
 }
 
 // reachable records whether the store answered; a change back to
@@ -297,14 +301,12 @@ func (a *Agent) publishLoop(ctx context.Context) {
 		a.log.Info("published", "record", a.key, "lease", fmt.Sprintf("%x", lease))
 	alive:
 		for {
-			sleep(ctx, a.ttl()/3, a.republish)
+			woke := sleep(ctx, a.ttl()/3, a.republish)
 			if ctx.Err() != nil {
 				return
 			}
-			select {
-			case <-a.republish:
-				break alive
-			default:
+			if woke {
+				break alive // the record changed or went: put it again
 			}
 			err := a.call(ctx, func(ctx context.Context) error { return a.cfg.Store.KeepAlive(ctx, lease) })
 			switch {

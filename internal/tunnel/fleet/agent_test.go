@@ -318,3 +318,12 @@ func prefixStrings(ps []netip.Prefix) []string {
 	}
 	return s
 }
+
+func TestADeletedRecordIsPutBack(t *testing.T) {
+	m := store.NewMem()
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	start(t, m, ga)
+	eventually(t, "a published", func() bool { _, ok, _ := m.Get(context.Background(), "/t/sites/a"); return ok })
+	m.Delete("/t/sites/a") // an operator's etcdctl del
+	eventually(t, "a published again", func() bool { _, ok, _ := m.Get(context.Background(), "/t/sites/a"); return ok })
+}

@@ -117,8 +117,11 @@ func DecodeRecord(key string, b []byte) (*Record, error) {
 		return nil, bad("%d endpoints; at most %d", len(j.Endpoints), MaxEndpoints)
 	}
 	for _, ep := range j.Endpoints {
-		if _, _, err := wgquick.SplitEndpoint(ep); err != nil {
-			return nil, bad("endpoint %v", err)
+		// An address, never a name: a name would be resolved at every
+		// reload, and one that does not resolve would stop them all.
+		ap, err := netip.ParseAddrPort(ep)
+		if err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" || ap.String() != ep {
+			return nil, bad("endpoint %q is not IP:port (or [IPv6]:port)", clip(ep))
 		}
 		r.Endpoints = append(r.Endpoints, ep)
 	}

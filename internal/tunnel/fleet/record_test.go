@@ -36,6 +36,7 @@ func TestBadRecordsAreRefusedWithTheirKey(t *testing.T) {
 		{"host bits", `{"v":1,"name":"a","public_key":"` + testKeyA + `","networks":["10.1.0.0/8"]}`, "host bits set"},
 		{"self overlap", `{"v":1,"name":"a","public_key":"` + testKeyA + `","networks":["10.0.0.0/8","10.1.0.0/16"]}`, "overlaps 10.0.0.0/8 of the same record"},
 		{"a bad endpoint", `{"v":1,"name":"a","public_key":"` + testKeyA + `","endpoints":["nowhere"],"networks":["10.0.0.0/8"]}`, "endpoint"},
+		{"a host name endpoint", `{"v":1,"name":"a","public_key":"` + testKeyA + `","endpoints":["gw.example:51820"],"networks":["10.0.0.0/8"]}`, `endpoint "gw.example:51820" is not IP:port`},
 		{"trailing text", `{"v":1} {}`, "text after the JSON object"},
 		{"a wrong type", `{"v":"1"}`, "not a site record (JSON)"},
 	} {

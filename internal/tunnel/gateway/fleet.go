@@ -132,7 +132,12 @@ func (p *parser) fleet(g *Gateway, d *fleetDoc, known map[string]bool) {
 			p.fail(ep, "public_endpoints: %v", err)
 			return
 		}
-		f.PublicEndpoints = append(f.PublicEndpoints, s)
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" {
+			p.fail(ep, "public_endpoints: %q: give an IP address and port (the fleet's records hold addresses, not names)", clip(s))
+			return
+		}
+		f.PublicEndpoints = append(f.PublicEndpoints, ap.String())
 	})
 	p.strList(fp+"networks", d.Networks, false, func(ep, s string) {
 		pfx, err := parseAddress(s)

@@ -66,6 +66,7 @@ func TestFleetTableProblemsAtTheirPlace(t *testing.T) {
 		{"a lease too short", line("lease_ttl = 10", "lease_ttl = 1"), "gw.toml:16:1: lease_ttl = 1 is out of range (seconds from 2 to 3600)"},
 		{"a misspelt key", line("location = ", "locaton = "), `gw.toml:15:1: unknown key "locaton" in [fleet]; did you mean location?`},
 		{"a bad public endpoint", line(`"198.51.100.7:51820"`, `"198.51.100.7"`), `gw.toml:13:21: public_endpoints: "198.51.100.7" has no port (want host:port)`},
+		{"a public endpoint by name", line(`"198.51.100.7:51820"`, `"gw.example:51820"`), `gw.toml:13:21: public_endpoints: "gw.example:51820": give an IP address and port (the fleet's records hold addresses, not names)`},
 		{"a static site overlapping the fleet's networks", fleetFile + "[[site]]\nname = \"a\"\npublic_key = \"" + keyB + "\"\nnetworks = [\"10.20.5.0/24\"]\n",
 			`gw.toml:14:13: network 10.20.0.0/16 overlaps 10.20.5.0/24 of site "a" (line 20); a packet must have exactly one site to go to`},
 		{"no networks", line("networks = [\"10.20.0.0/16\", \"10.90.0.1/32\"]\n", ""), "gw.toml:6:1: [fleet] needs networks (this site's networks, announced to the fleet)"},
