@@ -17,6 +17,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/wirelane/wirelane/internal/tunnel/fleet/store"
 )
@@ -78,6 +80,14 @@ func New(cfg Config) (*Store, error) {
 		Logger:               zap.NewNop(),
 		RejectOldCluster:     false,
 		PermitWithoutStream:  true,
+		// gRPC's own reconnection backoff grows to two minutes while the
+		// members are down; a gateway that came back that late would find
+		// its lease expired and its site would flap in every other
+		// gateway. Retry at least every second instead.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: time.Second,
+		})},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
