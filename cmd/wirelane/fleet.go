@@ -65,7 +65,29 @@ func gatewayFleetUp(g *gateway.Gateway) int {
 		return fail(err)
 	}
 	fmt.Fprintf(os.Stderr, "%s: gateway %s is site %s of fleet %s; running until interrupted (then it leaves the fleet and goes down)\n", prog, g.Name, f.Site, f.Prefix)
-	a.Run(ctx)
+	actx, leave := context.WithCancel(ctx)
+	defer leave()
+	gone := make(chan struct{})
+	go func() {
+		// A gateway taken down under the agent (`gateway down`, its
+		// daemon killed) must not stay announced: leave the fleet.
+		for actx.Err() == nil {
+			time.Sleep(2 * time.Second)
+			if st, err := wgtunnel.Status(g.Name, wgtunnel.Options{}); err == nil && !st.Up {
+				fmt.Fprintf(os.Stderr, "%s: %s is no longer up; leaving the fleet\n", prog, g.Name)
+				close(gone)
+				leave()
+				return
+			}
+		}
+	}()
+	a.Run(actx)
+	select {
+	case <-gone:
+		os.Remove(fleet.StatusPath(g.Name))
+		return 1
+	default:
+	}
 	os.Remove(fleet.StatusPath(g.Name))
 	if err := downTunnel(g.Config()); err != nil {
 		return fail(err)

@@ -144,6 +144,19 @@ func TestFleetEtcd(t *testing.T) {
 		}
 		return nil
 	})
+	// A gateway taken down under its agent: the agent leaves the fleet.
+	if out, err := cli(b.gws[4].ns, "gateway", "down", b.gws[4].file); err != nil {
+		t.Fatalf("gateway down under the agent: %v\n%s", err, out)
+	}
+	if out, err := b.gws[4].proc.Wait(t, 15*time.Second); err == nil || !strings.Contains(out, "no longer up; leaving the fleet") {
+		t.Errorf("the agent of a gateway taken down: %v\n%s", err, out)
+	}
+	netns.Eventually(t, 5*time.Second, "site 4 gone after its gateway went down", func() error {
+		if b.hasPeer(b.gws[1], 4) {
+			return fmt.Errorf("gateway 1 still has site 4")
+		}
+		return nil
+	})
 }
 
 // TestFleetLocations: sites 1 and 2 in location "a", 3 and 4 in "b" (1
