@@ -229,7 +229,9 @@ func TestUnreachableStoreKeepsThePeersAndResyncs(t *testing.T) {
 	ra := start(t, m, ga)
 	start(t, m, gb)
 	eventually(t, "mesh", func() bool { return ra.dev.peers()[pub(gb)] != "" })
+	ra.dev.mu.Lock()
 	calls := ra.dev.calls
+	ra.dev.mu.Unlock()
 	m.SetDown(true)
 	eventually(t, "unreachable reported", func() bool { return !ra.a.Status().StoreReachable })
 	time.Sleep(300 * time.Millisecond)
