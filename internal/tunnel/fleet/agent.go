@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -123,6 +125,21 @@ func New(cfg Config) (*Agent, error) {
 		Addresses: g.Addresses, Keepalive: f.PersistentKeepalive}
 	for _, s := range g.Sites {
 		a.self.Static = append(a.self.Static, StaticSite{Name: s.Name, PublicKey: s.PublicKey, Networks: s.Networks})
+		if ap, err := netip.ParseAddrPort(s.Endpoint); err == nil {
+			a.self.Protected = append(a.self.Protected, ap.Addr())
+		}
+	}
+	for _, ep := range f.PublicEndpoints {
+		if ap, err := netip.ParseAddrPort(ep); err == nil {
+			a.self.Protected = append(a.self.Protected, ap.Addr())
+		}
+	}
+	for _, e := range f.Endpoints {
+		if u, err := url.Parse(e); err == nil {
+			if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+				a.self.Protected = append(a.self.Protected, ip)
+			}
+		}
 	}
 	a.key = f.Prefix + SitesKey + f.Site
 	rec := Record{Name: f.Site, PublicKey: a.self.PublicKey, Endpoints: f.PublicEndpoints, Networks: f.Networks, Location: f.Location}

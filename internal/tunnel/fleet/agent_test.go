@@ -329,3 +329,32 @@ func TestADeletedRecordIsPutBack(t *testing.T) {
 	m.Delete("/t/sites/a") // an operator's etcdctl del
 	eventually(t, "a published again", func() bool { _, ok, _ := m.Get(context.Background(), "/t/sites/a"); return ok })
 }
+
+func TestRecordsMayNotRouteTheStoreOrAnEndpointIntoTheTunnel(t *testing.T) {
+	key := func() wgquick.Key { k, _ := wgquick.GeneratePrivateKey(); return k.PublicKey() }
+	self := &Self{Name: "a", PublicKey: key(), Networks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")},
+		Protected: []netip.Addr{netip.MustParseAddr("172.31.0.1")}}
+	rec := func(name, nets, ep string, rev int64) store.KV {
+		r := Record{Name: name, PublicKey: key(), Endpoints: []string{ep}, Networks: []netip.Prefix{netip.MustParsePrefix(nets)}}
+		return store.KV{Key: "/t/sites/" + name, Value: r.Encode(), CreateRev: rev}
+	}
+	kvs := []store.KV{
+		rec("b", "10.2.0.0/16", "192.0.2.2:1", 1),
+		rec("store", "172.31.0.0/24", "192.0.2.3:1", 2), // holds the etcd member
+		rec("loop", "192.0.2.0/28", "192.0.2.4:1", 3),   // holds b's endpoint
+		rec("inside", "10.4.0.0/16", "10.2.9.9:1", 4),   // its endpoint is in b's network
+	}
+	peers, states := resolve(self, "/t", kvs)
+	if len(peers) != 1 {
+		t.Fatalf("%d peers, want b only", len(peers))
+	}
+	want := map[string]string{"store": "holds this gateway's endpoint or store 172.31.0.1", "loop": "holds the endpoint of site b", "inside": "is inside 10.2.0.0/16 of site b"}
+	for _, s := range states {
+		if w, ok := want[s.Name]; ok && (s.State != StateConflict || !strings.Contains(s.Reason, w)) {
+			t.Errorf("%s: %s %q, want a conflict: %s", s.Name, s.State, s.Reason, w)
+		}
+	}
+	if _, err := DecodeRecord("/t/sites/x", []byte(`{"v":1,"name":"x","public_key":"`+testKeyA+`","networks":["::/0"]}`)); err == nil || !strings.Contains(err.Error(), "default route") {
+		t.Errorf("a default route in a record: %v", err)
+	}
+}

@@ -139,6 +139,9 @@ func DecodeRecord(key string, b []byte) (*Record, error) {
 		if p != p.Masked() {
 			return nil, bad("network %s has host bits set", p)
 		}
+		if p.Bits() == 0 {
+			return nil, bad("network %s is a default route: a fleet site may not claim all traffic", p)
+		}
 		for _, o := range r.Networks {
 			if o.Overlaps(p) {
 				return nil, bad("network %s overlaps %s of the same record", p, o)

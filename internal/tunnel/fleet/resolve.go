@@ -47,6 +47,9 @@ type Self struct {
 	Addresses []netip.Prefix
 	// Keepalive is the persistent keepalive toward fleet peers.
 	Keepalive uint16
+	// Protected are addresses no fleet network may hold: the etcd
+	// members', this gateway's public endpoints and the static sites'.
+	Protected []netip.Addr
 }
 
 // StaticSite is a [[site]] of the file, as far as conflicts go.
@@ -105,6 +108,17 @@ func resolve(self *Self, prefix string, kvs []store.KV) (peers []wgquick.Peer, s
 	for _, n := range self.Networks {
 		nets = append(nets, owner{n, "this site"})
 	}
+	// Addresses no record's network may hold: routed into the tunnel,
+	// they would cut this gateway off from the store or a site's
+	// encrypted packets would loop into the tunnel.
+	type guarded struct {
+		addr netip.Addr
+		what string
+	}
+	var protected []guarded
+	for _, a := range self.Protected {
+		protected = append(protected, guarded{a, "this gateway's endpoint or store"})
+	}
 	var acc []accepted
 	selfLoc := self.Location
 	selfRev := int64(-1) // this site's own create revision, once seen
@@ -136,12 +150,31 @@ func resolve(self *Self, prefix string, kvs []store.KV) (peers []wgquick.Peer, s
 						return "network " + p.String() + " holds this gateway's address " + a.Addr().String()
 					}
 				}
+				for _, a := range protected {
+					if p.Contains(a.addr) {
+						return "network " + p.String() + " holds " + a.what + " " + a.addr.String() + " (it would be routed into the tunnel)"
+					}
+				}
 				return ""
 			})
+			if st.State == StateActive {
+				// Its endpoint must not be inside a network already taken.
+				for _, ep := range r.Endpoints {
+					a := netip.MustParseAddrPort(ep).Addr()
+					for _, o := range nets {
+						if o.pfx.Contains(a) {
+							st.State, st.Reason = StateConflict, "endpoint "+ep+" is inside "+o.pfx.String()+" of "+o.name+" (it would be routed into the tunnel)"
+						}
+					}
+				}
+			}
 			switch st.State {
 			case StateSelf:
 				selfRev = kv.CreateRev
 			case StateActive:
+				for _, ep := range r.Endpoints {
+					protected = append(protected, guarded{netip.MustParseAddrPort(ep).Addr(), "the endpoint of site " + r.Name})
+				}
 				names[r.Name] = "site " + r.Name
 				keys[r.PublicKey] = "site " + r.Name
 				for _, n := range r.Networks {
