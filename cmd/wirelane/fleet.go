@@ -58,7 +58,7 @@ func gatewayFleetUp(g *gateway.Gateway) int {
 		return fail(err)
 	}
 	defer s.Close()
-	a, err := fleet.New(fleet.Config{Gateway: g, Store: s, Options: o, StatusFile: fleet.StatusPath(g.Name),
+	a, err := fleet.New(fleet.Config{Gateway: g, Store: s, Options: o, StatusFile: fleet.StatusPath(g.Name), CacheFile: fleet.CachePath(g.Name),
 		Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		downTunnel(g.Config())

@@ -214,7 +214,8 @@ lease_ttl = %d
 
 // start runs `wirelane gateway up` for g (the agent in the foreground).
 func (b *fleetBed) start(g *fleetGW) {
-	g.proc = netns.StartEnv(b.t, g.ns, []string{"WIRELANE_FLEET_DIR=" + filepath.Join(b.dir, "status")}, filepath.Join(binDir, "wirelane"), "gateway", "up", g.file)
+	env := []string{"WIRELANE_FLEET_DIR=" + filepath.Join(b.dir, "status"), "WIRELANE_FLEET_CACHE_DIR=" + filepath.Join(b.dir, "cache")}
+	g.proc = netns.StartEnv(b.t, g.ns, env, filepath.Join(binDir, "wirelane"), "gateway", "up", g.file)
 }
 
 // kill stops g's agent with SIGKILL; the gateway's daemon stays.

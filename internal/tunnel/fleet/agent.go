@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,10 @@ type Config struct {
 	Log *slog.Logger
 	// StatusFile is where the status is written; "" = nowhere.
 	StatusFile string
+	// CacheFile keeps the last record set applied, so that a gateway
+	// started while the store is unreachable comes up with the fleet it
+	// last saw (fail static across restarts); "" = none.
+	CacheFile string
 	// ApplyDelay gathers changes before an apply (default 50 ms).
 	ApplyDelay time.Duration
 }
@@ -153,6 +158,7 @@ func New(cfg Config) (*Agent, error) {
 // and returns. The gateway itself is left as it is.
 func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("joining the fleet", "record", a.key)
+	a.loadCache()
 	a.writeStatus()
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -475,6 +481,9 @@ func (a *Agent) apply(ctx context.Context) error {
 			a.log.Info("applied the fleet", "peers", len(peers), "revision", rev, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
+	if err == nil && !same {
+		a.saveCache(kvs)
+	}
 	a.mu.Lock()
 	if err == nil {
 		a.applied = fp
@@ -522,6 +531,74 @@ func reportConflicts(log *slog.Logger, old, now []SiteState) {
 func fingerprint(peers []wgquick.Peer) string {
 	b, _ := json.Marshal(peers)
 	return base64.StdEncoding.EncodeToString(b)
+}
+
+// cached is one record in the cache file.
+type cached struct {
+	Key       string `json:"key"`
+	Value     []byte `json:"value"`
+	CreateRev int64  `json:"create_revision"`
+}
+
+// loadCache fills the record set from the cache file, before the store
+// has answered; the first list replaces it.
+func (a *Agent) loadCache() {
+	if a.cfg.CacheFile == "" {
+		return
+	}
+	b, err := os.ReadFile(a.cfg.CacheFile)
+	if err != nil {
+		return
+	}
+	var recs []cached
+	if err := json.Unmarshal(b, &recs); err != nil {
+		a.log.Warn("the fleet cache does not read; starting without it", "file", a.cfg.CacheFile, "err", err)
+		return
+	}
+	a.mu.Lock()
+	for _, r := range recs {
+		if strings.HasPrefix(r.Key, a.prefix+SitesKey) {
+			a.records[r.Key] = store.KV{Key: r.Key, Value: r.Value, CreateRev: r.CreateRev, ModRev: r.CreateRev}
+		}
+	}
+	a.mu.Unlock()
+	a.log.Info("the last fleet seen, from the cache, until the store answers", "records", len(recs))
+	signal(a.kick)
+}
+
+// saveCache writes the record set just applied (atomically).
+func (a *Agent) saveCache(kvs []store.KV) {
+	if a.cfg.CacheFile == "" {
+		return
+	}
+	recs := make([]cached, len(kvs))
+	for i, kv := range kvs {
+		recs[i] = cached{Key: kv.Key, Value: kv.Value, CreateRev: kv.CreateRev}
+	}
+	b, _ := json.Marshal(recs)
+	if err := os.MkdirAll(filepath.Dir(a.cfg.CacheFile), 0o700); err == nil {
+		tmp := a.cfg.CacheFile + ".tmp"
+		if err = os.WriteFile(tmp, b, 0o600); err == nil {
+			err = os.Rename(tmp, a.cfg.CacheFile)
+		}
+		if err == nil {
+			return
+		}
+	}
+	a.log.Warn("could not write the fleet cache", "file", a.cfg.CacheFile)
+}
+
+// CacheDir is where `wirelane gateway up` keeps each fleet gateway's
+// last record set, NAME.json; WIRELANE_FLEET_CACHE_DIR overrides it.
+var CacheDir = "/var/lib/wirelane/fleet"
+
+// CachePath is the cache file of gateway interface name.
+func CachePath(name string) string {
+	dir := CacheDir
+	if d := os.Getenv("WIRELANE_FLEET_CACHE_DIR"); d != "" {
+		dir = d
+	}
+	return filepath.Join(dir, name+".json")
 }
 
 // StatusDir is where agents write their status, one NAME.json per

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -356,5 +357,35 @@ func TestRecordsMayNotRouteTheStoreOrAnEndpointIntoTheTunnel(t *testing.T) {
 	}
 	if _, err := DecodeRecord("/t/sites/x", []byte(`{"v":1,"name":"x","public_key":"`+testKeyA+`","networks":["::/0"]}`)); err == nil || !strings.Contains(err.Error(), "default route") {
 		t.Errorf("a default route in a record: %v", err)
+	}
+}
+
+func TestAGatewayStartedWhileTheStoreIsDownUsesItsCache(t *testing.T) {
+	m := store.NewMem()
+	cache := filepath.Join(t.TempDir(), "a.json")
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	gb := testGateway(t, "b", `"10.2.0.0/16"`, "")
+	startWith := func(g *gateway.Gateway) *runningAgent {
+		dev := &fakeDevice{}
+		a, err := New(Config{Gateway: g, Store: m, Apply: dev.apply, ApplyDelay: 10 * time.Millisecond, CacheFile: cache, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &runningAgent{a: a, dev: dev, stop: cancel, done: make(chan struct{})}
+		go func() { defer close(r.done); a.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-r.done })
+		return r
+	}
+	ra := startWith(ga)
+	start(t, m, gb)
+	eventually(t, "b", func() bool { return ra.dev.peers()[pub(gb)] != "" })
+	m.SetDown(true)
+	ra.stop()
+	<-ra.done
+	again := startWith(ga) // restarted with the store down
+	eventually(t, "b from the cache", func() bool { return again.dev.peers()[pub(gb)] == "10.2.0.0/16" })
+	if again.a.Status().StoreReachable {
+		t.Fatal("reachable while down")
 	}
 }
