@@ -24,7 +24,9 @@ import (
 )
 
 // sendControl sends one handshake message to the peer's current route, in
-// the control read section so that grace periods cover it.
+// the control read section so that grace periods cover it. A message sent
+// counts in the peer's transfer, as the kernel counts it (every message
+// attributed to the peer: initiations and responses as well as data).
 func (p *peer) sendControl(msg []byte) bool {
 	d := p.d
 	d.ctrlMu.Lock()
@@ -39,6 +41,7 @@ func (p *peer) sendControl(msg []byte) bool {
 		d.log.Debug("handshake send failed", "peer", p.pub.String(), "err", err)
 		return false
 	}
+	p.txBytes.Add(uint64(len(msg)))
 	return true
 }
 
@@ -204,6 +207,8 @@ func (d *Device) handleInitiation(id *identity, msg []byte, src conn.Endpoint) {
 	if !p.isRunning() {
 		return
 	}
+	// Consumed: it counts in the peer's transfer, as in the kernel.
+	p.rxBytes.Add(uint64(len(msg)))
 	p.timersAnyAuthenticatedPacketTraversal()
 	p.timersAnyAuthenticatedPacketReceived()
 	p.setEndpoint(src)
@@ -267,6 +272,8 @@ func (d *Device) handleResponse(id *identity, msg []byte, src conn.Endpoint) {
 	if !p.isRunning() {
 		return
 	}
+	// Consumed: it counts in the peer's transfer, as in the kernel.
+	p.rxBytes.Add(uint64(len(msg)))
 	now := d.clock.Now()
 	p.hsMu.Lock()
 	if p.hs.Load() != hs || hs.LocalIndex() != m.Receiver || p.hsIndex != m.Receiver {

@@ -334,9 +334,13 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 		}
 		valid = true
 		last = pk.ep
-		rx += uint64(pk.n + noise.AEADTagSize)
+		// The transfer counts whole transport messages (header, padded
+		// ciphertext, tag) that were keepalives or delivered, as the
+		// kernel does: not those it drops for their content.
+		size := uint64(pk.n + noise.AEADTagSize)
 		plain := pk.buf[tun.Offset:pk.n]
 		if len(plain) == 0 {
+			rx += size
 			continue // keepalive
 		}
 		src, l, ok := innerSource(plain)
@@ -350,6 +354,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 		if owner, ok := d.allowed.LookupBytes(src); !ok || owner != p {
 			continue
 		}
+		rx += size
 		data = true
 		bufs = append(bufs, pk.buf[:tun.Offset+l])
 	}
