@@ -1,7 +1,6 @@
 package device
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -82,7 +81,10 @@ type Device struct {
 
 	work       chan *batch     // batches to seal or open, for the crypto workers
 	handshakes chan *hsMessage // handshake messages, for the handshake workers
-	quit       chan struct{}   // closed by Close after peers and readers stopped
+	hsFree     chan *hsMessage // free handshake messages (receive.go: getHSMessage)
+	hsMade     atomic.Int32    // handshake messages allocated, at most cap(hsFree)
+	drops      dropCounters
+	quit       chan struct{} // closed by Close after peers and readers stopped
 	workersWG  sync.WaitGroup
 
 	underLoadUntil atomic.Int64 // unix nanoseconds (device clock)
@@ -122,6 +124,7 @@ func newDevice(t tun.Device, b conn.Bind, opts Options, clk clock, refMode bool)
 		indices:    newIndexTable(),
 		work:       make(chan *batch, 1024),
 		handshakes: make(chan *hsMessage, HandshakeQueueSize),
+		hsFree:     make(chan *hsMessage, hsFreeSize()),
 		quit:       make(chan struct{}),
 		limiter:    newRateLimiter(),
 		tunDone:    make(chan struct{}),
@@ -322,10 +325,6 @@ func (d *Device) underLoad() bool {
 	}
 	return now < d.underLoadUntil.Load()
 }
-
-// debug reports whether debug logging is on, so that paths an attacker can
-// drive do not build log arguments for nothing.
-func (d *Device) debug() bool { return d.log.Enabled(context.Background(), slog.LevelDebug) }
 
 // clearAllSources forgets every peer's sticky source.
 func (d *Device) clearAllSources() {

@@ -52,9 +52,7 @@ func (d *Device) sendTo(msg []byte, ep conn.Endpoint) {
 	defer d.ctrlMu.Unlock()
 	d.ctrlReader.Enter()
 	defer d.ctrlReader.Exit()
-	if err := d.bind.Send([][]byte{msg}, conn.NewRoute(ep, 0)); err != nil {
-		d.log.Debug("cookie reply send failed", "to", ep.Dst, "err", err)
-	}
+	d.bind.Send([][]byte{msg}, conn.NewRoute(ep, 0)) // a lost reply is retried by the peer
 }
 
 // sendInitiation starts a handshake. A retry keeps counting attempts; a
@@ -105,7 +103,7 @@ func (d *Device) runHandshakeWorker() {
 		select {
 		case hm := <-d.handshakes:
 			d.handleHandshake(hm.buf[:hm.n], hm.ep)
-			hsMessagePool.Put(hm)
+			d.putHSMessage(hm)
 		case <-d.quit:
 			return
 		}
@@ -126,9 +124,7 @@ func (d *Device) handleHandshake(msg []byte, src conn.Endpoint) {
 		return
 	}
 	if !id.checker.CheckMAC1(msg) {
-		if d.debug() {
-			d.log.Debug("handshake with bad mac1", "from", src.Dst)
-		}
+		d.drops.badMAC1.Add(1)
 		return
 	}
 	if d.underLoad() {
@@ -158,6 +154,7 @@ func (d *Device) handleHandshake(msg []byte, src conn.Endpoint) {
 			return
 		}
 		if !d.limiter.allow(src.Dst.Addr(), now) {
+			d.drops.rateLimited.Add(1)
 			return
 		}
 	}
@@ -199,9 +196,7 @@ func (d *Device) handleInitiation(id *identity, msg []byte, src conn.Endpoint) {
 		return p.hs.Load()
 	})
 	if err != nil || p == nil || hs == nil {
-		if d.debug() {
-			d.log.Debug("rejected handshake initiation", "from", src.Dst, "err", err)
-		}
+		d.drops.hsRejected.Add(1)
 		return
 	}
 	if !p.isRunning() {
@@ -264,9 +259,7 @@ func (d *Device) handleResponse(id *identity, msg []byte, src conn.Endpoint) {
 		return p.hs.Load()
 	})
 	if err != nil || p == nil || hs == nil {
-		if d.debug() {
-			d.log.Debug("rejected handshake response", "from", src.Dst, "err", err)
-		}
+		d.drops.hsRejected.Add(1)
 		return
 	}
 	if !p.isRunning() {

@@ -29,7 +29,7 @@ package device
 
 import (
 	"encoding/binary"
-	"sync"
+	"runtime"
 	"time"
 
 	"github.com/wirelane/wirelane/conn"
@@ -66,13 +66,6 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 		d.pool.getPackets(pkts)
 		copy(bufs, landing) // the bind may have replaced them by views (conn.ViewReceiver)
 		n, err := fn(bufs, sizes, eps)
-		for i := 0; i < n; i++ {
-			if sizes[i] > len(pkts[i].buf) {
-				d.pool.putPackets(pkts[i : i+1])
-				pkts[i] = d.pool.getLarge()
-			}
-			pkts[i].src = bufs[i][:sizes[i]] // copied or opened below
-		}
 		if err != nil {
 			if isClosedErr(err) {
 				break
@@ -89,6 +82,14 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			failures = 0
 		}
 		seen = seen[:0]
+		// Every datagram is classified where it landed: its type and size,
+		// and for a transport message its receiver index, are checked
+		// before it is given any buffer of its own, so junk and unknown
+		// indices cost no buffer at all. Only a transport message for a
+		// live session that does not fit an MTU-sized packet (a peer
+		// with a larger MTU) takes one of the pool's few large packets,
+		// and is dropped when none is free.
+		var junk, unknown, noBuffer, hsFull uint64
 		// Runs of datagrams name the same index; the map is looked up
 		// once per run (it cannot change under the read lock).
 		var lastIdx uint32
@@ -97,26 +98,38 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 		d.indices.mu.RLock()
 		for i := 0; i < n; i++ {
 			kps[i] = nil
-			msg := pkts[i].src
+			msg := bufs[i][:sizes[i]]
 			switch noise.MessageType(msg) {
 			case noise.MessageTransportType:
 				idx, ctr, ok := noise.ParseTransportHeader(msg)
 				if !ok {
+					junk++
 					continue
 				}
 				if !haveLast || idx != lastIdx {
 					e, ok := d.indices.m[idx]
 					if !ok {
 						haveLast = false
+						unknown++
 						continue
 					}
 					lastIdx, last, haveLast = idx, e, true
 				}
 				e := last
 				if e.kp == nil {
+					unknown++
 					continue
 				}
+				if sizes[i] > len(pkts[i].buf) {
+					lp := d.pool.exchangeLarge(pkts[i])
+					if lp == nil {
+						noBuffer++
+						continue
+					}
+					pkts[i] = lp
+				}
 				kps[i] = e.kp
+				pkts[i].src = msg // copied or opened below
 				pkts[i].n = sizes[i]
 				pkts[i].counter = ctr
 				pkts[i].ep = eps[i]
@@ -125,20 +138,35 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 				}
 			case noise.MessageInitiationType, noise.MessageResponseType, noise.MessageCookieReplyType:
 				if !handshakeSizeOK(msg) {
+					junk++
 					continue
 				}
-				// Copied out so that a flood cannot pin data-path buffers.
-				hm := hsMessagePool.Get().(*hsMessage)
+				// Copied out so that a flood cannot pin data-path
+				// buffers, into the device's bounded free list.
+				hm := d.getHSMessage()
+				if hm == nil {
+					hsFull++
+					continue
+				}
 				hm.n = copy(hm.buf[:], msg)
 				hm.ep = eps[i]
 				select {
 				case d.handshakes <- hm:
 				default:
-					hsMessagePool.Put(hm)
+					d.putHSMessage(hm)
+					hsFull++
 				}
+			default:
+				junk++
 			}
 		}
 		d.indices.mu.RUnlock()
+		if junk|unknown|noBuffer|hsFull != 0 {
+			add(&d.drops.junk, junk)
+			add(&d.drops.unknownIndex, unknown)
+			add(&d.drops.noBuffer, noBuffer)
+			add(&d.drops.handshakeQueueFull, hsFull)
+		}
 		for _, kp := range seen {
 			p := kp.peer
 			r := p.current()
@@ -178,7 +206,35 @@ type hsMessage struct {
 	ep  conn.Endpoint
 }
 
-var hsMessagePool = sync.Pool{New: func() any { return new(hsMessage) }}
+// hsFreeSize bounds the handshake messages a device ever allocates: the
+// queue, one per worker, and a few in the receive goroutines' hands.
+func hsFreeSize() int { return HandshakeQueueSize + runtime.NumCPU() + 16 }
+
+// getHSMessage returns a free handshake message, allocating one only while
+// the device has fewer than hsFreeSize; nil when all are in use (the
+// message is dropped and counted).
+func (d *Device) getHSMessage() *hsMessage {
+	select {
+	case hm := <-d.hsFree:
+		return hm
+	default:
+	}
+	if d.hsMade.Add(1) > int32(cap(d.hsFree)) {
+		d.hsMade.Add(-1)
+		return nil
+	}
+	return new(hsMessage)
+}
+
+// putHSMessage returns hm to the device's free list.
+func (d *Device) putHSMessage(hm *hsMessage) {
+	hm.ep = conn.Endpoint{}
+	select {
+	case d.hsFree <- hm:
+	default:
+		d.hsMade.Add(-1)
+	}
+}
 
 // handshakeSizeOK reports whether msg has the exact size of its type.
 func handshakeSizeOK(msg []byte) bool {
@@ -318,6 +374,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	kp := b.kp
 	now := d.clock.Now()
 	if now.Sub(kp.created) >= d.tm.rejectAfterTime {
+		d.drops.replayed.Add(uint64(len(b.pkts))) // past the session's age limit
 		return
 	}
 	var last conn.Endpoint
@@ -325,11 +382,14 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	var rx uint64
 	bufs := b.bufs[:0]
 	locked := false
+	var unauth, replayed, notAllowed uint64
 	for _, pk := range b.pkts {
-		if !pk.ok || pk.counter >= RejectAfterMessages {
+		if !pk.ok {
+			unauth++
 			continue
 		}
-		if !kp.replay.Validate(pk.counter, RejectAfterMessages) {
+		if pk.counter >= RejectAfterMessages || !kp.replay.Validate(pk.counter, RejectAfterMessages) {
+			replayed++
 			continue
 		}
 		valid = true
@@ -345,6 +405,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 		}
 		src, l, ok := innerSource(plain)
 		if !ok {
+			notAllowed++
 			continue
 		}
 		if !locked {
@@ -352,6 +413,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 			locked = true
 		}
 		if owner, ok := d.allowed.LookupBytes(src); !ok || owner != p {
+			notAllowed++
 			continue
 		}
 		rx += size
@@ -360,6 +422,11 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	}
 	if locked {
 		d.allowedMu.RUnlock()
+	}
+	if unauth|replayed|notAllowed != 0 {
+		add(&d.drops.unauthenticated, unauth)
+		add(&d.drops.replayed, replayed)
+		add(&d.drops.notAllowed, notAllowed)
 	}
 	b.bufs = bufs
 	if !valid {
