@@ -24,7 +24,10 @@ type peer struct {
 	psk          noise.PresharedKey // guarded by hsMu
 	hsIndex      uint32             // index of the initiation in flight; guarded by hsMu
 	lastInitSent atomic.Int64       // unix nanoseconds; written under hsMu
-	cookieGen    *noise.CookieGenerator
+	// cookieResends counts initiations resent at once after a cookie
+	// reply since the last one sent on schedule; guarded by hsMu.
+	cookieResends int
+	cookieGen     *noise.CookieGenerator
 
 	// routes is the current route, borrowed by senders without a lock.
 	routes conn.RouteCache

@@ -6,8 +6,14 @@ package device
 //	goroutine's own 64 KiB landing buffers; each datagram goes to an
 //	MTU-sized packet, or a large one when a peer's MTU is bigger: opened
 //	straight into it on the direct path below, copied otherwise)
-//	  -> classify: handshake messages to the handshake queue
-//	     (bounded; its length decides "under load")
+//	  -> classify where it landed (type, size, receiver index) before
+//	     any buffer is taken; junk and unknown indices dropped, counted
+//	     (Device.Drops), never given a packet
+//	  -> handshake messages to the handshake queue (bounded, from a
+//	     bounded free list; its length, or the arrival rate, decides
+//	     "under load"); under load: mac1 checked here, a verified mac2 to
+//	     the priority queue, no valid mac2 answered here with a cookie
+//	     reply (one sendmmsg per batch), never queued
 //	  -> transport: receiver index -> session (index read lock per batch)
 //	  -> group by session into batches; a small batch (every batch on
 //	     <= 2 cores) with nothing queued for the peer's receiver is
@@ -51,6 +57,18 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 	kps := make([]*keypair, bs)
 	var seen []*keypair
 	failures := 0
+	var rate hsRate // this goroutine's handshake arrival rate
+	// Cookie replies made under load, sent once per batch (one sendmmsg
+	// where the bind can) through this goroutine's own sender.
+	var cookieBufs [][noise.MessageCookieReplySize]byte
+	var cookieOut [][]byte
+	var cookieRoutes []*conn.Route
+	var tx *txState
+	defer func() {
+		if tx != nil {
+			tx.close()
+		}
+	}()
 	// Datagrams land in this goroutine's own fixed buffers, each large
 	// enough for any UDP datagram (and, with UDP GRO, for a whole coalesced
 	// train), and reach MTU-sized packets either by being opened straight
@@ -89,7 +107,12 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 		// live session that does not fit an MTU-sized packet (a peer
 		// with a larger MTU) takes one of the pool's few large packets,
 		// and is dropped when none is free.
-		var junk, unknown, noBuffer, hsFull uint64
+		var junk, unknown, noBuffer, hsFull, cookies, badMAC1 uint64
+		// Whether the device is under load, looked at once per batch and
+		// only for a batch with handshake messages.
+		loaded, loadChecked := false, false
+		var id *identity
+		var now time.Time
 		// Runs of datagrams name the same index; the map is looked up
 		// once per run (it cannot change under the read lock).
 		var lastIdx uint32
@@ -141,6 +164,50 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 					junk++
 					continue
 				}
+				if !loadChecked {
+					now = d.clock.Now()
+					loaded, loadChecked = d.underLoadAt(now, &rate), true
+					id = d.ident.Load()
+				}
+				isCookie := noise.MessageType(msg) == noise.MessageCookieReplyType
+				if !isCookie {
+					rate.count++
+				}
+				if loaded && id != nil && !isCookie {
+					// Under load, an initiator that answered our cookie
+					// goes ahead of the flood (the priority queue); any
+					// other message with a valid mac1 gets its cookie
+					// reply right here, never queued behind the flood.
+					if !id.checker.CheckMAC1(msg) {
+						badMAC1++
+						continue
+					}
+					if !hasMAC2(msg) || !id.checker.CheckMAC2(msg, eps[i].Dst, now) {
+						if cookieBufs == nil {
+							cookieBufs = make([][noise.MessageCookieReplySize]byte, bs)
+						}
+						if r := makeCookieReply(id, msg, eps[i], now, cookieBufs[len(cookieOut)][:0]); r != nil {
+							cookieOut = append(cookieOut, r)
+							cookieRoutes = append(cookieRoutes, conn.NewRoute(eps[i], 0))
+							cookies++
+						}
+						continue
+					}
+					hm := d.getHSMessage()
+					if hm == nil {
+						hsFull++
+						continue
+					}
+					hm.n = copy(hm.buf[:], msg)
+					hm.ep, hm.macsOK = eps[i], true
+					select {
+					case d.hsPriority <- hm:
+					default:
+						d.putHSMessage(hm)
+						hsFull++
+					}
+					continue
+				}
 				// Copied out so that a flood cannot pin data-path
 				// buffers, into the device's bounded free list.
 				hm := d.getHSMessage()
@@ -161,11 +228,21 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			}
 		}
 		d.indices.mu.RUnlock()
-		if junk|unknown|noBuffer|hsFull != 0 {
+		if len(cookieOut) > 0 {
+			if tx == nil {
+				tx = d.newTxState()
+			}
+			d.sendCookies(tx, cookieOut, cookieRoutes)
+			clear(cookieRoutes)
+			cookieOut, cookieRoutes = cookieOut[:0], cookieRoutes[:0]
+		}
+		if junk|unknown|noBuffer|hsFull|cookies|badMAC1 != 0 {
 			add(&d.drops.junk, junk)
 			add(&d.drops.unknownIndex, unknown)
 			add(&d.drops.noBuffer, noBuffer)
 			add(&d.drops.handshakeQueueFull, hsFull)
+			add(&d.drops.badMAC1, badMAC1)
+			add(&d.cookieRepliesSent, cookies)
 		}
 		for _, kp := range seen {
 			p := kp.peer
@@ -199,11 +276,29 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 	d.pool.putPackets(pkts)
 }
 
+// sendCookies sends cookie replies, bufs[i] to routes[i], in one call where
+// the bind sends to many addresses at once, inside tx's read section.
+func (d *Device) sendCookies(tx *txState, bufs [][]byte, routes []*conn.Route) {
+	tx.reader.Enter()
+	defer tx.reader.Exit()
+	if se, ok := tx.out.(interface {
+		SendEach([][]byte, []*conn.Route) error
+	}); ok {
+		se.SendEach(bufs, routes) // a lost reply is retried by its sender
+		return
+	}
+	for i := range bufs {
+		tx.out.Send(bufs[i:i+1], routes[i])
+	}
+}
+
 // hsMessage is a handshake message waiting for a handshake worker.
 type hsMessage struct {
 	buf [noise.MessageInitiationSize]byte
 	n   int
 	ep  conn.Endpoint
+	// macsOK: the receive path verified mac1 and mac2 (under load).
+	macsOK bool
 }
 
 // hsFreeSize bounds the handshake messages a device ever allocates: the
@@ -228,12 +323,19 @@ func (d *Device) getHSMessage() *hsMessage {
 
 // putHSMessage returns hm to the device's free list.
 func (d *Device) putHSMessage(hm *hsMessage) {
-	hm.ep = conn.Endpoint{}
+	hm.ep, hm.macsOK = conn.Endpoint{}, false
 	select {
 	case d.hsFree <- hm:
 	default:
 		d.hsMade.Add(-1)
 	}
+}
+
+// hasMAC2 reports whether an initiation or response carries a mac2 at all
+// (a sender without a cookie leaves it zero).
+func hasMAC2(msg []byte) bool {
+	var zero [noise.MACSize]byte
+	return len(msg) >= noise.MACSize && string(msg[len(msg)-noise.MACSize:]) != string(zero[:])
 }
 
 // handshakeSizeOK reports whether msg has the exact size of its type.
