@@ -202,6 +202,13 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 					hm.ep, hm.macsOK = eps[i], true
 					select {
 					case d.hsPriority <- hm:
+						continue
+					default:
+					}
+					// Under load the main queue holds no message
+					// without a valid mac2: the overflow waits there.
+					select {
+					case d.handshakes <- hm:
 					default:
 						d.putHSMessage(hm)
 						hsFull++
