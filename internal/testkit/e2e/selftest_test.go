@@ -1,0 +1,102 @@
+package e2e
+
+// More behaviours of the kernel's WireGuard self-test (netns.sh), in our
+// own words, against wirelaned in the same topology.
+
+import (
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirelane/wirelane/internal/control/uapi"
+	"github.com/wirelane/wirelane/internal/testkit/netns"
+)
+
+// TestLowOrderPublicKeys: peers whose public key is a low-order point (the
+// X25519 shared secret with them is all zeros) are accepted as
+// configuration, but nothing is ever sent to them, not even with a
+// persistent keepalive of one second and an endpoint.
+func TestLowOrderPublicKeys(t *testing.T) {
+	need(t, implWirelane)
+	ns0, ns1 := netns.New(t, "wl0n"), netns.New(t, "wl1n")
+	s := newSide(t, implWirelane, ns1, ns0, 10001, "192.168.241.1", "fd00::1")
+	s.up(t)
+	sink := udpInNetns(t, ns0, 0)
+	defer sink.Close()
+	ep := "127.0.0.1:" + strings.TrimPrefix(sink.LocalAddr().String()[strings.LastIndex(sink.LocalAddr().String(), ":"):], ":")
+	lowOrder := []string{
+		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+		"4Ot6fDtBuK4WVuP68Z/EatoJjeucMrH9hmIFFl9JuAA=", "X5yVvKNQjCSx0LFVnIPvWwREXMRYHI6G2CJO3dCfEVc=",
+		"7P///////////////////////////////////////38=", "7f///////////////////////////////////////38=",
+		"7v///////////////////////////////////////38=",
+	}
+	for _, k := range lowOrder {
+		s.wg(t, "set", s.ifname, "peer", k, "persistent-keepalive", "1", "endpoint", ep)
+	}
+	if peers := strings.Fields(s.wg(t, "show", s.ifname, "peers")); len(peers) != len(lowOrder) {
+		t.Fatalf("%d peers configured, want %d: %v", len(peers), len(lowOrder), peers)
+	}
+	s.run(t, "ip", "link", "set", s.ifname, "down")
+	s.run(t, "ip", "link", "set", s.ifname, "up")
+	sink.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 2048)
+	if n, from, err := sink.ReadFrom(buf); err == nil {
+		t.Fatalf("a %d-byte datagram (type %d) went to a low-order peer from %v", n, buf[0], from)
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatal(err)
+	}
+}
+
+// TestKeyChangeImmediateHandshake: when one side changes its private key
+// and the other replaces the peer by the new public key, the very next
+// packet gets through at once: the old sessions are gone and a new
+// handshake starts with the first packet (ping with a 1 s wait, once).
+func TestKeyChangeImmediateHandshake(t *testing.T) {
+	p := newSamePair(t)
+	p.a.ping(t, p.b.v4)
+	old := p.a.pub()
+	k := newKey(t)
+	keyFile := t.TempDir() + "/key"
+	if err := os.WriteFile(keyFile, []byte(k.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.a.wg(t, "set", p.a.ifname, "private-key", keyFile)
+	p.a.key = k
+	p.b.wg(t, "set", p.b.ifname, "peer", old, "remove")
+	p.b.addPeer(t, p.a, "[::1]:10001")
+	if out, err := netns.Try(p.a.ns, nil, "ping", "-c", "1", "-W", "1", p.b.v4); err != nil {
+		t.Fatalf("first ping after the key change: %v\n%s", err, out)
+	}
+	if out, err := netns.Try(p.b.ns, nil, "ping", "-c", "1", "-W", "1", p.a.v4); err != nil {
+		t.Fatalf("ping back: %v\n%s", err, out)
+	}
+	handshakeDone(t, p.b, p.a)
+}
+
+// TestNamespaceTeardown: deleting the namespace that holds a daemon's
+// interface destroys the interface, and the daemon notices and exits,
+// removing its socket, without help.
+func TestNamespaceTeardown(t *testing.T) {
+	p := newSamePair(t)
+	p.a.ping(t, p.b.v4)
+	pid := daemonPid(p.ns0, p.b.ifname)
+	if pid == 0 {
+		t.Fatal("no daemon for B")
+	}
+	netns.Run(t, nil, "ip", "netns", "del", p.b.ns.Name)
+	if !waitGone(pid, 10*time.Second) {
+		t.Fatal("the daemon still runs 10 s after its interface's namespace was deleted")
+	}
+	netns.Eventually(t, 5*time.Second, "socket removed", func() error {
+		if _, err := os.Stat(uapi.SocketPath(p.b.ifname)); err == nil {
+			return os.ErrExist
+		}
+		return nil
+	})
+	// The other side is unaffected.
+	if _, err := netns.Try(nil, nil, "wg", "show", p.a.ifname); err != nil {
+		t.Fatalf("A's daemon went too: %v", err)
+	}
+}
