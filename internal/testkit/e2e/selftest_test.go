@@ -100,3 +100,39 @@ func TestNamespaceTeardown(t *testing.T) {
 		t.Fatalf("A's daemon went too: %v", err)
 	}
 }
+
+// TestWireGuardThroughWireGuardAndRoutingLoop runs a second tunnel whose
+// daemons live in ns1 and ns2 and whose endpoints are the first tunnel's
+// addresses (WireGuard through WireGuard), then points the inner tunnel's
+// endpoint at an address routed through itself: the packets loop, growing
+// by one encapsulation each time until they no longer fit, and the daemon
+// must come through it alive and work again once the endpoint is fixed.
+func TestWireGuardThroughWireGuardAndRoutingLoop(t *testing.T) {
+	p := newSamePair(t)
+	p.a.ping(t, p.b.v4)
+	c := newSide(t, p.a.im, p.a.ns, p.a.ns, 20001, "192.168.242.1", "fd00:242::1")
+	d := newSide(t, p.b.im, p.b.ns, p.b.ns, 20002, "192.168.242.2", "fd00:242::2")
+	c.up(t)
+	d.up(t)
+	c.addPeer(t, d, p.b.v4+":20002")
+	d.addPeer(t, c, p.a.v4+":20001")
+	c.ping(t, d.v4)
+	d.ping(t, c.v6)
+	handshakeDone(t, c, d)
+	if ep := d.endpointOf(t, c); ep != p.a.v4+":20001" {
+		t.Fatalf("the inner tunnel's endpoint is %s, want the outer tunnel's address", ep)
+	}
+
+	// The loop: C's endpoint for D is D's inner address, routed through C.
+	c.wg(t, "set", c.ifname, "peer", d.pub(), "endpoint", d.v4+":20002")
+	netns.Try(c.ns, nil, "ping", "-f", "-c", "200", "-W", "1", d.v4) // fails: it loops
+	if _, err := netns.Try(nil, nil, "wg", "show", c.ifname); err != nil {
+		t.Fatalf("the daemon did not survive the routing loop: %v", err)
+	}
+	c.wg(t, "set", c.ifname, "peer", d.pub(), "endpoint", p.b.v4+":20002")
+	netns.Eventually(t, 20*time.Second, "ping after the loop", func() error {
+		_, err := netns.Try(c.ns, nil, "ping", "-c", "1", "-W", "1", d.v4)
+		return err
+	})
+	p.a.ping(t, p.b.v4) // the outer tunnel too
+}
