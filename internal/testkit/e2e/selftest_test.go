@@ -136,3 +136,36 @@ func TestWireGuardThroughWireGuardAndRoutingLoop(t *testing.T) {
 	})
 	p.a.ping(t, p.b.v4) // the outer tunnel too
 }
+
+// TestFwmarkRerouting: a tunnel that carries the route to its own
+// endpoint (the wg-quick pattern for a default route) works only because
+// its daemon marks its UDP sockets: unmarked packets to the endpoint's
+// address are routed into the tunnel by a policy rule, the marked
+// datagrams of the daemon take the main table. Without the mark they
+// would loop into the tunnel; with `wg set ... fwmark` they do not.
+func TestFwmarkRerouting(t *testing.T) {
+	p := newSamePair(t)
+	p.a.ping(t, p.b.v4)
+	c := newSide(t, p.a.im, p.a.ns, p.a.ns, 20001, "192.168.242.1", "fd00:242::1")
+	d := newSide(t, p.b.im, p.b.ns, p.b.ns, 20002, "192.168.242.2", "fd00:242::2")
+	c.up(t)
+	d.up(t)
+	// C routes B's outer address through the inner tunnel, where D may
+	// send from it.
+	c.wg(t, "set", c.ifname, "peer", d.pub(), "endpoint", p.b.v4+":20002", "allowed-ips", d.v4+"/32,"+p.b.v4+"/32")
+	d.addPeer(t, c, p.a.v4+":20001")
+	c.run(t, "ip", "rule", "add", "not", "fwmark", "51820", "table", "51820", "priority", "100")
+	c.run(t, "ip", "route", "add", p.b.v4+"/32", "dev", c.ifname, "table", "51820")
+	if out, err := netns.Try(c.ns, nil, "ping", "-c", "2", "-W", "1", p.b.v4); err == nil {
+		t.Fatalf("without the mark the daemon's own datagrams should loop into its tunnel, yet ping passed:\n%s", out)
+	}
+	c.wg(t, "set", c.ifname, "fwmark", "51820")
+	netns.Eventually(t, 20*time.Second, "ping through the inner tunnel with fwmark", func() error {
+		_, err := netns.Try(c.ns, nil, "ping", "-c", "1", "-W", "1", p.b.v4)
+		return err
+	})
+	rx, _ := transfer(t, c, d)
+	if rx == 0 {
+		t.Fatal("the replies did not come through the inner tunnel")
+	}
+}
