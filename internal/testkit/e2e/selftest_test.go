@@ -132,7 +132,9 @@ func TestWireGuardThroughWireGuardAndRoutingLoop(t *testing.T) {
 	c.wg(t, "set", c.ifname, "peer", d.pub(), "endpoint", p.b.v4+":20002")
 	// Traffic comes back by itself, after about 17 s here (a black-hole
 	// endpoint instead of the loop recovers at once): what the loop set
-	// going in C has to die out first.
+	// going in C has to die out first (likely: looped packets still
+	// queued in C reach D once the endpoint is fixed, D's daemon gets C's
+	// genuine transport messages from C's inner address and roams there).
 	defer func(t0 time.Time) { t.Logf("traffic back %v after the endpoint was fixed", time.Since(t0)) }(time.Now())
 	netns.Eventually(t, 40*time.Second, "ping after the loop", func() error {
 		_, err := netns.Try(c.ns, nil, "ping", "-c", "1", "-W", "1", d.v4)
