@@ -130,11 +130,11 @@ func TestWireGuardThroughWireGuardAndRoutingLoop(t *testing.T) {
 		t.Fatalf("the daemon did not survive the routing loop: %v", err)
 	}
 	c.wg(t, "set", c.ifname, "peer", d.pub(), "endpoint", p.b.v4+":20002")
-	// Traffic comes back by itself, after about 17 s here (a black-hole
-	// endpoint instead of the loop recovers at once): what the loop set
-	// going in C has to die out first (likely: looped packets still
+	// Traffic comes back by itself, after 1.5 to 17 s here (a black-hole
+	// endpoint instead of the loop recovers at once): looped packets still
 	// queued in C reach D once the endpoint is fixed, D's daemon gets C's
-	// genuine transport messages from C's inner address and roams there).
+	// genuine transport messages from C's inner address and roams there
+	// (seen in wg show), so D loops too until the storm dies out.
 	defer func(t0 time.Time) { t.Logf("traffic back %v after the endpoint was fixed", time.Since(t0)) }(time.Now())
 	netns.Eventually(t, 40*time.Second, "ping after the loop", func() error {
 		_, err := netns.Try(c.ns, nil, "ping", "-c", "1", "-W", "1", d.v4)
