@@ -66,9 +66,17 @@ const (
 	// HandshakeQueueSize bounds the queue of handshake messages waiting for
 	// a handshake worker.
 	HandshakeQueueSize = 1024
+	// HandshakePriorityQueueSize bounds the queue of handshake messages
+	// whose mac2 was verified on receipt under load (the initiators that
+	// answered a cookie), served before the others.
+	HandshakePriorityQueueSize = 256
 	// UnderLoadQueueSize is the handshake queue length at which the device
 	// considers itself under load and requires cookies.
 	UnderLoadQueueSize = HandshakeQueueSize / 8
+	// UnderLoadWindow is the window over which a receive goroutine counts
+	// handshake messages: UnderLoadQueueSize of them within it (about
+	// 1000 a second) put the device under load.
+	UnderLoadWindow = UnderLoadAfterTime / 8
 	// UnderLoadAfterTime is how long the device stays under load after the
 	// queue last crossed UnderLoadQueueSize.
 	UnderLoadAfterTime = time.Second

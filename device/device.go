@@ -1,13 +1,13 @@
 package device
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device/allowedips"
@@ -82,7 +82,13 @@ type Device struct {
 
 	work       chan *batch     // batches to seal or open, for the crypto workers
 	handshakes chan *hsMessage // handshake messages, for the handshake workers
-	quit       chan struct{}   // closed by Close after peers and readers stopped
+	// hsPriority holds, under load, the messages whose mac2 the receive
+	// path verified; the handshake workers take them first.
+	hsPriority chan *hsMessage
+	hsFree     chan *hsMessage // free handshake messages (receive.go: getHSMessage)
+	hsMade     atomic.Int32    // handshake messages allocated, at most cap(hsFree)
+	drops      dropCounters
+	quit       chan struct{} // closed by Close after peers and readers stopped
 	workersWG  sync.WaitGroup
 
 	underLoadUntil atomic.Int64 // unix nanoseconds (device clock)
@@ -122,6 +128,8 @@ func newDevice(t tun.Device, b conn.Bind, opts Options, clk clock, refMode bool)
 		indices:    newIndexTable(),
 		work:       make(chan *batch, 1024),
 		handshakes: make(chan *hsMessage, HandshakeQueueSize),
+		hsPriority: make(chan *hsMessage, HandshakePriorityQueueSize),
+		hsFree:     make(chan *hsMessage, hsFreeSize()),
 		quit:       make(chan struct{}),
 		limiter:    newRateLimiter(),
 		tunDone:    make(chan struct{}),
@@ -313,19 +321,39 @@ func (d *Device) refreshMTU() {
 }
 
 // underLoad reports whether handshakes must carry a valid mac2: the queue
-// has been at least UnderLoadQueueSize long within UnderLoadAfterTime.
-func (d *Device) underLoad() bool {
-	now := d.clock.Now().UnixNano()
-	if len(d.handshakes) >= UnderLoadQueueSize || d.forceUnderLoad.Load() {
-		d.underLoadUntil.Store(now + int64(UnderLoadAfterTime))
-		return true
-	}
-	return now < d.underLoadUntil.Load()
+// has been at least UnderLoadQueueSize long within UnderLoadAfterTime, or a
+// receive goroutine saw handshake messages arrive faster than
+// UnderLoadQueueSize per UnderLoadWindow (see hsRate).
+func (d *Device) underLoad() bool { return d.underLoadAt(d.clock.Now(), nil) }
+
+// hsRate is one receive goroutine's count of handshake messages in the
+// current window; it belongs to that goroutine.
+type hsRate struct {
+	start time.Time
+	count int
 }
 
-// debug reports whether debug logging is on, so that paths an attacker can
-// drive do not build log arguments for nothing.
-func (d *Device) debug() bool { return d.log.Enabled(context.Background(), slog.LevelDebug) }
+// underLoadAt is underLoad at now; r, when not nil, is the calling receive
+// goroutine's arrival count, which puts the device under load when it
+// reaches UnderLoadQueueSize within one UnderLoadWindow. (Under load the
+// receive path answers cookies itself and the queue no longer fills, so
+// the queue alone would let a flood go in and out of "under load".)
+func (d *Device) underLoadAt(now time.Time, r *hsRate) bool {
+	ns := now.UnixNano()
+	if r != nil {
+		if now.Sub(r.start) > UnderLoadWindow {
+			r.start, r.count = now, 0
+		} else if r.count >= UnderLoadQueueSize {
+			d.underLoadUntil.Store(ns + int64(UnderLoadAfterTime))
+			return true
+		}
+	}
+	if len(d.handshakes) >= UnderLoadQueueSize || d.forceUnderLoad.Load() {
+		d.underLoadUntil.Store(ns + int64(UnderLoadAfterTime))
+		return true
+	}
+	return ns < d.underLoadUntil.Load()
+}
 
 // clearAllSources forgets every peer's sticky source.
 func (d *Device) clearAllSources() {

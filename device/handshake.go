@@ -14,17 +14,25 @@ package device
 //	                                              "next" becomes current
 //
 // Handshake workers (runtime.NumCPU) take messages from a bounded queue;
-// while it is filling (under load) every initiation and response must carry
-// a valid mac2, others get a cookie reply, and a per-source-IP token bucket
-// limits the work done for each address.
+// while it is filling, or handshake messages arrive fast (under load),
+// every initiation and response must carry a valid mac2: the receive path
+// checks mac1 and mac2 itself, answers those without a valid mac2 with a
+// cookie reply on the spot, and queues those with one on a priority queue
+// the workers serve first; a per-source-IP token bucket limits the work
+// done for each address. An initiator whose initiation is answered with
+// a cookie sends it again at once, with mac2 (sendInitiationAfter).
 
 import (
+	"time"
+
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device/noise"
 )
 
 // sendControl sends one handshake message to the peer's current route, in
-// the control read section so that grace periods cover it.
+// the control read section so that grace periods cover it. A message sent
+// counts in the peer's transfer, as the kernel counts it (every message
+// attributed to the peer: initiations and responses as well as data).
 func (p *peer) sendControl(msg []byte) bool {
 	d := p.d
 	d.ctrlMu.Lock()
@@ -39,6 +47,7 @@ func (p *peer) sendControl(msg []byte) bool {
 		d.log.Debug("handshake send failed", "peer", p.pub.String(), "err", err)
 		return false
 	}
+	p.txBytes.Add(uint64(len(msg)))
 	return true
 }
 
@@ -49,14 +58,23 @@ func (d *Device) sendTo(msg []byte, ep conn.Endpoint) {
 	defer d.ctrlMu.Unlock()
 	d.ctrlReader.Enter()
 	defer d.ctrlReader.Exit()
-	if err := d.bind.Send([][]byte{msg}, conn.NewRoute(ep, 0)); err != nil {
-		d.log.Debug("cookie reply send failed", "to", ep.Dst, "err", err)
-	}
+	d.bind.Send([][]byte{msg}, conn.NewRoute(ep, 0)) // a lost reply is retried by the peer
 }
 
 // sendInitiation starts a handshake. A retry keeps counting attempts; a
 // fresh start resets them. Initiations are at most one per RekeyTimeout.
-func (p *peer) sendInitiation(retry bool) {
+func (p *peer) sendInitiation(retry bool) { p.sendInitiationAfter(retry, 0) }
+
+// maxCookieResends bounds the initiations sent at once after a cookie
+// reply, per RekeyTimeout.
+const maxCookieResends = 2
+
+// sendInitiationAfter is sendInitiation; a non-zero cookieFor is the
+// index of the initiation a cookie reply has just answered: if it is still
+// the one in flight, the initiation goes again at once, now with mac2,
+// instead of RekeyTimeout later (so that a responder under load answers
+// within two round trips), at most maxCookieResends times per RekeyTimeout.
+func (p *peer) sendInitiationAfter(retry bool, cookieFor uint32) {
 	d := p.d
 	if !retry {
 		p.timers.handshakeAttempts.Store(0)
@@ -71,8 +89,13 @@ func (p *peer) sendInitiation(retry bool) {
 	now := d.clock.Now()
 	p.hsMu.Lock()
 	if last := p.lastInitSent.Load(); last != 0 && now.UnixNano()-last < int64(d.tm.rekeyTimeout) {
-		p.hsMu.Unlock()
-		return
+		if cookieFor == 0 || cookieFor != p.hsIndex || p.cookieResends >= maxCookieResends {
+			p.hsMu.Unlock()
+			return
+		}
+		p.cookieResends++
+	} else {
+		p.cookieResends = 0
 	}
 	p.lastInitSent.Store(now.UnixNano())
 	d.indices.release(p.hsIndex, p)
@@ -95,23 +118,38 @@ func (p *peer) sendInitiation(retry bool) {
 	}
 }
 
-// runHandshakeWorker processes handshake messages until the device closes.
+// runHandshakeWorker processes handshake messages until the device closes,
+// those whose mac2 the receive path verified first (hsPriority): under a
+// flood, an initiator that answered our cookie is not queued behind the
+// flood's messages.
 func (d *Device) runHandshakeWorker() {
 	defer d.workersWG.Done()
 	for {
+		var hm *hsMessage
 		select {
-		case hm := <-d.handshakes:
-			d.handleHandshake(hm.buf[:hm.n], hm.ep)
-			hsMessagePool.Put(hm)
-		case <-d.quit:
-			return
+		case hm = <-d.hsPriority:
+		default:
+			select {
+			case hm = <-d.hsPriority:
+			case hm = <-d.handshakes:
+			case <-d.quit:
+				return
+			}
 		}
+		d.handleHandshakeChecked(hm.buf[:hm.n], hm.ep, hm.macsOK)
+		d.putHSMessage(hm)
 	}
 }
 
 // handleHandshake checks the MACs (and, under load, the cookie and the rate
 // limit) of one message and dispatches it.
 func (d *Device) handleHandshake(msg []byte, src conn.Endpoint) {
+	d.handleHandshakeChecked(msg, src, false)
+}
+
+// handleHandshakeChecked is handleHandshake; macsOK says the receive path
+// has already verified mac1 and mac2 (under load).
+func (d *Device) handleHandshakeChecked(msg []byte, src conn.Endpoint, macsOK bool) {
 	id := d.ident.Load()
 	if id == nil || !d.up.Load() {
 		return
@@ -122,39 +160,19 @@ func (d *Device) handleHandshake(msg []byte, src conn.Endpoint) {
 		d.handleCookieReply(msg)
 		return
 	}
-	if !id.checker.CheckMAC1(msg) {
-		if d.debug() {
-			d.log.Debug("handshake with bad mac1", "from", src.Dst)
-		}
+	if !macsOK && !id.checker.CheckMAC1(msg) {
+		d.drops.badMAC1.Add(1)
 		return
 	}
-	if d.underLoad() {
-		if !id.checker.CheckMAC2(msg, src.Dst, now) {
-			var sender uint32
-			switch typ {
-			case noise.MessageInitiationType:
-				var m noise.MessageInitiation
-				if m.Unmarshal(msg) != nil {
-					return
-				}
-				sender = m.Sender
-			case noise.MessageResponseType:
-				var m noise.MessageResponse
-				if m.Unmarshal(msg) != nil {
-					return
-				}
-				sender = m.Sender
+	if macsOK || d.underLoad() {
+		if !macsOK && !id.checker.CheckMAC2(msg, src.Dst, now) {
+			if d.sendCookieReply(id, msg, src, now) {
+				d.cookieRepliesSent.Add(1)
 			}
-			reply, err := id.checker.CreateReply(msg, sender, src.Dst, now)
-			if err != nil {
-				return
-			}
-			var buf [noise.MessageCookieReplySize]byte
-			d.sendTo(reply.MarshalTo(buf[:0]), src)
-			d.cookieRepliesSent.Add(1)
 			return
 		}
 		if !d.limiter.allow(src.Dst.Addr(), now) {
+			d.drops.rateLimited.Add(1)
 			return
 		}
 	}
@@ -164,6 +182,46 @@ func (d *Device) handleHandshake(msg []byte, src conn.Endpoint) {
 	case noise.MessageResponseType:
 		d.handleResponse(id, msg, src)
 	}
+}
+
+// sendCookieReply answers msg, an initiation or response with a valid mac1
+// and no valid mac2, with a cookie reply (64 bytes, smaller than either,
+// so never an amplification) and reports whether it sent one.
+func (d *Device) sendCookieReply(id *identity, msg []byte, src conn.Endpoint, now time.Time) bool {
+	var buf [noise.MessageCookieReplySize]byte
+	reply := makeCookieReply(id, msg, src, now, buf[:0])
+	if reply == nil {
+		return false
+	}
+	d.sendTo(reply, src)
+	return true
+}
+
+// makeCookieReply appends the cookie reply to msg (see sendCookieReply) to
+// out; nil when msg is not an initiation or response.
+func makeCookieReply(id *identity, msg []byte, src conn.Endpoint, now time.Time, out []byte) []byte {
+	var sender uint32
+	switch noise.MessageType(msg) {
+	case noise.MessageInitiationType:
+		var m noise.MessageInitiation
+		if m.Unmarshal(msg) != nil {
+			return nil
+		}
+		sender = m.Sender
+	case noise.MessageResponseType:
+		var m noise.MessageResponse
+		if m.Unmarshal(msg) != nil {
+			return nil
+		}
+		sender = m.Sender
+	default:
+		return nil
+	}
+	reply, err := id.checker.CreateReply(msg, sender, src.Dst, now)
+	if err != nil {
+		return nil
+	}
+	return reply.MarshalTo(out)
 }
 
 func (d *Device) handleCookieReply(msg []byte) {
@@ -178,6 +236,11 @@ func (d *Device) handleCookieReply(msg []byte) {
 	if e.peer.cookieGen.ConsumeReply(&m, d.clock.Now()) {
 		d.cookieRepliesReceived.Add(1)
 		d.log.Debug("received cookie reply", "peer", e.peer.pub.String())
+		if e.kp == nil {
+			// Our initiation was answered with a cookie: send it again
+			// now, with mac2, rather than after RekeyTimeout.
+			e.peer.sendInitiationAfter(true, m.Receiver)
+		}
 	}
 }
 
@@ -196,14 +259,14 @@ func (d *Device) handleInitiation(id *identity, msg []byte, src conn.Endpoint) {
 		return p.hs.Load()
 	})
 	if err != nil || p == nil || hs == nil {
-		if d.debug() {
-			d.log.Debug("rejected handshake initiation", "from", src.Dst, "err", err)
-		}
+		d.drops.hsRejected.Add(1)
 		return
 	}
 	if !p.isRunning() {
 		return
 	}
+	// Consumed: it counts in the peer's transfer, as in the kernel.
+	p.rxBytes.Add(uint64(len(msg)))
 	p.timersAnyAuthenticatedPacketTraversal()
 	p.timersAnyAuthenticatedPacketReceived()
 	p.setEndpoint(src)
@@ -259,14 +322,14 @@ func (d *Device) handleResponse(id *identity, msg []byte, src conn.Endpoint) {
 		return p.hs.Load()
 	})
 	if err != nil || p == nil || hs == nil {
-		if d.debug() {
-			d.log.Debug("rejected handshake response", "from", src.Dst, "err", err)
-		}
+		d.drops.hsRejected.Add(1)
 		return
 	}
 	if !p.isRunning() {
 		return
 	}
+	// Consumed: it counts in the peer's transfer, as in the kernel.
+	p.rxBytes.Add(uint64(len(msg)))
 	now := d.clock.Now()
 	p.hsMu.Lock()
 	if p.hs.Load() != hs || hs.LocalIndex() != m.Receiver || p.hsIndex != m.Receiver {

@@ -78,11 +78,16 @@ func TestUnderLoadCookiesAndLegitimatePeer(t *testing.T) {
 	}()
 	defer func() { close(stop); wg.Wait() }()
 	p.b.forceUnderLoad.Store(true) // whatever the queue length at that instant
-	var cookiesToA atomic.Int64
+	var cookiesToA, respToA, respElsewhere atomic.Int64
 	tr.mu.Lock()
 	tr.drop = func(dg conntest.Datagram) bool {
-		if dg.To == p.ba.Addr() && kindOf(dg.Data) == "cookie" {
+		switch kind := kindOf(dg.Data); {
+		case dg.To == p.ba.Addr() && kind == "cookie":
 			cookiesToA.Add(1)
+		case dg.To == p.ba.Addr() && kind == "resp":
+			respToA.Add(1)
+		case kind == "resp":
+			respElsewhere.Add(1)
 		}
 		return false
 	}
@@ -115,8 +120,10 @@ func TestUnderLoadCookiesAndLegitimatePeer(t *testing.T) {
 	if cookiesToA.Load() == 0 {
 		t.Fatal("A completed without a cookie reply although B was under load")
 	}
-	if tr.count(p.bb.Addr(), "resp") != 1 {
-		t.Fatalf("B sent %d responses, want 1", tr.count(p.bb.Addr(), "resp"))
+	// A answers the cookie at once, and the test's clock may also have
+	// fired a retransmission: one response or two, all of them to A.
+	if n := respToA.Load(); n < 1 || n > 2 || respElsewhere.Load() != 0 {
+		t.Fatalf("B sent %d responses to A and %d elsewhere, want 1 or 2 to A only", n, respElsewhere.Load())
 	}
 }
 

@@ -24,7 +24,10 @@ type peer struct {
 	psk          noise.PresharedKey // guarded by hsMu
 	hsIndex      uint32             // index of the initiation in flight; guarded by hsMu
 	lastInitSent atomic.Int64       // unix nanoseconds; written under hsMu
-	cookieGen    *noise.CookieGenerator
+	// cookieResends counts initiations resent at once after a cookie
+	// reply since the last one sent on schedule; guarded by hsMu.
+	cookieResends int
+	cookieGen     *noise.CookieGenerator
 
 	// routes is the current route, borrowed by senders without a lock.
 	routes conn.RouteCache
@@ -219,8 +222,13 @@ func (p *peer) installSession(kp *keypair) {
 }
 
 // expireCurrent makes the current session unusable for sending, so that
-// the next packet starts a handshake.
+// the next packet starts a handshake, and lifts the RekeyTimeout spacing
+// of initiations (as the kernel does on a key change), so that the
+// handshake starts with that packet even when one was sent just before.
 func (p *peer) expireCurrent() {
+	p.hsMu.Lock()
+	p.lastInitSent.Store(0)
+	p.hsMu.Unlock()
 	p.kpMu.Lock()
 	if kp := p.keypairs.next; kp != nil {
 		kp.sendNonce.Store(RejectAfterMessages)

@@ -56,13 +56,17 @@ type batch struct {
 //
 // A few "large" packets (largeBufferSize, enough for any UDP datagram)
 // carry what does not fit the MTU-sized buffers: a datagram from a peer
-// whose MTU is larger than ours. They have their own short free list.
+// whose MTU is larger than ours. They have their own short free list, and
+// at most maxLarge of them are ever made: when all are in use, the
+// datagram that needs one is dropped rather than allocated for (receive.go
+// asks for one only once the datagram's type and session are known).
 type pools struct {
 	size atomic.Int64 // buffer size for new packets
 
 	mu      sync.Mutex   // guards the free lists
 	packets []*packet    // guarded by mu
 	large   []*packet    // guarded by mu; buffers of largeBufferSize
+	made    int          // guarded by mu; large packets made by exchangeLarge
 	batches []*batch     // guarded by mu
 	maxFree atomic.Int64 // free packets kept: about poolBytes worth
 }
@@ -72,8 +76,13 @@ type pools struct {
 // tun.Offset.
 const largeBufferSize = noise.MessageTransportHeaderSize + 1<<16 + noise.AEADTagSize
 
+// maxLarge bounds the large packets made for received datagrams: two full
+// receive batches (16 MiB at most, made only as a larger-MTU peer needs
+// them).
+const maxLarge = 2 * conn.IdealBatchSize
+
 // maxFreeLarge bounds the free list of large packets.
-const maxFreeLarge = 64
+const maxFreeLarge = maxLarge
 
 // poolBytes bounds the memory the free list keeps, so that jumbo MTUs do
 // not pin thousands of 64 KiB buffers.
@@ -125,15 +134,27 @@ func (p *pools) getPackets(dst []*packet) {
 	p.mu.Unlock()
 }
 
-// getLarge returns a packet whose buffer holds largeBufferSize bytes.
-func (p *pools) getLarge() *packet {
+// exchangeLarge returns a packet whose buffer holds largeBufferSize bytes
+// and takes pk back, or returns nil (and keeps nothing) when every large
+// packet the budget allows is in use.
+func (p *pools) exchangeLarge(pk *packet) *packet {
+	size := int(p.size.Load())
+	maxFree := int(p.maxFree.Load())
 	p.mu.Lock()
-	pk := pop(&p.large)
-	p.mu.Unlock()
-	if pk == nil {
-		pk = &packet{buf: make([]byte, largeBufferSize)}
+	defer p.mu.Unlock()
+	lp := pop(&p.large)
+	if lp == nil {
+		if p.made >= maxLarge {
+			return nil
+		}
+		p.made++
+		lp = &packet{buf: make([]byte, largeBufferSize)}
 	}
-	return pk
+	if len(pk.buf) == size && len(p.packets) < maxFree {
+		pk.n, pk.ok, pk.counter, pk.ep, pk.src = 0, false, 0, conn.Endpoint{}, nil
+		p.packets = append(p.packets, pk)
+	}
+	return lp
 }
 
 // putPackets returns packets to the pool.

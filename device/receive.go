@@ -6,8 +6,14 @@ package device
 //	goroutine's own 64 KiB landing buffers; each datagram goes to an
 //	MTU-sized packet, or a large one when a peer's MTU is bigger: opened
 //	straight into it on the direct path below, copied otherwise)
-//	  -> classify: handshake messages to the handshake queue
-//	     (bounded; its length decides "under load")
+//	  -> classify where it landed (type, size, receiver index) before
+//	     any buffer is taken; junk and unknown indices dropped, counted
+//	     (Device.Drops), never given a packet
+//	  -> handshake messages to the handshake queue (bounded, from a
+//	     bounded free list; its length, or the arrival rate, decides
+//	     "under load"); under load: mac1 checked here, a verified mac2 to
+//	     the priority queue, no valid mac2 answered here with a cookie
+//	     reply (one sendmmsg per batch), never queued
 //	  -> transport: receiver index -> session (index read lock per batch)
 //	  -> group by session into batches; a small batch (every batch on
 //	     <= 2 cores) with nothing queued for the peer's receiver is
@@ -29,7 +35,7 @@ package device
 
 import (
 	"encoding/binary"
-	"sync"
+	"runtime"
 	"time"
 
 	"github.com/wirelane/wirelane/conn"
@@ -51,6 +57,18 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 	kps := make([]*keypair, bs)
 	var seen []*keypair
 	failures := 0
+	var rate hsRate // this goroutine's handshake arrival rate
+	// Cookie replies made under load, sent once per batch (one sendmmsg
+	// where the bind can) through this goroutine's own sender.
+	var cookieBufs [][noise.MessageCookieReplySize]byte
+	var cookieOut [][]byte
+	var cookieRoutes []*conn.Route
+	var tx *txState
+	defer func() {
+		if tx != nil {
+			tx.close()
+		}
+	}()
 	// Datagrams land in this goroutine's own fixed buffers, each large
 	// enough for any UDP datagram (and, with UDP GRO, for a whole coalesced
 	// train), and reach MTU-sized packets either by being opened straight
@@ -66,13 +84,6 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 		d.pool.getPackets(pkts)
 		copy(bufs, landing) // the bind may have replaced them by views (conn.ViewReceiver)
 		n, err := fn(bufs, sizes, eps)
-		for i := 0; i < n; i++ {
-			if sizes[i] > len(pkts[i].buf) {
-				d.pool.putPackets(pkts[i : i+1])
-				pkts[i] = d.pool.getLarge()
-			}
-			pkts[i].src = bufs[i][:sizes[i]] // copied or opened below
-		}
 		if err != nil {
 			if isClosedErr(err) {
 				break
@@ -89,6 +100,19 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			failures = 0
 		}
 		seen = seen[:0]
+		// Every datagram is classified where it landed: its type and size,
+		// and for a transport message its receiver index, are checked
+		// before it is given any buffer of its own, so junk and unknown
+		// indices cost no buffer at all. Only a transport message for a
+		// live session that does not fit an MTU-sized packet (a peer
+		// with a larger MTU) takes one of the pool's few large packets,
+		// and is dropped when none is free.
+		var junk, unknown, noBuffer, hsFull, cookies, badMAC1 uint64
+		// Whether the device is under load, looked at once per batch and
+		// only for a batch with handshake messages.
+		loaded, loadChecked := false, false
+		var id *identity
+		var now time.Time
 		// Runs of datagrams name the same index; the map is looked up
 		// once per run (it cannot change under the read lock).
 		var lastIdx uint32
@@ -97,26 +121,38 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 		d.indices.mu.RLock()
 		for i := 0; i < n; i++ {
 			kps[i] = nil
-			msg := pkts[i].src
+			msg := bufs[i][:sizes[i]]
 			switch noise.MessageType(msg) {
 			case noise.MessageTransportType:
 				idx, ctr, ok := noise.ParseTransportHeader(msg)
 				if !ok {
+					junk++
 					continue
 				}
 				if !haveLast || idx != lastIdx {
 					e, ok := d.indices.m[idx]
 					if !ok {
 						haveLast = false
+						unknown++
 						continue
 					}
 					lastIdx, last, haveLast = idx, e, true
 				}
 				e := last
 				if e.kp == nil {
+					unknown++
 					continue
 				}
+				if sizes[i] > len(pkts[i].buf) {
+					lp := d.pool.exchangeLarge(pkts[i])
+					if lp == nil {
+						noBuffer++
+						continue
+					}
+					pkts[i] = lp
+				}
 				kps[i] = e.kp
+				pkts[i].src = msg // copied or opened below
 				pkts[i].n = sizes[i]
 				pkts[i].counter = ctr
 				pkts[i].ep = eps[i]
@@ -125,20 +161,96 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 				}
 			case noise.MessageInitiationType, noise.MessageResponseType, noise.MessageCookieReplyType:
 				if !handshakeSizeOK(msg) {
+					junk++
 					continue
 				}
-				// Copied out so that a flood cannot pin data-path buffers.
-				hm := hsMessagePool.Get().(*hsMessage)
+				if !loadChecked {
+					now = d.clock.Now()
+					loaded, loadChecked = d.underLoadAt(now, &rate), true
+					id = d.ident.Load()
+				}
+				isCookie := noise.MessageType(msg) == noise.MessageCookieReplyType
+				if !isCookie {
+					rate.count++
+				}
+				if loaded && id != nil && !isCookie {
+					// Under load, an initiator that answered our cookie
+					// goes ahead of the flood (the priority queue); any
+					// other message with a valid mac1 gets its cookie
+					// reply right here, never queued behind the flood.
+					if !id.checker.CheckMAC1(msg) {
+						badMAC1++
+						continue
+					}
+					if !hasMAC2(msg) || !id.checker.CheckMAC2(msg, eps[i].Dst, now) {
+						if cookieBufs == nil {
+							cookieBufs = make([][noise.MessageCookieReplySize]byte, bs)
+						}
+						if r := makeCookieReply(id, msg, eps[i], now, cookieBufs[len(cookieOut)][:0]); r != nil {
+							cookieOut = append(cookieOut, r)
+							cookieRoutes = append(cookieRoutes, conn.NewRoute(eps[i], 0))
+							cookies++
+						}
+						continue
+					}
+					hm := d.getHSMessage()
+					if hm == nil {
+						hsFull++
+						continue
+					}
+					hm.n = copy(hm.buf[:], msg)
+					hm.ep, hm.macsOK = eps[i], true
+					select {
+					case d.hsPriority <- hm:
+						continue
+					default:
+					}
+					// Under load the main queue holds no message
+					// without a valid mac2: the overflow waits there.
+					select {
+					case d.handshakes <- hm:
+					default:
+						d.putHSMessage(hm)
+						hsFull++
+					}
+					continue
+				}
+				// Copied out so that a flood cannot pin data-path
+				// buffers, into the device's bounded free list.
+				hm := d.getHSMessage()
+				if hm == nil {
+					hsFull++
+					continue
+				}
 				hm.n = copy(hm.buf[:], msg)
 				hm.ep = eps[i]
 				select {
 				case d.handshakes <- hm:
 				default:
-					hsMessagePool.Put(hm)
+					d.putHSMessage(hm)
+					hsFull++
 				}
+			default:
+				junk++
 			}
 		}
 		d.indices.mu.RUnlock()
+		if len(cookieOut) > 0 {
+			if tx == nil {
+				tx = d.newTxState()
+			}
+			d.sendCookies(tx, cookieOut, cookieRoutes)
+			clear(cookieRoutes)
+			cookieOut, cookieRoutes = cookieOut[:0], cookieRoutes[:0]
+		}
+		if junk|unknown|noBuffer|hsFull|cookies|badMAC1 != 0 {
+			add(&d.drops.junk, junk)
+			add(&d.drops.unknownIndex, unknown)
+			add(&d.drops.noBuffer, noBuffer)
+			add(&d.drops.handshakeQueueFull, hsFull)
+			add(&d.drops.badMAC1, badMAC1)
+			add(&d.cookieRepliesSent, cookies)
+		}
 		for _, kp := range seen {
 			p := kp.peer
 			r := p.current()
@@ -171,14 +283,67 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 	d.pool.putPackets(pkts)
 }
 
+// sendCookies sends cookie replies, bufs[i] to routes[i], in one call where
+// the bind sends to many addresses at once, inside tx's read section.
+func (d *Device) sendCookies(tx *txState, bufs [][]byte, routes []*conn.Route) {
+	tx.reader.Enter()
+	defer tx.reader.Exit()
+	if se, ok := tx.out.(interface {
+		SendEach([][]byte, []*conn.Route) error
+	}); ok {
+		se.SendEach(bufs, routes) // a lost reply is retried by its sender
+		return
+	}
+	for i := range bufs {
+		tx.out.Send(bufs[i:i+1], routes[i])
+	}
+}
+
 // hsMessage is a handshake message waiting for a handshake worker.
 type hsMessage struct {
 	buf [noise.MessageInitiationSize]byte
 	n   int
 	ep  conn.Endpoint
+	// macsOK: the receive path verified mac1 and mac2 (under load).
+	macsOK bool
 }
 
-var hsMessagePool = sync.Pool{New: func() any { return new(hsMessage) }}
+// hsFreeSize bounds the handshake messages a device ever allocates: the
+// queue, one per worker, and a few in the receive goroutines' hands.
+func hsFreeSize() int { return HandshakeQueueSize + runtime.NumCPU() + 16 }
+
+// getHSMessage returns a free handshake message, allocating one only while
+// the device has fewer than hsFreeSize; nil when all are in use (the
+// message is dropped and counted).
+func (d *Device) getHSMessage() *hsMessage {
+	select {
+	case hm := <-d.hsFree:
+		return hm
+	default:
+	}
+	if d.hsMade.Add(1) > int32(cap(d.hsFree)) {
+		d.hsMade.Add(-1)
+		return nil
+	}
+	return new(hsMessage)
+}
+
+// putHSMessage returns hm to the device's free list.
+func (d *Device) putHSMessage(hm *hsMessage) {
+	hm.ep, hm.macsOK = conn.Endpoint{}, false
+	select {
+	case d.hsFree <- hm:
+	default:
+		d.hsMade.Add(-1)
+	}
+}
+
+// hasMAC2 reports whether an initiation or response carries a mac2 at all
+// (a sender without a cookie leaves it zero).
+func hasMAC2(msg []byte) bool {
+	var zero [noise.MACSize]byte
+	return len(msg) >= noise.MACSize && string(msg[len(msg)-noise.MACSize:]) != string(zero[:])
+}
 
 // handshakeSizeOK reports whether msg has the exact size of its type.
 func handshakeSizeOK(msg []byte) bool {
@@ -318,6 +483,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	kp := b.kp
 	now := d.clock.Now()
 	if now.Sub(kp.created) >= d.tm.rejectAfterTime {
+		d.drops.replayed.Add(uint64(len(b.pkts))) // past the session's age limit
 		return
 	}
 	var last conn.Endpoint
@@ -325,22 +491,30 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	var rx uint64
 	bufs := b.bufs[:0]
 	locked := false
+	var unauth, replayed, notAllowed uint64
 	for _, pk := range b.pkts {
-		if !pk.ok || pk.counter >= RejectAfterMessages {
+		if !pk.ok {
+			unauth++
 			continue
 		}
-		if !kp.replay.Validate(pk.counter, RejectAfterMessages) {
+		if pk.counter >= RejectAfterMessages || !kp.replay.Validate(pk.counter, RejectAfterMessages) {
+			replayed++
 			continue
 		}
 		valid = true
 		last = pk.ep
-		rx += uint64(pk.n + noise.AEADTagSize)
+		// The transfer counts whole transport messages (header, padded
+		// ciphertext, tag) that were keepalives or delivered, as the
+		// kernel does: not those it drops for their content.
+		size := uint64(pk.n + noise.AEADTagSize)
 		plain := pk.buf[tun.Offset:pk.n]
 		if len(plain) == 0 {
+			rx += size
 			continue // keepalive
 		}
 		src, l, ok := innerSource(plain)
 		if !ok {
+			notAllowed++
 			continue
 		}
 		if !locked {
@@ -348,13 +522,20 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 			locked = true
 		}
 		if owner, ok := d.allowed.LookupBytes(src); !ok || owner != p {
+			notAllowed++
 			continue
 		}
+		rx += size
 		data = true
 		bufs = append(bufs, pk.buf[:tun.Offset+l])
 	}
 	if locked {
 		d.allowedMu.RUnlock()
+	}
+	if unauth|replayed|notAllowed != 0 {
+		add(&d.drops.unauthenticated, unauth)
+		add(&d.drops.replayed, replayed)
+		add(&d.drops.notAllowed, notAllowed)
 	}
 	b.bufs = bufs
 	if !valid {

@@ -76,6 +76,12 @@ go test -race -count=1 -timeout 20m $(go list ./... | grep -Ev "$plain")
 echo "== go test (end-to-end and benchmark smoke)"
 go test -count=1 -timeout 20m $(go list ./... | grep -E "$plain")
 
+# Latency requirements of the protocol, asserted only without the race
+# detector (which slows everything): a legitimate handshake under a
+# handshake flood in under 500 ms (docs/security.md).
+echo "== go test (latency bounds, without the race detector)"
+go test -count=1 -run 'TestHandshakeUnderFlood' ./device
+
 # fuzz_one runs one fuzz target. A failure that left a failing input is a
 # real one. Go's fuzzing coordinator can also report "context deadline
 # exceeded" when its time runs out while a worker is busy on a loaded

@@ -16,6 +16,7 @@ package noise
 // All MAC comparisons are constant time.
 
 import (
+	"crypto/cipher"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/binary"
@@ -99,6 +100,10 @@ type CookieChecker struct {
 	// Immutable after NewCookieChecker.
 	mac1      *keyedMAC
 	cookieKey [KeySize]byte
+	// sealer encrypts cookies under cookieKey (stateless, safe for
+	// concurrent use); made once so that a reply under a flood does not
+	// build a cipher.
+	sealer cipher.AEAD
 
 	mu sync.RWMutex
 	// Guarded by mu.
@@ -108,9 +113,14 @@ type CookieChecker struct {
 
 // NewCookieChecker prepares the checks for messages sent to local.
 func NewCookieChecker(local *Local) *CookieChecker {
+	sealer, err := chacha20poly1305.NewX(local.cookieKey[:])
+	if err != nil {
+		panic("noise: cookie key: " + err.Error()) // the key has the one size NewX takes
+	}
 	return &CookieChecker{
 		mac1:      newKeyedMAC(local.mac1Key[:]),
 		cookieKey: local.cookieKey,
+		sealer:    sealer,
 	}
 }
 
@@ -196,11 +206,7 @@ func (c *CookieChecker) CreateReply(msg []byte, receiver uint32, src netip.AddrP
 	if _, err := rand.Read(r.Nonce[:]); err != nil {
 		return r, fmt.Errorf("noise: cookie nonce: %w", err)
 	}
-	aead, err := chacha20poly1305.NewX(c.cookieKey[:])
-	if err != nil {
-		return r, err
-	}
-	aead.Seal(r.Cookie[:0], r.Nonce[:], cookie[:], msg[o1:o2])
+	c.sealer.Seal(r.Cookie[:0], r.Nonce[:], cookie[:], msg[o1:o2])
 	r.Receiver = receiver
 	return r, nil
 }

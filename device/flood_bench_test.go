@@ -1,0 +1,247 @@
+package device
+
+// BenchmarkHandshakeUnderFlood measures, over real loopback UDP, how long a
+// legitimate initiator takes to complete a handshake with a responder that
+// is flooded with initiations (valid mac1, unknown keys, from many source
+// addresses), against Wirelane and against wireguard-go in the same run.
+// The initiator is the same for both: it retries every 250 ms (as in the
+// measurement of issue #21), answers cookie replies by sending its
+// initiation again at once with mac2, and is done when the response
+// arrives. Twenty handshakes per implementation, alternated; the
+// distribution is logged and its median, 90th percentile and maximum
+// reported as metrics.
+//
+//	go test ./device -run '^$' -bench HandshakeUnderFlood -benchtime 1x -v
+//
+// FLOOD_RATE (initiations a second, default 100000) sets the flood.
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wirelane/wirelane/conn"
+	"github.com/wirelane/wirelane/device/noise"
+	"github.com/wirelane/wirelane/tun/memtun"
+)
+
+// udpFlood sends msgs to dst from sockets bound to many loopback addresses
+// (127.77.0.0/16) at about rate a second until stopped.
+type udpFlood struct {
+	sent atomic.Int64
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startUDPFlood(b *testing.B, dst netip.AddrPort, msgs [][]byte, rate int) *udpFlood {
+	f := &udpFlood{stop: make(chan struct{})}
+	var socks []*net.UDPConn
+	for i := 0; i < 64; i++ {
+		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 77, byte(i / 8), byte(1 + i%8)}), 0)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		socks = append(socks, c)
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer func() {
+			for _, c := range socks {
+				c.Close()
+			}
+		}()
+		start := time.Now()
+		n := 0
+		for {
+			select {
+			case <-f.stop:
+				return
+			default:
+			}
+			due := int(time.Since(start).Seconds() * float64(rate))
+			for ; n < due; n++ {
+				socks[n%len(socks)].WriteToUDPAddrPort(msgs[n%len(msgs)], dst)
+			}
+			f.sent.Store(int64(n))
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	return f
+}
+
+func (f *udpFlood) halt() { close(f.stop); f.wg.Wait() }
+
+// timedInitiator completes one handshake with the responder (pub at dst)
+// from a fresh key and no cookie, and returns how long it took (or an
+// error after timeout).
+func timedInitiator(key noise.PrivateKey, pub noise.PublicKey, dst netip.AddrPort, timeout time.Duration) (time.Duration, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	l := noise.NewLocal(key)
+	hs := noise.NewHandshake(l, pub, noise.PresharedKey{})
+	gen := noise.NewCookieGenerator(pub)
+	idx := uint32(0x1000)
+	send := func() error {
+		idx++
+		now := time.Now()
+		m, err := hs.CreateInitiation(idx, now)
+		if err != nil {
+			return err
+		}
+		msg := m.MarshalTo(nil)
+		gen.AddMACs(msg, now)
+		_, err = c.WriteToUDPAddrPort(msg, dst)
+		return err
+	}
+	start := time.Now()
+	if err := send(); err != nil {
+		return 0, err
+	}
+	next := start.Add(250 * time.Millisecond)
+	buf := make([]byte, 2048)
+	for time.Since(start) < timeout {
+		c.SetReadDeadline(next)
+		n, _, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				if err := send(); err != nil {
+					return 0, err
+				}
+				next = time.Now().Add(250 * time.Millisecond)
+				continue
+			}
+			return 0, err
+		}
+		msg := buf[:n]
+		switch noise.MessageType(msg) {
+		case noise.MessageCookieReplyType:
+			var m noise.MessageCookieReply
+			if m.Unmarshal(msg) == nil && m.Receiver == idx && gen.ConsumeReply(&m, time.Now()) {
+				if err := send(); err != nil {
+					return 0, err
+				}
+				next = time.Now().Add(250 * time.Millisecond)
+			}
+		case noise.MessageResponseType:
+			if n == noise.MessageResponseSize && binary.LittleEndian.Uint32(msg[8:12]) == idx {
+				return time.Since(start), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no handshake within %v", timeout)
+}
+
+func BenchmarkHandshakeUnderFlood(b *testing.B) {
+	rate := 100000
+	if v, err := strconv.Atoi(os.Getenv("FLOOD_RATE")); err == nil && v > 0 {
+		rate = v
+	}
+	const runs = 20
+	keys := make([]noise.PrivateKey, runs)
+	for i := range keys {
+		keys[i] = mustKey(b)
+	}
+	// Wirelane on the production bind.
+	ours := NewDevice(memtun.New("flood", 1420), conn.NewStdBind(), Options{})
+	b.Cleanup(ours.Close)
+	if err := ours.Up(); err != nil {
+		b.Fatal(err)
+	}
+	ourKey := mustKey(b)
+	cfg := &Config{PrivateKey: ptr(ourKey)}
+	for i, k := range keys {
+		cfg.Peers = append(cfg.Peers, PeerConfig{PublicKey: k.PublicKey(), AllowedIPs: prefixes(fmt.Sprintf("10.9.0.%d/32", i+1))})
+	}
+	must(b, ours.Configure(cfg))
+	ourEP := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(ours.boundPort.Load()))
+	// wireguard-go on its default bind.
+	ref := newRefPeer(&testing.T{})
+	defer ref.dev.Close()
+	ipc := ""
+	for i, k := range keys {
+		pub := k.PublicKey()
+		ipc += fmt.Sprintf("public_key=%s\nallowed_ip=10.9.0.%d/32\n", hex.EncodeToString(pub[:]), i+1)
+	}
+	if err := ref.dev.IpcSet(ipc); err != nil {
+		b.Fatal(err)
+	}
+	refEP := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ref.port)
+
+	type target struct {
+		name  string
+		pub   noise.PublicKey
+		ep    netip.AddrPort
+		times []time.Duration
+		fails int
+	}
+	targets := []*target{
+		{name: "wireguard-go", pub: ref.key.PublicKey(), ep: refEP},
+		{name: "wirelane", pub: ourKey.PublicKey(), ep: ourEP},
+	}
+	for _, tg := range targets {
+		tg.times = nil
+	}
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		for _, tg := range targets {
+			fl := startUDPFlood(b, tg.ep, floodInitiations(b, tg.pub, 1024), rate)
+			time.Sleep(300 * time.Millisecond) // let the flood put it under load
+			start := time.Now()
+			for r := 0; r < runs; r++ {
+				el, err := timedInitiator(keys[r], tg.pub, tg.ep, 5*time.Second)
+				if err != nil {
+					tg.fails++
+					el = 5 * time.Second
+				}
+				tg.times = append(tg.times, el)
+				time.Sleep(25 * time.Millisecond) // past the responder's per-peer initiation rate
+			}
+			sent := fl.sent.Load()
+			fl.halt()
+			b.Logf("%s: flood %.0f initiations/s", tg.name, float64(sent)/(time.Since(start).Seconds()+0.3))
+			time.Sleep(1100 * time.Millisecond) // out of "under load"
+		}
+	}
+	b.StopTimer()
+	for _, tg := range targets {
+		s := append([]time.Duration(nil), tg.times...)
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		b.Logf("%s: %d handshakes under flood: median %v, p90 %v, max %v, %d over 500 ms, %d failed (5 s); all: %v",
+			tg.name, len(s), percentile(s, 50).Round(time.Microsecond), percentile(s, 90).Round(time.Microsecond),
+			s[len(s)-1].Round(time.Microsecond), countOver(s, 500*time.Millisecond), tg.fails, roundAll(tg.times))
+		b.ReportMetric(float64(percentile(s, 50).Microseconds())/1000, tg.name+"-p50-ms")
+		b.ReportMetric(float64(percentile(s, 90).Microseconds())/1000, tg.name+"-p90-ms")
+		b.ReportMetric(float64(s[len(s)-1].Microseconds())/1000, tg.name+"-max-ms")
+	}
+}
+
+func countOver(ds []time.Duration, lim time.Duration) int {
+	n := 0
+	for _, d := range ds {
+		if d > lim {
+			n++
+		}
+	}
+	return n
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(100 * time.Microsecond)
+	}
+	return out
+}
