@@ -66,7 +66,7 @@ func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, erro
 	}
 	tlsCfg, err := control.TLSConfig(control.TLSParams{CA: cfg.CA, Cert: cfg.Cert, Key: cfg.Key,
 		RemoteCertTLS: cfg.RemoteCertTLS, VerifyX509: cfg.VerifyX509, VerifyX509Typ: cfg.VerifyX509Typ,
-		MinVersion: tlsVersion(cfg.TLSVersionMin), CRLFile: cfg.CRLVerify})
+		MinVersion: tlsVersion(cfg.TLSVersionMin), CRLFile: cfg.CRLVerify, PeerFingerprints: cfg.PeerFingerprints})
 	if err != nil {
 		return nil, err
 	}

@@ -170,6 +170,11 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 	s.batches.New = func() any { return new(txBatch) }
 	var w wrap.Wrapper
 	switch {
+	case cfg.TLSCryptV2Client != nil:
+		if w, err = wrap.NewV2Client(cfg.TLSCryptV2Client); err != nil {
+			tr.close()
+			return nil, err
+		}
 	case cfg.TLSCrypt != nil:
 		if w, err = wrap.NewTLSCrypt(cfg.TLSCrypt, false); err != nil {
 			tr.close()

@@ -15,7 +15,6 @@ import (
 // tunnel; ignoring them silently would weaken it, so they are errors.
 var securityDirectives = map[string]string{
 	"secret":                   "static-key mode",
-	"tls-crypt-v2":             "tls-crypt-v2",
 	"pkcs12":                   "PKCS#12 credentials",
 	"pkcs11-providers":         "PKCS#11 tokens",
 	"pkcs11-id":                "PKCS#11 tokens",
@@ -23,7 +22,6 @@ var securityDirectives = map[string]string{
 	"management-external-key":  "external keys",
 	"management-external-cert": "external certificates",
 	"verify-hash":              "certificate fingerprint pinning",
-	"peer-fingerprint":         "certificate fingerprint pinning",
 	"tls-verify":               "certificate verification scripts",
 	"ns-cert-type":             "Netscape certificate types (use remote-cert-tls)",
 	"remote-cert-ku":           "key-usage checks",
@@ -352,7 +350,7 @@ func (e *clientExt) Inline(p *Parser, tag, body string) error {
 	case "auth-user-pass":
 		p.c.InlineSecrets = true
 		return e.userPass(p, body, "<auth-user-pass>")
-	case "tls-crypt-v2", "secret", "pkcs12", "extra-certs", "connection", "http-proxy-user-pass":
+	case "secret", "pkcs12", "extra-certs", "connection", "http-proxy-user-pass":
 		return p.Errorf("<"+tag+">", "inline %w", ErrUnsupported)
 	case "dh":
 		p.Warn("<dh>", "ignored (client)")

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
@@ -94,6 +95,15 @@ type Common struct {
 	// TLSAuth and TLSCrypt are the control-channel static keys (at most
 	// one).
 	TLSAuth, TLSCrypt *wrap.StaticKey
+	// TLSCryptV2Client (client files) and TLSCryptV2Server (server files)
+	// are the tls-crypt-v2 keys: the client's own key with its wrapped
+	// form, the server key that unwraps every client's.
+	TLSCryptV2Client *wrap.V2ClientKey
+	TLSCryptV2Server *wrap.V2ServerKey
+	// PeerFingerprints are the peer-fingerprint SHA-256 fingerprints: the
+	// peer's certificate must have one of them; without a CA they replace
+	// the chain check (self-signed certificates).
+	PeerFingerprints []control.Fingerprint
 	// KeyDirection is set by key-direction or tls-auth's second argument;
 	// Bidirectional when neither is given.
 	KeyDirection wrap.Direction

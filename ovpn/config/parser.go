@@ -70,7 +70,8 @@ type Directives interface {
 
 // sharedNames are the directives and inline blocks the shared table
 // handles.
-var sharedNames = []string{"ca", "cert", "key", "tls-auth", "tls-crypt", "key-direction", "auth", "tls-version-min", "data-ciphers", "ncp-ciphers", "crl-verify"}
+var sharedNames = []string{"ca", "cert", "key", "tls-auth", "tls-crypt", "key-direction", "auth", "tls-version-min", "data-ciphers", "ncp-ciphers", "crl-verify",
+	"tls-crypt-v2", "peer-fingerprint"}
 
 // Run parses text into c (the shared directives) and ext (the rest),
 // then runs ext.Finish. c holds the side's defaults; its KeyDirection
@@ -166,11 +167,17 @@ func (p *Parser) checkRole(name, label string) error {
 // (peer says whose certificate it verifies, for the message) and at most
 // one of tls-auth and tls-crypt.
 func (p *Parser) CheckCommon(peer string) error {
-	if len(p.c.CA) == 0 {
-		return p.Errorf("ca", "no CA certificate given; %s cannot be verified", peer)
+	if len(p.c.CA) == 0 && len(p.c.PeerFingerprints) == 0 {
+		return p.Errorf("ca", "no CA certificate and no peer-fingerprint given; %s cannot be verified", peer)
+	}
+	if len(p.c.CA) == 0 && p.c.CRLVerify != "" {
+		return p.Errorf("crl-verify", "crl-verify needs a CA (with peer-fingerprint alone there is no issuer to check)")
 	}
 	if p.c.TLSAuth != nil && p.c.TLSCrypt != nil {
 		return p.Errorf("tls-crypt", "tls-auth and tls-crypt are mutually exclusive")
+	}
+	if (p.c.TLSCryptV2Client != nil || p.c.TLSCryptV2Server != nil) && (p.c.TLSAuth != nil || p.c.TLSCrypt != nil) {
+		return p.Errorf("tls-crypt-v2", "tls-crypt-v2 cannot be combined with tls-auth or tls-crypt here (give each client a tls-crypt-v2 key)")
 	}
 	return nil
 }
@@ -263,7 +270,7 @@ func (p *Parser) ReadFile(directive, name string) ([]byte, error) {
 		return nil, p.Errorf(directive, "%v", err)
 	}
 	switch directive {
-	case "key", "tls-auth", "tls-crypt", "auth-user-pass":
+	case "key", "tls-auth", "tls-crypt", "tls-crypt-v2", "auth-user-pass":
 		p.c.SecretFiles = append(p.c.SecretFiles, path)
 	}
 	return b, nil
@@ -391,6 +398,10 @@ func (p *Parser) sharedDirective(args []string) (bool, error) {
 		p.ciphers = args[1]
 	case "crl-verify":
 		return true, p.crlVerify(args)
+	case "tls-crypt-v2":
+		return true, p.tlsCryptV2(args)
+	case "peer-fingerprint":
+		return true, p.peerFingerprint(args)
 	default:
 		return false, nil
 	}
@@ -408,6 +419,11 @@ func (p *Parser) sharedInline(tag, body string) (bool, error) {
 	case "tls-auth", "tls-crypt":
 		p.c.InlineSecrets = true
 		return true, p.setStatic(tag, "<"+tag+">", []byte(body))
+	case "tls-crypt-v2":
+		p.c.InlineSecrets = true
+		return true, p.setTLSCryptV2("<tls-crypt-v2>", []byte(body))
+	case "peer-fingerprint":
+		return true, p.peerFingerprintBlock(body)
 	case "crl-verify":
 		return true, p.Errorf("<crl-verify>", "inline CRLs are %w; use crl-verify FILE (it is read again when it changes)", ErrUnsupported)
 	default:

@@ -24,5 +24,6 @@ var roleOf = map[string]Role{
 	"client-cert-not-required": ServerRole, "client-connect": ServerRole, "client-disconnect": ServerRole,
 	"learn-address": ServerRole, "iroute": ServerRole, "username-as-common-name": ServerRole,
 	"auth-gen-token": ServerRole, "connect-freq": ServerRole, "tcp-queue-limit": ServerRole,
-	"bcast-buffers": ServerRole,
+	"bcast-buffers": ServerRole, "tls-crypt-v2-verify": ServerRole, "tls-crypt-v2-max-age": ServerRole,
+	"tls-crypt-v2-metadata-allow": ServerRole,
 }

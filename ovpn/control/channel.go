@@ -299,6 +299,9 @@ func (ch *Channel) HandlePacket(raw []byte) error {
 		}
 		ch.remote, ch.haveRemote = p.Session, true
 		close(ch.peerKnown)
+		if ks := ch.states[0]; ch.client && ks != nil && p.KeyID == 0 {
+			ks.carryWKcLocked()
+		}
 	} else if p.Session != ch.remote {
 		ch.mu.Unlock()
 		if !ch.client && p.Op == wire.HardResetClientV2 {
@@ -420,6 +423,21 @@ func (c *ksConn) Write(b []byte) (int, error) {
 	ks.ch.mu.Unlock()
 	ks.ch.Kick()
 	return len(b), nil
+}
+
+// wkcResender is a tls-crypt-v2 client wrapper (wrap.V2Client).
+type wkcResender interface{ ResendWKc() bool }
+
+// carryWKcLocked queues an empty message ahead of the TLS handshake when
+// the channel's tls-crypt-v2 wrapper was asked by the server's reset to
+// send its wrapped key again: that message (id 1) goes out as
+// CONTROL_WKC_V1 with the ack of the server's reset, and keeps the
+// wrapped key out of the packets that carry TLS, as OpenVPN 2.6 clients
+// do. ch.mu is held.
+func (ks *KeyState) carryWKcLocked() {
+	if w, ok := ks.ch.wrap.(wkcResender); ok && w.ResendWKc() {
+		ks.rel.Queue(wire.ControlV1, nil)
+	}
 }
 
 // Close ends the key state's stream; blocked reads return.

@@ -25,6 +25,11 @@ type TLSParams struct {
 	// check). It is read by TLSConfig and read again at a handshake when
 	// its size or modification time changed.
 	CRLFile string
+	// PeerFingerprints (peer-fingerprint) pin the peer's certificate: its
+	// SHA-256 fingerprint must be one of them. Without a CA they replace
+	// the chain check (self-signed certificates, OpenVPN 2.6's PKI-less
+	// setup); with a CA both apply.
+	PeerFingerprints []Fingerprint
 
 	crl *crlFile // loaded from CRLFile by TLSConfig
 }
@@ -38,9 +43,12 @@ var ErrVerify = errors.New("control: peer certificate rejected")
 // (extended key usage) and verify-x509-name. A CRL file that cannot be
 // read or parsed is an error here already.
 func TLSConfig(p TLSParams) (*tls.Config, error) {
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(p.CA) {
-		return nil, errors.New("control: no usable certificate in the CA")
+	var roots *x509.CertPool
+	if len(p.CA) > 0 || len(p.PeerFingerprints) == 0 {
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(p.CA) {
+			return nil, errors.New("control: no usable certificate in the CA")
+		}
 	}
 	p.crl = nil
 	if p.CRLFile != "" {
@@ -75,6 +83,9 @@ func TLSConfig(p TLSParams) (*tls.Config, error) {
 		cfg.ClientAuth = tls.RequireAnyClientCert
 		cfg.InsecureSkipVerify = false
 	}
+	if roots == nil && p.CRLFile != "" {
+		return nil, errors.New("control: crl-verify needs a CA (with peer-fingerprint alone there is no chain to check)")
+	}
 	now := p.Now
 	if now == nil {
 		now = time.Now
@@ -90,6 +101,15 @@ func verifyPeer(chain []*x509.Certificate, roots *x509.CertPool, p TLSParams, no
 		return fmt.Errorf("%w: no certificate presented", ErrVerify)
 	}
 	leaf := chain[0]
+	if len(p.PeerFingerprints) > 0 {
+		fp := FingerprintOf(leaf)
+		if !slices.Contains(p.PeerFingerprints, fp) {
+			return fmt.Errorf("%w: %q: fingerprint %s is not in peer-fingerprint", ErrVerify, SubjectString(leaf.Subject), fp)
+		}
+		if roots == nil {
+			return checkUsageAndName(leaf, p)
+		}
+	}
 	inter := x509.NewCertPool()
 	for _, c := range chain[1:] {
 		inter.AddCert(c)
@@ -106,6 +126,12 @@ func verifyPeer(chain []*x509.Certificate, roots *x509.CertPool, p TLSParams, no
 			return fmt.Errorf("%w: %v", ErrVerify, err)
 		}
 	}
+	return checkUsageAndName(leaf, p)
+}
+
+// checkUsageAndName applies remote-cert-tls and verify-x509-name to the
+// peer's certificate.
+func checkUsageAndName(leaf *x509.Certificate, p TLSParams) error {
 	switch p.RemoteCertTLS {
 	case "server":
 		if !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageServerAuth) {

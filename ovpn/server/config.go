@@ -81,6 +81,17 @@ type Config struct {
 	// most ConnectFreq new sessions in any ConnectFreqSec seconds (0:
 	// no limit).
 	ConnectFreq, ConnectFreqSec int
+
+	// TLSCryptV2AllowFile is tls-crypt-v2-metadata-allow (Wirelane's
+	// stand-in for OpenVPN's tls-crypt-v2-verify script): a file of the
+	// client keys' user metadata, one base64 value a line; a client key
+	// whose metadata is not listed is refused before TLS. Read again when
+	// it changes. "" accepts every key the server key unwraps.
+	TLSCryptV2AllowFile string
+	// TLSCryptV2MaxAge is tls-crypt-v2-max-age: client keys older than
+	// this many days (by their timestamp metadata) are refused; 0: no
+	// limit.
+	TLSCryptV2MaxAge int
 }
 
 // Diagnostic is a warning about one line of a configuration file.
@@ -99,7 +110,8 @@ var ErrUnsupported = config.ErrUnsupported
 // serverUnsupported would weaken security or change the wire format if
 // ignored.
 var serverUnsupported = map[string]string{
-	"secret": "static-key mode", "tls-crypt-v2": "tls-crypt-v2",
+	"secret":                "static-key mode",
+	"tls-crypt-v2-verify":   "tls-crypt-v2 verification scripts (list the allowed keys' metadata with tls-crypt-v2-metadata-allow FILE)",
 	"auth-user-pass-verify": "username/password checks", "plugin": "plugins", "verify-client-cert": "optional client certificates",
 	"client-cert-not-required": "optional client certificates", "tls-verify": "verification scripts",
 	"client-config-dir": "per-client configuration", "ccd-exclusive": "per-client configuration",
@@ -107,7 +119,7 @@ var serverUnsupported = map[string]string{
 	"fragment": "fragmentation (changes the data framing)", "ifconfig-ipv6": "explicit IPv6 tunnel addresses (use server-ipv6)",
 	"ifconfig-ipv6-pool": "explicit IPv6 pools (use server-ipv6)", "server-bridge": "bridged (tap) servers", "ifconfig-pool": "explicit pools (use server)",
 	"pkcs12": "PKCS#12 credentials", "tls-cipher": "TLS cipher restrictions", "tls-ciphersuites": "TLS cipher restrictions",
-	"tls-groups": "TLS group restrictions", "peer-fingerprint": "certificate fingerprint pinning",
+	"tls-groups":       "TLS group restrictions",
 	"verify-x509-name": "client name checks", "remote-cert-ku": "key-usage checks", "remote-cert-eku": "extended-key-usage checks by OID",
 	"x509-username-field": "username fields", "auth-gen-token": "auth tokens", "learn-address": "scripts",
 	"client-connect": "scripts", "client-disconnect": "scripts", "iroute": "client subnets",
@@ -174,7 +186,8 @@ func (e *serverExt) Role() config.Role { return config.ServerRole }
 func (e *serverExt) Directives() []string {
 	return []string{"dh", "mode", "tls-server", "port", "lport", "local", "proto", "dev", "tun-mtu", "topology",
 		"server", "server-ipv6", "remote-cert-tls", "push", "route", "route-ipv6", "keepalive", "ping",
-		"ping-restart", "reneg-sec", "hand-window", "max-clients", "client-to-client", "duplicate-cn", "comp-lzo"}
+		"ping-restart", "reneg-sec", "hand-window", "max-clients", "client-to-client", "duplicate-cn", "comp-lzo",
+		"tls-crypt-v2-max-age", "tls-crypt-v2-metadata-allow"}
 }
 
 // Inline refuses the blocks a server does not implement.
@@ -387,6 +400,31 @@ func (e *serverExt) Directive(p *config.Parser, args []string) error {
 			return p.Errorf(name, "both the count and the seconds must be positive")
 		}
 		c.ConnectFreq, c.ConnectFreqSec = n, sec
+	case "tls-crypt-v2-max-age":
+		v, err := p.NumberArg(args, 1, 1<<20)
+		if err != nil {
+			return err
+		}
+		c.TLSCryptV2MaxAge = v
+	case "tls-crypt-v2-metadata-allow":
+		if err := p.Want(args, 1, 1); err != nil {
+			return err
+		}
+		path := args[1]
+		if !filepath.IsAbs(path) {
+			if p.Dir == "" {
+				return p.Errorf(name, "file references are not allowed here (%q)", path)
+			}
+			path = filepath.Join(p.Dir, path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return p.Errorf(name, "%v", err)
+		}
+		if _, err := ParseMetadataAllow(b, path); err != nil {
+			return p.Errorf(name, "%v", err)
+		}
+		c.TLSCryptV2AllowFile = path
 	case "client-to-client":
 		c.ClientToClient = true
 	case "duplicate-cn":
@@ -420,6 +458,9 @@ func (e *serverExt) Finish(p *config.Parser) error {
 	}
 	if err := p.CheckCommon("clients"); err != nil {
 		return err
+	}
+	if c.TLSCryptV2Server == nil && (c.TLSCryptV2AllowFile != "" || c.TLSCryptV2MaxAge != 0) {
+		return p.Errorf("tls-crypt-v2", "tls-crypt-v2-metadata-allow and tls-crypt-v2-max-age need tls-crypt-v2 SERVER-KEY")
 	}
 	if len(c.Cert) == 0 || len(c.Key) == 0 {
 		return p.Errorf("cert", "the server needs both cert and key")

@@ -156,6 +156,8 @@ type Server struct {
 	done    chan struct{}
 	wg      sync.WaitGroup
 
+	v2allow *metadataAllow // tls-crypt-v2-metadata-allow, or nil
+
 	tcpGate tcpGate     // TCP connections that have not sent their first frame
 	replies replyBudget // stateless replies per source and second (cookie.go)
 
@@ -173,6 +175,12 @@ type Stats struct {
 	// RepliesWithheld counts resets from unverified sources left
 	// unanswered because their source used up its reply budget.
 	RepliesWithheld atomic.Uint64
+	// NoCookie counts tls-crypt-v2 resets without early negotiation
+	// (clients before OpenVPN 2.6), which a stateless server drops.
+	NoCookie atomic.Uint64
+	// KeyRefused counts tls-crypt-v2 client keys refused by
+	// tls-crypt-v2-max-age or tls-crypt-v2-metadata-allow.
+	KeyRefused atomic.Uint64
 }
 
 const (
@@ -223,7 +231,18 @@ func New(cfg *Config, opts Options) (*Server, error) {
 		rx: pktqueue.New(rxQueue, rxBufLen), done: make(chan struct{})}
 	s.live.Store(&live{cfg: c, tls: tlsCfg, pool: p, pool6: p6})
 	s.tlsCfg = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return s.live.Load().tls, nil }}
-	if _, err := s.newWrapper(); err != nil {
+	if c.TLSCryptV2Server != nil {
+		if c.TLSAuth != nil || c.TLSCrypt != nil {
+			return nil, errors.New("server: tls-crypt-v2 cannot be combined with tls-auth or tls-crypt")
+		}
+		if c.TLSCryptV2AllowFile != "" {
+			if s.v2allow, err = newMetadataAllow(c.TLSCryptV2AllowFile); err != nil {
+				return nil, fmt.Errorf("server: tls-crypt-v2-metadata-allow: %w", err)
+			}
+		}
+	} else if c.TLSCryptV2AllowFile != "" || c.TLSCryptV2MaxAge != 0 {
+		return nil, errors.New("server: tls-crypt-v2-metadata-allow and tls-crypt-v2-max-age need tls-crypt-v2")
+	} else if _, err := s.newWrapper(); err != nil {
 		return nil, err
 	}
 	if s.cookies, err = newCookieJar(s.handWindow); err != nil {

@@ -56,8 +56,13 @@ func (s *Server) serveTCP(c net.Conn) {
 		c.Close()
 		return
 	}
-	w, err := s.newWrapper()
+	w, err := s.wrapperFor(raw)
 	if err != nil {
+		if errors.Is(err, errV2Metadata) {
+			s.log.Warn("session refused", "remote", from, "err", err)
+		} else {
+			s.stats.BadControl.Add(1)
+		}
 		c.Close()
 		return
 	}

@@ -117,6 +117,12 @@ func (s *Server) udpPacket(from netip.AddrPort, pkt []byte, sink *tun.BatchWrite
 		s.udpData(from, pkt, sink)
 		return
 	}
+	if op == wire.HardResetClientV3 {
+		// A tls-crypt-v2 reset is stateless, from a client's address
+		// or not (a restart).
+		s.udpUnknown(from, pkt)
+		return
+	}
 	s.mu.RLock()
 	p := s.byAddr[from]
 	if q := s.pending[from]; q != nil && len(pkt) >= 9 && wire.SessionID(pkt[1:9]) == q.remoteSession() {
@@ -129,7 +135,7 @@ func (s *Server) udpPacket(from netip.AddrPort, pkt []byte, sink *tun.BatchWrite
 			p.touch()
 			return
 		}
-		if !errors.Is(err, control.ErrNewSession) && !errors.Is(err, control.ErrOtherSession) {
+		if op != wire.ControlWKCV1 && !errors.Is(err, control.ErrNewSession) && !errors.Is(err, control.ErrOtherSession) {
 			s.stats.BadControl.Add(1)
 			return
 		}
@@ -190,6 +196,10 @@ func (s *Server) float(p *peer, to netip.AddrPort) {
 // udpUnknown handles a control packet from an address without a client:
 // the stateless part of the handshake.
 func (s *Server) udpUnknown(from netip.AddrPort, raw []byte) {
+	if s.cfg.TLSCryptV2Server != nil {
+		s.udpUnknownV2(from, raw)
+		return
+	}
 	w, err := s.newWrapper()
 	if err != nil {
 		return
