@@ -133,7 +133,11 @@ func TestErrorsNameDirectiveAndLine(t *testing.T) {
 		text, want  string
 		unsupported bool
 	}{
-		{base + "tls-crypt-v2 k\n", "x.ovpn:9: tls-crypt-v2", true},
+		{base + "<tls-crypt-v2>\nnot a key\n</tls-crypt-v2>\n", "x.ovpn:9: <tls-crypt-v2>: OpenVPN tls-crypt-v2 client key: no", false},
+		{base + "tls-crypt-v2 k force-cookie\n", "x.ovpn:9: tls-crypt-v2: \"force-cookie\" is a server flag", false},
+		{base + "peer-fingerprint AB:CD\n", "x.ovpn:9: peer-fingerprint: fingerprint \"AB:CD\": want 32 hex bytes", false},
+		{base + "<peer-fingerprint>\n\n# c\nzz\n</peer-fingerprint>\n", "x.ovpn:12: <peer-fingerprint>: fingerprint \"zz\"", false},
+		{base + "<peer-fingerprint>\n</peer-fingerprint>\n", "x.ovpn:9: <peer-fingerprint>: empty block", false},
 		{base + "compress lz4\n", "x.ovpn:9: compress", true},
 		{base + "crl-verify /etc/openvpn/crls dir\n", "x.ovpn:9: crl-verify: the directory form (crl-verify DIR dir) is not supported", true},
 		{base + "<crl-verify>\nx\n</crl-verify>\n", "x.ovpn:9: <crl-verify>: inline CRLs are not supported", true},
@@ -262,7 +266,7 @@ func TestChecksAfterTheLastLineNameTheirLine(t *testing.T) {
 		{"ncp-ciphers", base + "ncp-ciphers BF-CBC\n", "x.ovpn:9: data-ciphers: data: unsupported cipher \"BF-CBC\" (supported: AES-256-GCM, AES-128-GCM, CHACHA20-POLY1305)"},
 		{"cert without key", base + "<cert>\n" + pem + "</cert>\n", "x.ovpn:9: cert: cert and key must be given together"},
 		{"key without cert", base + "verb 3\n<key>\nk\n</key>\n", "x.ovpn: cert: cert and key must be given together"},
-		{"no CA", "client\nremote h\nauth-user-pass\n", "x.ovpn: ca: no CA certificate given; the server cannot be verified"},
+		{"no CA", "client\nremote h\nauth-user-pass\n", "x.ovpn: ca: no CA certificate given; the server cannot be verified (give ca, or peer-fingerprint for a self-signed certificate)"},
 		{"no remote", "client\n<ca>\n" + pem + "</ca>\n", "x.ovpn: remote: no remote given"},
 		{"not a client", "remote h\n<ca>\n" + pem + "</ca>\n", "x.ovpn: not a client configuration (add `client`); server mode is not supported"},
 		{"both wraps", base + "<tls-auth>\n" + staticKeyText() + "</tls-auth>\n<tls-crypt>\n" + staticKeyText() + "</tls-crypt>\n",

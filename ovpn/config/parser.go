@@ -168,7 +168,7 @@ func (p *Parser) checkRole(name, label string) error {
 // one of tls-auth and tls-crypt.
 func (p *Parser) CheckCommon(peer string) error {
 	if len(p.c.CA) == 0 && len(p.c.PeerFingerprints) == 0 {
-		return p.Errorf("ca", "no CA certificate and no peer-fingerprint given; %s cannot be verified", peer)
+		return p.Errorf("ca", "no CA certificate given; %s cannot be verified (give ca, or peer-fingerprint for a self-signed certificate)", peer)
 	}
 	if len(p.c.CA) == 0 && p.c.CRLVerify != "" {
 		return p.Errorf("crl-verify", "crl-verify needs a CA (with peer-fingerprint alone there is no issuer to check)")
