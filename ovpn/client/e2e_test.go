@@ -111,6 +111,22 @@ func (s *server) waitLog(t *testing.T, want string, d time.Duration) bool {
 // startServer runs openvpn with the base configuration plus extra lines.
 func (e *testEnv) startServer(t *testing.T, tcp bool, extra ...string) *server {
 	t.Helper()
+	proto := "udp4"
+	if tcp {
+		proto = "tcp4-server"
+	}
+	conf := strings.Join(append([]string{
+		"port 11940", "proto " + proto, "local 127.0.0.1", "dev tun", "topology subnet",
+		"server 10.199.0.0 255.255.255.0", "ca ca.crt", "cert server.crt", "key server.key", "dh none",
+		"keepalive 10 60", "verb 4", "data-ciphers AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305",
+	}, extra...), "\n") + "\n"
+	return e.startServerConf(t, tcp, conf)
+}
+
+// startServerConf runs openvpn with configuration conf (port 11940 on
+// 127.0.0.1) in a fresh namespace.
+func (e *testEnv) startServerConf(t *testing.T, tcp bool, conf string) *server {
+	t.Helper()
 	n := nsCounter.Add(1)
 	s := &server{ns: fmt.Sprintf("wlovpn%d-%d", os.Getpid(), n), port: 11940, tcp: tcp, exited: make(chan struct{})}
 	if out, err := exec.Command("ip", "netns", "add", s.ns).CombinedOutput(); err != nil {
@@ -120,15 +136,6 @@ func (e *testEnv) startServer(t *testing.T, tcp bool, extra ...string) *server {
 	if out, err := exec.Command("ip", "-n", s.ns, "link", "set", "lo", "up").CombinedOutput(); err != nil {
 		t.Fatalf("lo up: %v: %s", err, out)
 	}
-	proto := "udp4"
-	if tcp {
-		proto = "tcp4-server"
-	}
-	conf := strings.Join(append([]string{
-		fmt.Sprintf("port %d", s.port), "proto " + proto, "local 127.0.0.1", "dev tun", "topology subnet",
-		"server 10.199.0.0 255.255.255.0", "ca ca.crt", "cert server.crt", "key server.key", "dh none",
-		"keepalive 10 60", "verb 4", "data-ciphers AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305",
-	}, extra...), "\n") + "\n"
 	cfgName := fmt.Sprintf("server%d.conf", n)
 	if err := os.WriteFile(filepath.Join(e.dir, cfgName), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
