@@ -119,14 +119,16 @@ func ovpnDoc() []*clidoc.Command {
 	summaries := map[string]string{
 		"connect": "join an OpenVPN 2.6 server as a client",
 		"serve":   "run an OpenVPN server that OpenVPN 2.6 clients join",
+		"genkey":  "write a new tls-crypt-v2 or tls-crypt key",
 	}
 	connect, _, _ := ovpnConnectFlags()
 	serve, _ := ovpnServeFlags()
+	genkey, _, _ := ovpnGenkeyFlags()
 	var out []*clidoc.Command
 	for _, sub := range []struct {
 		name, usage string
 		fs          *flag.FlagSet
-	}{{"connect", ovpnConnectUsage, connect}, {"serve", ovpnServeUsage, serve}} {
+	}{{"connect", ovpnConnectUsage, connect}, {"serve", ovpnServeUsage, serve}, {"genkey", ovpnGenkeyUsage, genkey}} {
 		first, rest, _ := strings.Cut(sub.usage, "\n")
 		out = append(out, &clidoc.Command{
 			Name:     sub.name,

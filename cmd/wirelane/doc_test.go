@@ -102,8 +102,8 @@ func TestDocHasEveryFlag(t *testing.T) {
 			continue
 		}
 		if c.name == "ovpn" {
-			if len(d.Subcommands) != 2 {
-				t.Fatalf("ovpn has %d subcommands in the doc, want connect and serve", len(d.Subcommands))
+			if len(d.Subcommands) != 3 {
+				t.Fatalf("ovpn has %d subcommands in the doc, want connect, serve and genkey", len(d.Subcommands))
 			}
 			for _, s := range d.Subcommands {
 				check([]string{"ovpn", s.Name}, s)

@@ -9,7 +9,7 @@
 //	wirelane show [--json] [INTERFACE|all|interfaces]
 //	wirelane events [--json]
 //	wirelane demo [--duration D] [--mtu N] [--keep]
-//	wirelane ovpn connect|serve [flags] FILE
+//	wirelane ovpn connect|serve|genkey [flags] ARGS
 //	wirelane gateway check|show|up|down|reload FILE.toml|NAME
 //	wirelane --version | --help | help COMMAND
 //
@@ -72,7 +72,7 @@ func init() {
 		{name: "genpsk", summary: "print a new preshared key", help: genpskHelp, run: cmdGenpsk},
 		{name: "gateway", args: "check|show|up|down|reload FILE.toml|NAME", summary: "site-to-site gateway from a TOML file", help: gatewayHelp, run: cmdGateway, words: []string{"check", "show", "up", "down", "reload"}, complete: clidoc.Args{Files: "*.toml"}},
 		{name: "demo", args: "[--duration D] [--mtu N] [--keep]", summary: "build a tunnel between two namespaces and measure it (root)", help: demoHelp, run: cmdDemo},
-		{name: "ovpn", args: "connect|serve [flags] FILE", summary: "OpenVPN 2.6: join a server, or serve clients", help: ovpnHelp, run: cmdOvpn},
+		{name: "ovpn", args: "connect|serve|genkey [flags] ARGS", summary: "OpenVPN 2.6: join a server, serve clients, make keys", help: ovpnHelp, run: cmdOvpn},
 		{name: "daemon", args: "[-f] IFNAME", summary: "run the userspace daemon", hidden: true, run: cmdDaemon},
 	}
 }

@@ -19,13 +19,15 @@ Subcommands:
                               connection step, reconnects when the server goes
                               away (as openvpn does), tears down on Ctrl-C
   serve [flags] CONFIG        run an OpenVPN server that OpenVPN 2.6 clients join
+  genkey [flags] TYPE [FILE]  write a new tls-crypt-v2 server or client key, or
+                              a tls-crypt key, as 'openvpn --genkey' does
 
-Run 'wirelane ovpn connect --help' or 'wirelane ovpn serve --help' for flags.
+Run 'wirelane ovpn SUBCOMMAND --help' for its flags.
 docs/openvpn.md lists the supported directives.`
 
 // ovpnUsage prints the ovpn command's usage.
 func ovpnUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: %s ovpn connect|serve [flags] FILE\n%s\n", prog, ovpnHelp)
+	fmt.Fprintf(w, "Usage: %s ovpn connect|serve|genkey [flags] FILE\n%s\n", prog, ovpnHelp)
 }
 
 // cmdOvpn dispatches `wirelane ovpn connect|serve`: their flags are
@@ -42,6 +44,8 @@ func cmdOvpn(args []string) int {
 		return ovpnConnect(args[1:])
 	case "serve":
 		return ovpnServe(args[1:])
+	case "genkey":
+		return ovpnGenkey(args[1:])
 	}
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "help" {

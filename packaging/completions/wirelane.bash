@@ -18,7 +18,7 @@ _wirelane() {
 		w=${COMP_WORDS[i]}
 		if [ "$skip" = 1 ]; then skip=0; continue; fi
 		case $w in
-		--auth-file|--dev|--dns|--duration|--mtu) skip=1; continue ;;
+		--auth-file|--dev|--dns|--duration|--metadata|--mtu|--server-key) skip=1; continue ;;
 		-*) continue ;;
 		esac
 		if [ -z "$cmdpath" ]; then cmdpath=$w
@@ -56,11 +56,13 @@ _wirelane() {
 	'demo')
 		flags='--duration --help --keep --mtu' valueflags='--duration --mtu' first='' words='' tunnels=0 files='' ;;
 	'ovpn')
-		flags='--help' valueflags='' first='connect serve' words='' tunnels=0 files='' ;;
+		flags='--help' valueflags='' first='connect serve genkey' words='' tunnels=0 files='' ;;
 	'ovpn connect')
 		flags='--auth-file --block-ipv6 --dev --dns --help --mtu --no-routes -v' valueflags='--auth-file --dev --dns --mtu' first='' words='' tunnels=0 files='*' ;;
 	'ovpn serve')
 		flags='--dev --help -v' valueflags='--dev' first='' words='' tunnels=0 files='*' ;;
+	'ovpn genkey')
+		flags='--help --metadata --server-key' valueflags='--metadata --server-key' first='' words='' tunnels=0 files='*' ;;
 	*) return 0 ;;
 	esac
 	case " $valueflags " in *" $prev "*)

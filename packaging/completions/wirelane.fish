@@ -23,7 +23,7 @@ complete -c wirelane -n __fish_use_subcommand -a pubkey -d 'read a private key o
 complete -c wirelane -n __fish_use_subcommand -a genpsk -d 'print a new preshared key'
 complete -c wirelane -n __fish_use_subcommand -a gateway -d 'site-to-site gateway from a TOML file'
 complete -c wirelane -n __fish_use_subcommand -a demo -d 'build a tunnel between two namespaces and measure it (root)'
-complete -c wirelane -n __fish_use_subcommand -a ovpn -d 'OpenVPN 2.6: join a server, or serve clients'
+complete -c wirelane -n __fish_use_subcommand -a ovpn -d 'OpenVPN 2.6: join a server, serve clients, make keys'
 complete -c wirelane -n '__fish_seen_subcommand_from up' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from up' -a '(__wirelane_tunnels)' -d tunnel
 complete -c wirelane -n '__fish_seen_subcommand_from up' -F
@@ -59,8 +59,9 @@ complete -c wirelane -n '__fish_seen_subcommand_from demo' -l duration -r -d 'le
 complete -c wirelane -n '__fish_seen_subcommand_from demo' -l keep -d 'leave the namespaces and tunnel running for inspection'
 complete -c wirelane -n '__fish_seen_subcommand_from demo' -l mtu -r -d 'MTU of the tunnel interfaces'
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn' -l help -d 'show this command'\''s help'
-complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and not __fish_seen_subcommand_from connect serve' -a connect -d 'join an OpenVPN 2.6 server as a client'
-complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and not __fish_seen_subcommand_from connect serve' -a serve -d 'run an OpenVPN server that OpenVPN 2.6 clients join'
+complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and not __fish_seen_subcommand_from connect serve genkey' -a connect -d 'join an OpenVPN 2.6 server as a client'
+complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and not __fish_seen_subcommand_from connect serve genkey' -a serve -d 'run an OpenVPN server that OpenVPN 2.6 clients join'
+complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and not __fish_seen_subcommand_from connect serve genkey' -a genkey -d 'write a new tls-crypt-v2 or tls-crypt key'
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from connect' -l help -d 'show this command'\''s help'
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from connect' -l auth-file -r -F -d 'file with the username and password lines for auth-user-pass (default: ask on the terminal)'
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from connect' -l block-ipv6 -d 'answer IPv6 packets into the tunnel with ICMPv6 no-route instead of sending them (as the block-ipv6 directive; with redirect-gateway, global IPv6 is routed into the tunnel)'
@@ -74,3 +75,7 @@ complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subco
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from serve' -l dev -r -d 'TUN interface name (default: the file\'s dev, tun means the kernel picks tunN)'
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from serve' -s v -d 'log protocol details to stderr'
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from serve' -F
+complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from genkey' -l help -d 'show this command'\''s help'
+complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from genkey' -l metadata -r -d 'user metadata of a tls-crypt-v2-client key, base64 (default: the time of generation)'
+complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from genkey' -l server-key -r -F -d 'tls-crypt-v2 server key file that wraps a tls-crypt-v2-client key'
+complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from genkey' -F
