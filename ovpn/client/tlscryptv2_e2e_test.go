@@ -156,3 +156,16 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// tls-crypt-v2 over TCP: openvpn's server sets the session up from the
+// first frame, without asking for the WKc again.
+func TestE2ETLSCryptV2TCP(t *testing.T) {
+	e := newEnv(t)
+	genkey(t, e.dir, "--genkey", "tls-crypt-v2-server", "v2server.key")
+	genkey(t, e.dir, "--tls-crypt-v2", "v2server.key", "--genkey", "tls-crypt-v2-client", "v2client.key")
+	srv := e.startServer(t, true, "tls-crypt-v2 v2server.key")
+	s := dial(t, e.clientConfig(t, srv, "tls-crypt-v2 v2client.key\n"), srv.options(t))
+	defer s.Close()
+	ping(t, s, 1)
+	ping(t, s, 2)
+}

@@ -327,11 +327,14 @@ func (s *Server) Clients() []ClientInfo {
 	return out
 }
 
-// newWrapper returns a fresh control-packet wrapper (own replay state), or
-// nil without tls-auth/tls-crypt.
+// newWrapper returns a fresh control-packet wrapper (own replay state):
+// tls-auth, tls-crypt or none; an error under tls-crypt-v2.
 func (s *Server) newWrapper() (wrap.Wrapper, error) {
 	c := &s.live.Load().cfg // the wrapping keys are never reloaded
 	switch {
+	case c.TLSCryptV2Server != nil:
+		// Each client's wrapper comes from its WKc (tlscryptv2.go).
+		return nil, errors.New("server: tls-crypt-v2 wrappers are per client")
 	case c.TLSCrypt != nil:
 		return wrap.NewTLSCrypt(c.TLSCrypt, true)
 	case c.TLSAuth != nil:
