@@ -131,9 +131,9 @@ type Common struct {
 	// Warnings lists ignored directives.
 	Warnings []Diagnostic
 	// SecretFiles are the files read for secrets (key, tls-auth,
-	// tls-crypt, auth-user-pass), as opened; InlineSecrets says whether
-	// the configuration text itself holds one (an inline <key>,
-	// <tls-auth>, <tls-crypt> or <auth-user-pass>). Callers warn when
+	// tls-crypt, tls-crypt-v2, auth-user-pass), as opened; InlineSecrets
+	// says whether the configuration text itself holds one (an inline
+	// <key>, <tls-auth>, <tls-crypt>, <tls-crypt-v2> or <auth-user-pass>). Callers warn when
 	// such files are readable beyond their owner.
 	SecretFiles   []string
 	InlineSecrets bool

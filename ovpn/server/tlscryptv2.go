@@ -109,7 +109,7 @@ func (s *Server) udpUnknownV2(from netip.AddrPort, raw []byte) {
 			s.stats.RepliesWithheld.Add(1)
 			return
 		}
-		reply := wire.ControlPacket{Op: wire.HardResetServerV2, Session: s.cookies.sessionID(from, p.Session, now), Payload: wrap.EarlyNegReply}
+		reply := wire.ControlPacket{Op: wire.HardResetServerV2, Session: s.cookies.sessionID(from, p.Session, now), Payload: wrap.EarlyNegReply()}
 		b, err := wire.AppendControl(nil, &reply)
 		if err == nil {
 			b, err = w.Wrap(nil, b)

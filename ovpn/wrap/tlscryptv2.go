@@ -30,17 +30,17 @@ import (
 // packet ids count from earlyNegStart; the server's reset then carries
 // TLVs, of which the flags TLV may ask for the WKc again.
 const (
-	earlyNegStart  = 0x0f000000
-	earlyNegMask   = 0xff000000
-	tlvEarlyNeg    = 0x0001
-	flagResendWKc  = 0x0001
-	earlyNegTLVLen = 6
+	earlyNegStart = 0x0f000000
+	earlyNegMask  = 0xff000000
+	tlvEarlyNeg   = 0x0001
+	flagResendWKc = 0x0001
 )
 
-// EarlyNegReply is the payload of the server's HARD_RESET_SERVER_V2 to a
-// client that announced early negotiation: the flags TLV asking for the
-// WKc in the client's next packet (the server keeps no state until then).
-var EarlyNegReply = []byte{0, tlvEarlyNeg, 0, 2, 0, flagResendWKc}
+// EarlyNegReply returns the payload of the server's HARD_RESET_SERVER_V2
+// to a client that announced early negotiation: the flags TLV asking for
+// the WKc in the client's next packet (the server keeps no state until
+// then).
+func EarlyNegReply() []byte { return []byte{0, tlvEarlyNeg, 0, 2, 0, flagResendWKc} }
 
 // V2Client is the client's tls-crypt-v2 wrapper. It is safe for
 // concurrent use.

@@ -185,7 +185,7 @@ func TestV2ClientServerExchange(t *testing.T) {
 	}
 	// A bit flipped in the WKc part of a CONTROL_WKC_V1 does not matter
 	// to a session that has its key; one in the tls-crypt part does.
-	reply := wire.ControlPacket{Op: wire.HardResetServerV2, Session: wire.SessionID{9}, Payload: EarlyNegReply}
+	reply := wire.ControlPacket{Op: wire.HardResetServerV2, Session: wire.SessionID{9}, Payload: EarlyNegReply()}
 	rp, _ := wire.AppendControl(nil, &reply)
 	rw, _ := srv.Wrap(nil, rp)
 	if cli.ResendWKc() {
