@@ -280,3 +280,43 @@ func TestPeerFingerprintSelfSigned(t *testing.T) {
 		t.Fatal("a client with an unlisted certificate connected")
 	}
 }
+
+// Arbitrary datagrams to a tls-crypt-v2 server, seeded with a valid reset
+// and a valid CONTROL_WKC_V1 of a known client key, never create a client
+// without the cookie and never panic.
+func FuzzServerPacketV2(f *testing.F) {
+	fx := newFixture(f)
+	sk, _ := wrap.GenerateV2ServerKey()
+	cfg := fx.serverConfig(UDP)
+	cfg.TLSCryptV2Server = sk
+	s, err := New(cfg, Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	ck := v2ClientKey(f, sk, "fuzz")
+	w, _ := wrap.NewV2Client(ck)
+	reset, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.HardResetClientV2, Session: wire.SessionID{1}})
+	r, _ := w.Wrap(nil, reset)
+	f.Add(r)
+	// The server's reply turns on the WKc resend; message 1 is then a
+	// CONTROL_WKC_V1 (with a cookie the fuzzer cannot know).
+	srvW, _ := wrap.NewV2Session(&ck.Key)
+	reply, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.HardResetServerV2, Session: wire.SessionID{9}, Payload: wrap.EarlyNegReply()})
+	rw, _ := srvW.Wrap(nil, reply)
+	w.Unwrap(nil, rw)
+	msg, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.ControlV1, Session: wire.SessionID{1}, NumAcks: 1, Remote: wire.SessionID{9}, ID: 1})
+	m, _ := w.Wrap(nil, msg)
+	f.Add(m)
+	f.Add(ck.WKc)
+	from := netip.MustParseAddrPort("127.0.0.1:9")
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		if len(pkt) == 0 || len(pkt) > 65535 {
+			return
+		}
+		s.udpPacket(from, pkt, nil)
+		if n := s.peerCount(); n != 0 {
+			t.Fatalf("a datagram from an unknown address created %d client(s)", n)
+		}
+	})
+}
