@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/testkit/netns"
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/internal/testlog"
 	"github.com/wirelane/wirelane/ovpn/wrap"
@@ -194,4 +196,33 @@ func TestE2EOpenVPNClientPeerFingerprint(t *testing.T) {
 		t.Fatalf("clients %+v", s.Clients())
 	}
 	pingIperfReneg(t, srvNS, cNS, logs)
+}
+
+// An openvpn 2.6 client over TCP with a tls-crypt-v2 key: the server
+// unwraps the WKc of the first frame.
+func TestE2EOpenVPNClientTLSCryptV2TCP(t *testing.T) {
+	f, dir := e2eFixture(t)
+	srvNS, cNS := oneClientNet(t, "v2t", 79)
+	sk, _ := wrap.GenerateV2ServerKey()
+	md, _ := wrap.UserMetadata(base64.StdEncoding.EncodeToString([]byte("tcp")))
+	ck, _ := sk.NewClientKey(md)
+	os.WriteFile(filepath.Join(dir, "v2client.key"), ck.Format(), 0o600)
+	dev := tunIn(t, srvNS, "wlsrv0")
+	netns.Run(t, srvNS, "ip", "addr", "add", "10.8.0.1/24", "dev", "wlsrv0")
+	netns.Run(t, srvNS, "ip", "link", "set", "wlsrv0", "up")
+	cfg := f.serverConfig(TCP)
+	cfg.Listen = netip.MustParseAddrPort("0.0.0.0:1194")
+	cfg.TLSCryptV2Server = sk
+	s := startServer(t, cfg, Options{ListenTCP: func(network, addr string) (l net.Listener, err error) {
+		if e := testnet.InNamespace(srvNS.Name, func() { l, err = net.Listen(network, addr) }); e != nil {
+			return nil, e
+		}
+		return l, err
+	}})
+	go s.AttachTUN(dev)
+	startOpenVPNClientProto(t, f, dir, cNS, "v2tcp", "192.168.79.1", "tcp-client", "tls-crypt-v2 v2client.key")
+	if _, ok := clientByName(s, "v2tcp"); !ok {
+		t.Fatalf("clients %+v", s.Clients())
+	}
+	netns.Run(t, cNS, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.8.0.1")
 }
