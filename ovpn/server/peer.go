@@ -73,12 +73,17 @@ type peer struct {
 
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	keyMeta string // tls-crypt-v2 key metadata for ClientInfo; immutable
 }
 
 // newPeer registers a client and starts its goroutines. A nil tx means
 // UDP through the server's socket.
 func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wrap.Wrapper, tx transport, resetSent bool) (*peer, error) {
 	p := &peer{s: s, tx: tx, created: time.Now(), closed: make(chan struct{})}
+	if v2, ok := w.(*wrap.V2Session); ok {
+		p.keyMeta = wrap.DescribeMetadata(v2.Metadata())
+	}
 	p.addr.Store(&from)
 	p.route.Set(conn.Endpoint{Dst: from})
 	isUDP := tx == nil
@@ -182,7 +187,7 @@ func (p *peer) info() ClientInfo {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ci := ClientInfo{CommonName: p.cn, Remote: p.remote(), Address: p.vaddrLoad(), Address6: p.vaddr6Load(), PeerID: p.id, Cipher: p.cipher, EKM: p.ekm, Since: p.since,
-		RxBytes: p.rxBytes.Load(), TxBytes: p.txBytes.Load()}
+		RxBytes: p.rxBytes.Load(), TxBytes: p.txBytes.Load(), KeyMetadata: p.keyMeta}
 	if a := p.keys.Primary(); a != nil {
 		ci.KeyID = a.KS.ID
 	}

@@ -49,7 +49,7 @@ func (s *Server) v2Open(raw []byte) (*wrap.V2Session, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := wrap.NewV2Session(kc)
+	w, err := wrap.NewV2Session(kc, md)
 	clear(kc[:])
 	return w, md, err
 }

@@ -131,7 +131,7 @@ func TestE2EOpenVPNClientTLSCryptV2(t *testing.T) {
 	cfg.TLSCryptV2AllowFile = filepath.Join(dir, "allowed")
 	s, logs := serveInNS(t, srvNS, cfg)
 	startOpenVPNClient(t, f, dir, cNS, "v2laptop", "192.168.75.1", "tls-crypt-v2 v2client.key", "reneg-sec 2")
-	if _, ok := clientByName(s, "v2laptop"); !ok {
+	if info, ok := clientByName(s, "v2laptop"); !ok || info.KeyMetadata != "user "+meta {
 		t.Fatalf("clients %+v", s.Clients())
 	}
 	pingIperfReneg(t, srvNS, cNS, logs)

@@ -55,6 +55,9 @@ func TestTLSCryptV2Sessions(t *testing.T) {
 			echoResponder(s)
 			c := dialClient(t, f.clientConfig(t, s, "v2client", v2Inline(v2ClientKey(t, sk, "v2client"))), client.Options{})
 			ping(t, c, s.TunnelAddress().Addr(), 1)
+			if cl := s.Clients(); len(cl) != 1 || cl[0].KeyMetadata != "user "+base64.StdEncoding.EncodeToString([]byte("v2client")) {
+				t.Fatalf("clients %+v", cl)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := c.Renegotiate(ctx); err != nil {
@@ -301,7 +304,7 @@ func FuzzServerPacketV2(f *testing.F) {
 	f.Add(r)
 	// The server's reply turns on the WKc resend; message 1 is then a
 	// CONTROL_WKC_V1 (with a cookie the fuzzer cannot know).
-	srvW, _ := wrap.NewV2Session(&ck.Key)
+	srvW, _ := wrap.NewV2Session(&ck.Key, nil)
 	reply, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.HardResetServerV2, Session: wire.SessionID{9}, Payload: wrap.EarlyNegReply()})
 	rw, _ := srvW.Wrap(nil, reply)
 	w.Unwrap(nil, rw)

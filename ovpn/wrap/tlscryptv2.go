@@ -133,17 +133,22 @@ func messageID(pkt []byte) uint32 {
 // V2Session is the server's tls-crypt-v2 wrapper for one client, keyed
 // with the Kc its WKc held. Its replay state is its own.
 type V2Session struct {
-	c *TLSCrypt
+	c  *TLSCrypt
+	md []byte // immutable
 }
 
-// NewV2Session returns the server's wrapper for client key kc.
-func NewV2Session(kc *StaticKey) (*V2Session, error) {
+// NewV2Session returns the server's wrapper for client key kc, whose WKc
+// held metadata md (may be nil).
+func NewV2Session(kc *StaticKey, md []byte) (*V2Session, error) {
 	c, err := NewTLSCrypt(kc, true)
 	if err != nil {
 		return nil, err
 	}
-	return &V2Session{c: c}, nil
+	return &V2Session{c: c, md: append([]byte(nil), md...)}, nil
 }
+
+// Metadata returns the client key's metadata (type byte first).
+func (s *V2Session) Metadata() []byte { return s.md }
 
 // Wrap wraps pkt with Kc.
 func (s *V2Session) Wrap(dst, pkt []byte) ([]byte, error) { return s.c.Wrap(dst, pkt) }

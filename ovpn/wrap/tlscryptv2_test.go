@@ -175,7 +175,7 @@ func TestV2ClientServerExchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, _ := NewV2Session(kc)
+	srv, _ := NewV2Session(kc, nil)
 	got, err := srv.Unwrap(nil, w)
 	if err != nil {
 		t.Fatal(err)
@@ -260,11 +260,11 @@ func FuzzUnwrapV2(f *testing.F) {
 		sk.UnwrapClientKey(b)
 		if _, wkc, err := SplitWKc(b); err == nil {
 			if kc, _, err := sk.UnwrapClientKey(wkc); err == nil {
-				s, _ := NewV2Session(kc)
+				s, _ := NewV2Session(kc, nil)
 				s.Unwrap(nil, b)
 			}
 		}
-		s, _ := NewV2Session(&ck.Key)
+		s, _ := NewV2Session(&ck.Key, nil)
 		s.Unwrap(nil, b)
 		c, _ := NewV2Client(ck)
 		c.Unwrap(nil, b)
