@@ -323,3 +323,43 @@ func FuzzServerPacketV2(f *testing.F) {
 		}
 	})
 }
+
+// A CONTROL_WKC_V1 replayed from the client's address creates no second
+// session: the session it started rejects it as a replay.
+func TestTLSCryptV2ReplayedWKcCreatesNoSession(t *testing.T) {
+	f := newFixture(t)
+	sk, _ := wrap.GenerateV2ServerKey()
+	cfg := f.serverConfig(UDP)
+	cfg.TLSCryptV2Server = sk
+	s := startServer(t, cfg, Options{})
+	ck := v2ClientKey(t, sk, "replayed")
+	w, _ := wrap.NewV2Client(ck)
+	from := netip.MustParseAddrPort("127.0.0.1:9")
+	sid := wire.SessionID{4, 4}
+	reset, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.HardResetClientV2, Session: sid})
+	r, _ := w.Wrap(nil, reset)
+	s.udpPacket(from, r, nil)
+	// What the server's reply says, without a socket to read it from.
+	cookie := s.cookies.sessionID(from, sid, time.Now())
+	srvW, _ := wrap.NewV2Session(&ck.Key, nil)
+	reply, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.HardResetServerV2, Session: cookie, Payload: wrap.EarlyNegReply()})
+	rw, _ := srvW.Wrap(nil, reply)
+	if _, err := w.Unwrap(nil, rw); err != nil || !w.ResendWKc() {
+		t.Fatalf("reply: %v", err)
+	}
+	msg, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.ControlV1, Session: sid, NumAcks: 1, Remote: cookie, ID: 1})
+	m, _ := w.Wrap(nil, msg)
+	if op, _ := wire.Header(m[0]); op != wire.ControlWKCV1 {
+		t.Fatalf("message 1 is %v", op)
+	}
+	s.udpPacket(from, m, nil)
+	if n := s.peerCount(); n != 1 {
+		t.Fatalf("%d sessions after the CONTROL_WKC_V1", n)
+	}
+	for i := 0; i < 3; i++ {
+		s.udpPacket(from, m, nil)
+	}
+	if n := s.peerCount(); n != 1 {
+		t.Fatalf("%d sessions after replaying the CONTROL_WKC_V1", n)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wire"
+	"github.com/wirelane/wirelane/ovpn/wrap"
 	"github.com/wirelane/wirelane/tun"
 )
 
@@ -135,7 +136,11 @@ func (s *Server) udpPacket(from netip.AddrPort, pkt []byte, sink *tun.BatchWrite
 			p.touch()
 			return
 		}
-		if op != wire.ControlWKCV1 && !errors.Is(err, control.ErrNewSession) && !errors.Is(err, control.ErrOtherSession) {
+		// Under tls-crypt-v2 a CONTROL_WKC_V1 that fails the address's
+		// client key may be another key's (a new client behind the same
+		// address); a replayed one never goes further.
+		otherKey := op == wire.ControlWKCV1 && errors.Is(err, wrap.ErrAuth)
+		if !otherKey && !errors.Is(err, control.ErrNewSession) && !errors.Is(err, control.ErrOtherSession) {
 			s.stats.BadControl.Add(1)
 			return
 		}
