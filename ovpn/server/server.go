@@ -94,11 +94,11 @@ type ClientInfo struct {
 	Cipher     data.Cipher
 	EKM        bool      // keys from TLS keying-material export
 	KeyID      uint8     // the key id of the primary data key (it changes at each renegotiation)
+	Since      time.Time // when the client got its configuration
 	// KeyMetadata is, with tls-crypt-v2, the client key's metadata as
 	// wrap.DescribeMetadata formats it ("user BASE64", "timestamp
 	// TIME"); "" otherwise.
 	KeyMetadata string
-	Since      time.Time // when the client got its configuration
 	// RxBytes and TxBytes count the IP packet bytes received from and
 	// sent to the client (keepalives excluded).
 	RxBytes, TxBytes uint64
