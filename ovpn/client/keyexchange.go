@@ -139,6 +139,11 @@ func (x side) Explain(stage control.Stage, ctxErr, err error) error {
 		}
 		return s.timeoutError(err)
 	case control.StageTLS:
+		if ctxErr != nil && s.cfg.TLSCryptV2Client != nil {
+			// A tls-crypt-v2 server answers the reset before it looks at
+			// the key's metadata, and refuses silently.
+			return fmt.Errorf("%w: TLS handshake did not finish (the server may refuse this tls-crypt-v2 client key): %v", ErrTimeout, ctxErr)
+		}
 		if ctxErr != nil {
 			return fmt.Errorf("%w: TLS handshake did not finish: %v", ErrTimeout, ctxErr)
 		}

@@ -265,7 +265,7 @@ const waitNote = 10 * time.Second
 
 func (s *Session) timeoutError(cause error) error {
 	if _, ok := s.ctrl.RemoteSession(); !ok {
-		msg := "no reply from the server (unreachable, or wrong tls-auth/tls-crypt key)"
+		msg := "no reply from the server (unreachable, or wrong tls-auth/tls-crypt/tls-crypt-v2 key)"
 		if e, ok := s.wrapErr.Load().(string); ok {
 			msg += "; last dropped packet: " + e
 		}

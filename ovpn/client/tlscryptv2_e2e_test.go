@@ -89,6 +89,9 @@ func TestE2ETLSCryptV2(t *testing.T) {
 				c.Close()
 				t.Fatalf("key with metadata %q connected", tc.user)
 			}
+			if !strings.Contains(err.Error(), "may refuse this tls-crypt-v2 client key") {
+				t.Errorf("refused key: %v", err)
+			}
 			if !srv.waitLog(t, "TLS CRYPT V2 VERIFY SCRIPT ERROR", time.Second) {
 				t.Fatal("the server's verify script did not refuse the key")
 			}
