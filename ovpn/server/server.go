@@ -161,6 +161,10 @@ type Server struct {
 	wg      sync.WaitGroup
 
 	v2allow *metadataAllow // tls-crypt-v2-metadata-allow, or nil
+	// v2Epoch (the start time, immutable) and v2Replies number the
+	// stateless tls-crypt-v2 replies (tlscryptv2.go).
+	v2Epoch   uint32
+	v2Replies atomic.Uint32
 
 	tcpGate tcpGate     // TCP connections that have not sent their first frame
 	replies replyBudget // stateless replies per source and second (cookie.go)
@@ -236,6 +240,7 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	s.live.Store(&live{cfg: c, tls: tlsCfg, pool: p, pool6: p6})
 	s.tlsCfg = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return s.live.Load().tls, nil }}
 	if c.TLSCryptV2Server != nil {
+		s.v2Epoch = uint32(time.Now().Unix())
 		if c.TLSAuth != nil || c.TLSCrypt != nil {
 			return nil, errors.New("server: tls-crypt-v2 cannot be combined with tls-auth or tls-crypt")
 		}

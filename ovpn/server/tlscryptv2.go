@@ -109,6 +109,11 @@ func (s *Server) udpUnknownV2(from netip.AddrPort, raw []byte) {
 			s.stats.RepliesWithheld.Add(1)
 			return
 		}
+		// A client sends its first reset twice at once (OpenVPN 2.6 does):
+		// the replies get ids that never repeat, under the server's start
+		// time, so that neither looks like a replay of the other and the
+		// session's packets (a later time) pass the client's window.
+		w.SendFrom(s.v2Replies.Add(1), s.v2Epoch)
 		reply := wire.ControlPacket{Op: wire.HardResetServerV2, Session: s.cookies.sessionID(from, p.Session, now), Payload: wrap.EarlyNegReply()}
 		b, err := wire.AppendControl(nil, &reply)
 		if err == nil {
@@ -133,14 +138,12 @@ func (s *Server) udpUnknownV2(from netip.AddrPort, raw []byte) {
 		return
 	}
 	// A fresh wrapper for the client (HandlePacket checks raw again),
-	// its sending counter past the stateless reply's id.
+	// sending under a time later than the stateless replies'.
 	pw, _, err := s.v2Open(raw)
 	if err != nil {
 		return
 	}
-	if _, err := pw.Wrap(nil, make([]byte, 9)); err != nil {
-		return
-	}
+	pw.SendFrom(1, max(uint32(now.Unix()), s.v2Epoch+1))
 	peer, err := s.newPeer(from, p.Remote, p.Session, pw, nil, true)
 	if err != nil {
 		s.log.Warn("session refused", "remote", from, "err", err)

@@ -108,7 +108,7 @@ func TestTLSCryptV2MetadataPolicy(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		c, err := client.Dial(ctx, f.clientConfig(t, s, cn, v2Inline(ck)), client.Options{Logger: testlog.Logger(t), HandshakeTimeout: 2 * time.Second})
+		c, err := client.Dial(ctx, f.clientConfig(t, s, cn, v2Inline(ck)), client.Options{Logger: testlog.Logger(t), HandshakeTimeout: time.Second})
 		if err == nil {
 			c.Close()
 			t.Fatalf("%s: connected", cn)
