@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -361,5 +362,40 @@ func TestTLSCryptV2ReplayedWKcCreatesNoSession(t *testing.T) {
 	}
 	if n := s.peerCount(); n != 1 {
 		t.Fatalf("%d sessions after replaying the CONTROL_WKC_V1", n)
+	}
+}
+
+// A reset sent twice (OpenVPN 2.6 clients do at start) gets two replies
+// the client accepts: their packet ids differ.
+func TestTLSCryptV2DuplicateResetRepliesAreNoReplays(t *testing.T) {
+	f := newFixture(t)
+	sk, _ := wrap.GenerateV2ServerKey()
+	cfg := f.serverConfig(UDP)
+	cfg.TLSCryptV2Server = sk
+	s := startServer(t, cfg, Options{})
+	ck := v2ClientKey(t, sk, "twice")
+	w, _ := wrap.NewV2Client(ck)
+	conn, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(s.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	reset, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.HardResetClientV2, Session: wire.SessionID{8}})
+	for i := 0; i < 2; i++ {
+		r, _ := w.Wrap(nil, reset)
+		if _, err := conn.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	buf := make([]byte, 2048)
+	for i := 0; i < 2; i++ {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("reply %d: %v", i+1, err)
+		}
+		if _, err := w.Unwrap(nil, buf[:n]); err != nil {
+			t.Fatalf("reply %d: %v", i+1, err)
+		}
 	}
 }
