@@ -27,7 +27,8 @@
 // Files: udp.go (the UDP side on conn.StdBind) and tcp.go (transports), tcpgate.go (caps on TCP
 // connections before their first frame), cookie.go (stateless UDP handshake, reply budget), peer.go (a client's key exchange, push and timers), route.go (packet routing), pool.go,
 // config.go (server configuration files), tun.go (AttachTUN), reload.go (a new
-// configuration in place: PlanReload, ApplyReload).
+// configuration in place: PlanReload, ApplyReload), tlscryptv2.go
+// (tls-crypt-v2: the stateless reply, the WKc, the metadata checks).
 package server
 
 import (

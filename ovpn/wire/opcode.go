@@ -14,8 +14,8 @@ const (
 	HardResetClientV2 Opcode = 7  // P_CONTROL_HARD_RESET_CLIENT_V2
 	HardResetServerV2 Opcode = 8  // P_CONTROL_HARD_RESET_SERVER_V2
 	DataV2            Opcode = 9  // P_DATA_V2: data with a 24-bit peer-id
-	HardResetClientV3 Opcode = 10 // tls-crypt-v2 client reset (not supported)
-	ControlWKCV1      Opcode = 11 // tls-crypt-v2 control with wrapped key (not supported)
+	HardResetClientV3 Opcode = 10 // tls-crypt-v2 client reset, WKc appended (ovpn/wrap turns it into V2)
+	ControlWKCV1      Opcode = 11 // tls-crypt-v2 CONTROL_V1 with the WKc appended (ovpn/wrap turns it into CONTROL_V1)
 	KeyIDMask                = 0x07
 	UndefinedPeerID   uint32 = 0xFFFFFF
 )

@@ -1,7 +1,9 @@
 // Package wrap protects OpenVPN control packets with a pre-shared static
 // key: tls-auth (an HMAC in front of the packet) or tls-crypt (AES-256-CTR
-// encryption with an HMAC-SHA256 synthetic IV). It also parses OpenVPN
-// static key files.
+// encryption with an HMAC-SHA256 synthetic IV); and with tls-crypt-v2, a
+// tls-crypt key per client that travels wrapped by the server key
+// (tlscryptv2key.go: the keys and the WKc; tlscryptv2.go: the client's
+// and the server's wrappers). It also parses OpenVPN static key files.
 //
 //	plain:     op|kid (1) | session id (8) | rest
 //	tls-auth:  op|kid | session id | HMAC | replay id (4) | time (4) | rest
