@@ -162,10 +162,11 @@ type Server struct {
 	wg      sync.WaitGroup
 
 	v2allow *metadataAllow // tls-crypt-v2-metadata-allow, or nil
-	// v2Epoch (the start time, immutable) and v2Replies number the
-	// stateless tls-crypt-v2 replies (tlscryptv2.go).
-	v2Epoch   uint32
-	v2Replies atomic.Uint32
+	// replyEpoch (the start time, immutable) and replyIDs number the
+	// stateless replies' tls-crypt/tls-auth packet ids (udp.go,
+	// tlscryptv2.go).
+	replyEpoch uint32
+	replyIDs   atomic.Uint32
 
 	tcpGate tcpGate     // TCP connections that have not sent their first frame
 	replies replyBudget // stateless replies per source and second (cookie.go)
@@ -237,11 +238,10 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger,
 		handWindow: time.Duration(c.HandWindow) * time.Second,
 		byAddr:     map[netip.AddrPort]*peer{}, pending: map[netip.AddrPort]*peer{}, unproven: map[netip.Addr]int{}, byID: map[uint32]*peer{}, byVaddr: map[netip.Addr]*peer{},
-		rx: pktqueue.New(rxQueue, rxBufLen), done: make(chan struct{})}
+		rx: pktqueue.New(rxQueue, rxBufLen), done: make(chan struct{}), replyEpoch: uint32(time.Now().Unix())}
 	s.live.Store(&live{cfg: c, tls: tlsCfg, pool: p, pool6: p6})
 	s.tlsCfg = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return s.live.Load().tls, nil }}
 	if c.TLSCryptV2Server != nil {
-		s.v2Epoch = uint32(time.Now().Unix())
 		if c.TLSAuth != nil || c.TLSCrypt != nil {
 			return nil, errors.New("server: tls-crypt-v2 cannot be combined with tls-auth or tls-crypt")
 		}

@@ -113,7 +113,7 @@ func (s *Server) udpUnknownV2(from netip.AddrPort, raw []byte) {
 		// the replies get ids that never repeat, under the server's start
 		// time, so that neither looks like a replay of the other and the
 		// session's packets (a later time) pass the client's window.
-		w.SendFrom(s.v2Replies.Add(1), s.v2Epoch)
+		w.SendFrom(s.replyIDs.Add(1), s.replyEpoch)
 		reply := wire.ControlPacket{Op: wire.HardResetServerV2, Session: s.cookies.sessionID(from, p.Session, now), Payload: wrap.EarlyNegReply()}
 		b, err := wire.AppendControl(nil, &reply)
 		if err == nil {
@@ -143,7 +143,7 @@ func (s *Server) udpUnknownV2(from netip.AddrPort, raw []byte) {
 	if err != nil {
 		return
 	}
-	pw.SendFrom(1, max(uint32(now.Unix()), s.v2Epoch+1))
+	pw.SendFrom(1, s.sessionEpoch(now))
 	peer, err := s.newPeer(from, p.Remote, p.Session, pw, nil, true)
 	if err != nil {
 		s.log.Warn("session refused", "remote", from, "err", err)
@@ -153,6 +153,12 @@ func (s *Server) udpUnknownV2(from netip.AddrPort, raw []byte) {
 		s.stats.BadControl.Add(1)
 	}
 	peer.touch()
+}
+
+// sessionEpoch is the replay time a new UDP session's wrapper sends
+// under: later than the stateless replies' (replyEpoch).
+func (s *Server) sessionEpoch(now time.Time) uint32 {
+	return max(uint32(now.Unix()), s.replyEpoch+1)
 }
 
 // wrapperFor returns the wrapper of a TCP client whose first frame is

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha1"
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
@@ -366,36 +367,51 @@ func TestTLSCryptV2ReplayedWKcCreatesNoSession(t *testing.T) {
 }
 
 // A reset sent twice (OpenVPN 2.6 clients do at start) gets two replies
-// the client accepts: their packet ids differ.
-func TestTLSCryptV2DuplicateResetRepliesAreNoReplays(t *testing.T) {
+// the client accepts: their packet ids differ. The same for tls-crypt-v2,
+// tls-crypt and tls-auth.
+func TestDuplicateResetRepliesAreNoReplays(t *testing.T) {
 	f := newFixture(t)
 	sk, _ := wrap.GenerateV2ServerKey()
-	cfg := f.serverConfig(UDP)
-	cfg.TLSCryptV2Server = sk
-	s := startServer(t, cfg, Options{})
 	ck := v2ClientKey(t, sk, "twice")
-	w, _ := wrap.NewV2Client(ck)
-	conn, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(s.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	reset, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.HardResetClientV2, Session: wire.SessionID{8}})
-	for i := 0; i < 2; i++ {
-		r, _ := w.Wrap(nil, reset)
-		if _, err := conn.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conn.SetReadDeadline(time.Now().Add(3 * time.Second))
-	buf := make([]byte, 2048)
-	for i := 0; i < 2; i++ {
-		n, err := conn.Read(buf)
-		if err != nil {
-			t.Fatalf("reply %d: %v", i+1, err)
-		}
-		if _, err := w.Unwrap(nil, buf[:n]); err != nil {
-			t.Fatalf("reply %d: %v", i+1, err)
-		}
+	for _, tc := range []struct {
+		name   string
+		set    func(*Config)
+		client func() wrap.Wrapper
+	}{
+		{"tls-crypt-v2", func(c *Config) { c.TLSCryptV2Server = sk }, func() wrap.Wrapper { w, _ := wrap.NewV2Client(ck); return w }},
+		{"tls-crypt", func(c *Config) { c.TLSCrypt = f.static }, func() wrap.Wrapper { w, _ := wrap.NewTLSCrypt(f.static, false); return w }},
+		{"tls-auth", func(c *Config) { c.TLSAuth, c.KeyDirection = f.static, wrap.Direction0 }, func() wrap.Wrapper {
+			return wrap.NewTLSAuth(f.static, wrap.Direction1, sha1.New)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := f.serverConfig(UDP)
+			tc.set(cfg)
+			s := startServer(t, cfg, Options{})
+			w := tc.client()
+			conn, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(s.Addr()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			reset, _ := wire.AppendControl(nil, &wire.ControlPacket{Op: wire.HardResetClientV2, Session: wire.SessionID{8}})
+			for i := 0; i < 2; i++ {
+				r, _ := w.Wrap(nil, reset)
+				if _, err := conn.Write(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+			buf := make([]byte, 2048)
+			for i := 0; i < 2; i++ {
+				n, err := conn.Read(buf)
+				if err != nil {
+					t.Fatalf("reply %d: %v", i+1, err)
+				}
+				if _, err := w.Unwrap(nil, buf[:n]); err != nil {
+					t.Fatalf("reply %d: %v", i+1, err)
+				}
+			}
+		})
 	}
 }

@@ -236,6 +236,11 @@ func (s *Server) udpUnknown(from netip.AddrPort, raw []byte) {
 		if err != nil {
 			return
 		}
+		// A client sends its first reset twice at once (OpenVPN 2.6
+		// does): the replies' packet ids never repeat (tlscryptv2.go).
+		if sf, ok := w.(sendFromer); ok {
+			sf.SendFrom(s.replyIDs.Add(1), s.replyEpoch)
+		}
 		if b, err = w.Wrap(nil, b); err != nil {
 			return
 		}
@@ -254,11 +259,11 @@ func (s *Server) udpUnknown(from netip.AddrPort, raw []byte) {
 		if err != nil {
 			return
 		}
-		// The stateless reset went out with the wrapper's first packet id;
-		// start this client's wrapper past it so the client's replay
-		// check accepts what follows.
-		if _, err := pw.Wrap(nil, make([]byte, 9)); err != nil {
-			return
+		// The stateless replies went out under replyEpoch; this client's
+		// wrapper sends under a later time, so the client's replay check
+		// accepts what follows.
+		if sf, ok := pw.(sendFromer); ok {
+			sf.SendFrom(1, s.sessionEpoch(now))
 		}
 		peer, err := s.newPeer(from, p.Remote, p.Session, pw, nil, true)
 		if err != nil {
@@ -273,6 +278,9 @@ func (s *Server) udpUnknown(from netip.AddrPort, raw []byte) {
 		s.stats.BadControl.Add(1)
 	}
 }
+
+// sendFromer is a wrapper with packet ids (tls-auth, tls-crypt).
+type sendFromer interface{ SendFrom(id, t uint32) }
 
 // graveKey names one client session.
 type graveKey struct {

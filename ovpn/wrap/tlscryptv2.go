@@ -147,16 +147,9 @@ func NewV2Session(kc *StaticKey, md []byte) (*V2Session, error) {
 	return &V2Session{c: c, md: append([]byte(nil), md...)}, nil
 }
 
-// SendFrom makes the next packet Wrap sends carry packet id id and time
-// t (OpenVPN's long-form replay id), counting on from there. A stateless
-// server uses it to give its replies ids that never repeat and a time
-// older than the session's, since the client keeps one replay window for
-// both.
-func (s *V2Session) SendFrom(id, t uint32) {
-	s.c.mu.Lock()
-	s.c.sendID, s.c.sendT = id-1, t
-	s.c.mu.Unlock()
-}
+// SendFrom sets the next packet id and time Wrap sends (see
+// replayState.SendFrom).
+func (s *V2Session) SendFrom(id, t uint32) { s.c.SendFrom(id, t) }
 
 // Metadata returns the client key's metadata (type byte first).
 func (s *V2Session) Metadata() []byte { return s.md }

@@ -69,6 +69,17 @@ func (r *replayState) next() (uint32, uint32) {
 	return r.sendID, r.sendT
 }
 
+// SendFrom makes the next packet sent carry packet id id and time t
+// (OpenVPN's long-form replay id), counting on from there. A stateless
+// server uses it to give its replies ids that never repeat and a time
+// older than the session's, since the client keeps one replay window for
+// both.
+func (r *replayState) SendFrom(id, t uint32) {
+	r.mu.Lock()
+	r.sendID, r.sendT = id-1, t
+	r.mu.Unlock()
+}
+
 func (r *replayState) accept(id, t uint32) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
