@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/control"
 )
 
@@ -59,6 +60,12 @@ func TestPeerFingerprintDirective(t *testing.T) {
 	}
 	if len(c.CA) != 0 {
 		t.Fatal("CA set")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "crl.pem"), testpki.New(t, "CA").CurrentCRL(t), 0o600)
+	_, err = Parse([]byte(text+"crl-verify crl.pem\n"), "x.ovpn", dir)
+	if err == nil || !strings.Contains(err.Error(), "x.ovpn:10: crl-verify: crl-verify needs a CA") {
+		t.Fatalf("crl-verify without a CA: %v", err)
 	}
 }
 
