@@ -27,7 +27,7 @@ docs/openvpn.md lists the supported directives.`
 
 // ovpnUsage prints the ovpn command's usage.
 func ovpnUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: %s ovpn connect|serve|genkey [flags] FILE\n%s\n", prog, ovpnHelp)
+	fmt.Fprintf(w, "Usage: %s ovpn connect|serve|genkey [flags] ARGS\n%s\n", prog, ovpnHelp)
 }
 
 // cmdOvpn dispatches `wirelane ovpn connect|serve`: their flags are
