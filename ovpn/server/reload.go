@@ -26,7 +26,10 @@ package server
 //     netmask; connected clients keep what they were pushed until they
 //     reconnect;
 //   - never without a restart: local/port/proto, dev, tun-mtu, tls-auth,
-//     tls-crypt, key-direction, auth, hand-window (PlanReload refuses them).
+//     tls-crypt, tls-crypt-v2 and its tls-crypt-v2-metadata-allow file's
+//     name, key-direction, auth, hand-window (PlanReload refuses them).
+//     peer-fingerprint is a certificate check (at once, for everyone);
+//     tls-crypt-v2-max-age applies to new sessions.
 //
 // The host side of `route` lines (kernel routes into the TUN) and of the
 // server's own tunnel address is the caller's (internal/tunnel/ovpntunnel):
@@ -63,7 +66,7 @@ func serverTLS(c *Config) (*tls.Config, error) {
 		minTLS = tls.VersionTLS13
 	}
 	return control.TLSConfig(control.TLSParams{CA: c.CA, Cert: c.Cert, Key: c.Key, Server: true,
-		RemoteCertTLS: c.RemoteCertTLS, MinVersion: minTLS, CRLFile: c.CRLVerify})
+		RemoteCertTLS: c.RemoteCertTLS, MinVersion: minTLS, CRLFile: c.CRLVerify, PeerFingerprints: c.PeerFingerprints})
 }
 
 // withDefaults returns c with the defaults New applies.
@@ -204,6 +207,8 @@ func needsRestart(old, c *Config) error {
 	add(old.MTU != c.MTU, "tun-mtu")
 	add(!sameKey(old.TLSAuth, c.TLSAuth), "tls-auth")
 	add(!sameKey(old.TLSCrypt, c.TLSCrypt), "tls-crypt")
+	add(!sameV2Key(old.TLSCryptV2Server, c.TLSCryptV2Server), "tls-crypt-v2")
+	add(old.TLSCryptV2AllowFile != c.TLSCryptV2AllowFile, "tls-crypt-v2-metadata-allow (the file's contents are read again as they change)")
 	add(old.KeyDirection != c.KeyDirection, "key-direction")
 	add(old.Auth != c.Auth, "auth")
 	add(old.HandWindow != c.HandWindow, "hand-window")
@@ -217,6 +222,15 @@ func needsRestart(old, c *Config) error {
 
 // sameKey reports whether two optional static keys are equal.
 func sameKey(a, b *wrap.StaticKey) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// sameV2Key reports whether two optional tls-crypt-v2 server keys are
+// equal.
+func sameV2Key(a, b *wrap.V2ServerKey) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

@@ -45,7 +45,7 @@ func (s *Server) v2Open(raw []byte) (*wrap.V2Session, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	kc, md, err := s.cfg.TLSCryptV2Server.UnwrapClientKey(wkc)
+	kc, md, err := s.live.Load().cfg.TLSCryptV2Server.UnwrapClientKey(wkc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,7 +57,7 @@ func (s *Server) v2Open(raw []byte) (*wrap.V2Session, []byte, error) {
 // v2Allowed applies tls-crypt-v2-max-age and tls-crypt-v2-metadata-allow
 // to a client key's metadata.
 func (s *Server) v2Allowed(md []byte, now time.Time) error {
-	if days := s.cfg.TLSCryptV2MaxAge; days > 0 {
+	if days := s.live.Load().cfg.TLSCryptV2MaxAge; days > 0 {
 		t, ok := wrap.MetadataTime(md)
 		if !ok {
 			return fmt.Errorf("%w: tls-crypt-v2-max-age %d, and the key has no timestamp (%s)", errV2Metadata, days, wrap.DescribeMetadata(md))
@@ -165,7 +165,7 @@ func (s *Server) sessionEpoch(now time.Time) uint32 {
 // raw: under tls-crypt-v2 the client's own, from the frame's WKc, after
 // the metadata checks; otherwise the server's.
 func (s *Server) wrapperFor(raw []byte) (wrap.Wrapper, error) {
-	if s.cfg.TLSCryptV2Server == nil {
+	if s.live.Load().cfg.TLSCryptV2Server == nil {
 		return s.newWrapper()
 	}
 	if op, _ := wire.Header(raw[0]); op != wire.HardResetClientV3 {

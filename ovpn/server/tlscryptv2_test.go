@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/internal/testlog"
 	"github.com/wirelane/wirelane/ovpn/wire"
 	"github.com/wirelane/wirelane/ovpn/wrap"
@@ -137,7 +139,9 @@ func TestTLSCryptV2MetadataPolicy(t *testing.T) {
 	// max-age: a timestamped key from 40 days ago is refused, a fresh
 	// one and a 20-day-old one are not; user metadata has no time.
 	now := time.Now()
-	s.cfg.TLSCryptV2MaxAge = 30
+	l := *s.live.Load()
+	l.cfg.TLSCryptV2MaxAge = 30
+	s.live.Store(&l)
 	s.v2allow = nil
 	for _, tc := range []struct {
 		md []byte
@@ -413,5 +417,49 @@ func TestDuplicateResetRepliesAreNoReplays(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Reloading: another tls-crypt-v2 server key needs a restart, a new
+// max-age does not; a peer-fingerprint list without a connected client's
+// certificate refuses that client.
+func TestReloadTLSCryptV2AndFingerprints(t *testing.T) {
+	f := newFixture(t)
+	sk, _ := wrap.GenerateV2ServerKey()
+	cfg := f.serverConfig(UDP)
+	cfg.TLSCryptV2Server = sk
+	cliCert, cliKey, cliFP := testpki.SelfSigned(t, "pinned", x509.ExtKeyUsageClientAuth)
+	fp, _ := control.ParseFingerprint(cliFP)
+	cfg.CA = nil
+	cfg.PeerFingerprints = []control.Fingerprint{fp}
+	s := startServer(t, cfg, Options{})
+	echoResponder(s)
+	text := fmt.Sprintf("client\ndev tun\nremote %s %d udp\nnobind\n<ca>\n%s</ca>\n<cert>\n%s</cert>\n<key>\n%s</key>\n%s",
+		s.Addr().Addr(), s.Addr().Port(), f.pki.CAPEM, cliCert, cliKey, v2Inline(v2ClientKey(t, sk, "pinned")))
+	ccfg, err := config.Parse([]byte(text), "pinned.ovpn", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialClient(t, ccfg, client.Options{})
+	ping(t, c, s.TunnelAddress().Addr(), 1)
+
+	other, _ := wrap.GenerateV2ServerKey()
+	next := *cfg
+	next.TLSCryptV2Server = other
+	if _, err := s.PlanReload(&next); !errors.Is(err, ErrNeedsRestart) || !strings.Contains(err.Error(), "tls-crypt-v2") {
+		t.Fatalf("another server key: %v", err)
+	}
+	next = *cfg
+	next.TLSCryptV2MaxAge = 10
+	if p, err := s.PlanReload(&next); err != nil || len(p.Refused) != 0 {
+		t.Fatalf("max-age: %v %+v", err, p)
+	}
+	_, _, otherFP := testpki.SelfSigned(t, "someone", x509.ExtKeyUsageClientAuth)
+	ofp, _ := control.ParseFingerprint(otherFP)
+	next = *cfg
+	next.PeerFingerprints = []control.Fingerprint{ofp}
+	p, err := s.PlanReload(&next)
+	if err != nil || len(p.Refused) != 1 || !strings.Contains(p.Refused[0].Reason, "not in peer-fingerprint") {
+		t.Fatalf("fingerprints: %v %+v", err, p)
 	}
 }

@@ -201,7 +201,7 @@ func (s *Server) float(p *peer, to netip.AddrPort) {
 // udpUnknown handles a control packet from an address without a client:
 // the stateless part of the handshake.
 func (s *Server) udpUnknown(from netip.AddrPort, raw []byte) {
-	if s.cfg.TLSCryptV2Server != nil {
+	if s.live.Load().cfg.TLSCryptV2Server != nil {
 		s.udpUnknownV2(from, raw)
 		return
 	}
