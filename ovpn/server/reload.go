@@ -364,6 +364,12 @@ func (p *ReloadPlan) diff(a, b *live) {
 	if o.TLSVersionMin != n.TLSVersionMin {
 		line("tls-version-min: %q -> %q (next handshakes)", o.TLSVersionMin, n.TLSVersionMin)
 	}
+	if !slices.Equal(o.PeerFingerprints, n.PeerFingerprints) {
+		line("peer-fingerprint: %d -> %d fingerprints", len(o.PeerFingerprints), len(n.PeerFingerprints))
+	}
+	if o.TLSCryptV2MaxAge != n.TLSCryptV2MaxAge {
+		line("tls-crypt-v2-max-age: %d -> %d days (new sessions)", o.TLSCryptV2MaxAge, n.TLSCryptV2MaxAge)
+	}
 	if o.Ping != n.Ping || o.PingRestart != n.PingRestart {
 		line("keepalive: ping %d, ping-restart %d -> ping %d, ping-restart %d (new sessions)", o.Ping, o.PingRestart, n.Ping, n.PingRestart)
 	}

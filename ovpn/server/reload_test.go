@@ -13,7 +13,9 @@ import (
 	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
 // Reload with in-process Wirelane clients: a CRL that revokes one of two
@@ -187,37 +189,42 @@ func TestReloadCoversEveryField(t *testing.T) {
 	s := startServer(t, cfg, Options{})
 	other := newFixture(t)
 	mut := map[string]func(c *Config){
-		"Listen":         func(c *Config) { c.Listen = netip.MustParseAddrPort("127.0.0.2:1") },
-		"Proto":          func(c *Config) { c.Proto = TCP },
-		"Network":        func(c *Config) { c.Network = netip.MustParsePrefix("10.9.0.0/24") },
-		"Network6":       func(c *Config) { c.Network6 = netip.MustParsePrefix("fd00::/64") },
-		"MTU":            func(c *Config) { c.MTU = 1400 },
-		"Push":           func(c *Config) { c.Push = nil },
-		"Routes":         func(c *Config) { c.Routes = []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")} },
-		"HandWindow":     func(c *Config) { c.HandWindow = 30 },
-		"ClientToClient": func(c *Config) { c.ClientToClient = true },
-		"DuplicateCN":    func(c *Config) { c.DuplicateCN = true },
-		"MaxClients":     func(c *Config) { c.MaxClients = 3 },
-		"ConnectFreq":    func(c *Config) { c.ConnectFreq, c.ConnectFreqSec = 1, 1 },
-		"ConnectFreqSec": func(c *Config) { c.ConnectFreq, c.ConnectFreqSec = 1, 9 },
-		"Dev":            func(c *Config) { c.Dev = "tun9" },
-		"CA":             func(c *Config) { c.CA = append(slices.Clone(c.CA), other.pki.CAPEM...) },
-		"Cert":           func(c *Config) { c.Cert, c.Key = other.srvCert, other.srvKey },
-		"Key":            func(c *Config) { c.Cert, c.Key = other.srvCert, other.srvKey },
-		"TLSAuth":        func(c *Config) { c.TLSAuth = f.static },
-		"TLSCrypt":       func(c *Config) { c.TLSCrypt = f.static },
-		"KeyDirection":   func(c *Config) { c.KeyDirection = 1 },
-		"Auth":           func(c *Config) { c.Auth = "SHA256" },
-		"TLSVersionMin":  func(c *Config) { c.TLSVersionMin = "1.3" },
-		"RemoteCertTLS":  func(c *Config) { c.RemoteCertTLS = "" },
-		"CRLVerify":      func(c *Config) { c.CRLVerify = "/nonexistent" },
-		"DataCiphers":    func(c *Config) { c.DataCiphers = []data.Cipher{data.AES128GCM} },
-		"Ping":           func(c *Config) { c.Ping = 3 },
-		"PingRestart":    func(c *Config) { c.PingRestart = 9 },
-		"RenegSec":       func(c *Config) { c.RenegSec = 60 },
+		"Listen":              func(c *Config) { c.Listen = netip.MustParseAddrPort("127.0.0.2:1") },
+		"Proto":               func(c *Config) { c.Proto = TCP },
+		"Network":             func(c *Config) { c.Network = netip.MustParsePrefix("10.9.0.0/24") },
+		"Network6":            func(c *Config) { c.Network6 = netip.MustParsePrefix("fd00::/64") },
+		"MTU":                 func(c *Config) { c.MTU = 1400 },
+		"Push":                func(c *Config) { c.Push = nil },
+		"Routes":              func(c *Config) { c.Routes = []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")} },
+		"HandWindow":          func(c *Config) { c.HandWindow = 30 },
+		"ClientToClient":      func(c *Config) { c.ClientToClient = true },
+		"DuplicateCN":         func(c *Config) { c.DuplicateCN = true },
+		"MaxClients":          func(c *Config) { c.MaxClients = 3 },
+		"ConnectFreq":         func(c *Config) { c.ConnectFreq, c.ConnectFreqSec = 1, 1 },
+		"ConnectFreqSec":      func(c *Config) { c.ConnectFreq, c.ConnectFreqSec = 1, 9 },
+		"Dev":                 func(c *Config) { c.Dev = "tun9" },
+		"CA":                  func(c *Config) { c.CA = append(slices.Clone(c.CA), other.pki.CAPEM...) },
+		"Cert":                func(c *Config) { c.Cert, c.Key = other.srvCert, other.srvKey },
+		"Key":                 func(c *Config) { c.Cert, c.Key = other.srvCert, other.srvKey },
+		"TLSAuth":             func(c *Config) { c.TLSAuth = f.static },
+		"TLSCrypt":            func(c *Config) { c.TLSCrypt = f.static },
+		"KeyDirection":        func(c *Config) { c.KeyDirection = 1 },
+		"Auth":                func(c *Config) { c.Auth = "SHA256" },
+		"TLSVersionMin":       func(c *Config) { c.TLSVersionMin = "1.3" },
+		"RemoteCertTLS":       func(c *Config) { c.RemoteCertTLS = "" },
+		"CRLVerify":           func(c *Config) { c.CRLVerify = "/nonexistent" },
+		"DataCiphers":         func(c *Config) { c.DataCiphers = []data.Cipher{data.AES128GCM} },
+		"Ping":                func(c *Config) { c.Ping = 3 },
+		"PingRestart":         func(c *Config) { c.PingRestart = 9 },
+		"RenegSec":            func(c *Config) { c.RenegSec = 60 },
+		"TLSCryptV2Server":    func(c *Config) { c.TLSCryptV2Server = &wrap.V2ServerKey{1} },
+		"TLSCryptV2AllowFile": func(c *Config) { c.TLSCryptV2AllowFile = "/nonexistent" },
+		"TLSCryptV2MaxAge":    func(c *Config) { c.TLSCryptV2MaxAge = 30 },
+		"PeerFingerprints":    func(c *Config) { c.PeerFingerprints = []control.Fingerprint{{1}} },
 	}
 	// Diagnostics of the parser, not settings.
-	skip := map[string]bool{"Common": true, "Warnings": true, "SecretFiles": true, "InlineSecrets": true}
+	// TLSCryptV2Client belongs to client files.
+	skip := map[string]bool{"Common": true, "Warnings": true, "SecretFiles": true, "InlineSecrets": true, "TLSCryptV2Client": true}
 	var names []string
 	for _, typ := range []reflect.Type{reflect.TypeOf(Config{}), reflect.TypeOf(config.Common{})} {
 		for i := range typ.NumField() {
