@@ -92,6 +92,8 @@ type Device struct {
 	cookieRepliesSent atomic.Uint64
 	// cookieRepliesReceived counts cookie replies accepted from peers.
 	cookieRepliesReceived atomic.Uint64
+	// ctr holds the device's other counters (counters.go).
+	ctr counters
 
 	removeSourceHook func() // unregisters clearAllSources from the bind; nil when none
 

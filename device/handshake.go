@@ -36,6 +36,7 @@ func (p *peer) sendControl(msg []byte) bool {
 		return false
 	}
 	if err := d.bind.Send([][]byte{msg}, rt); err != nil {
+		d.ctr.socketSendErrors.Add(1)
 		d.log.Debug("handshake send failed", "peer", p.pub.String(), "err", err)
 		return false
 	}
@@ -50,6 +51,7 @@ func (d *Device) sendTo(msg []byte, ep conn.Endpoint) {
 	d.ctrlReader.Enter()
 	defer d.ctrlReader.Exit()
 	if err := d.bind.Send([][]byte{msg}, conn.NewRoute(ep, 0)); err != nil {
+		d.ctr.socketSendErrors.Add(1)
 		d.log.Debug("cookie reply send failed", "to", ep.Dst, "err", err)
 	}
 }
@@ -91,6 +93,7 @@ func (p *peer) sendInitiation(retry bool) {
 	p.timersAnyAuthenticatedPacketSent()
 	p.timersHandshakeInitiated()
 	if p.sendControl(msg) {
+		d.ctr.initiationsSent.Add(1)
 		d.log.Debug("sent handshake initiation", "peer", p.pub.String())
 	}
 }
@@ -123,6 +126,7 @@ func (d *Device) handleHandshake(msg []byte, src conn.Endpoint) {
 		return
 	}
 	if !id.checker.CheckMAC1(msg) {
+		d.reject(RejectMAC1)
 		if d.debug() {
 			d.log.Debug("handshake with bad mac1", "from", src.Dst)
 		}
@@ -152,9 +156,11 @@ func (d *Device) handleHandshake(msg []byte, src conn.Endpoint) {
 			var buf [noise.MessageCookieReplySize]byte
 			d.sendTo(reply.MarshalTo(buf[:0]), src)
 			d.cookieRepliesSent.Add(1)
+			d.reject(RejectCookie)
 			return
 		}
 		if !d.limiter.allow(src.Dst.Addr(), now) {
+			d.reject(RejectRateLimit)
 			return
 		}
 	}
@@ -196,12 +202,14 @@ func (d *Device) handleInitiation(id *identity, msg []byte, src conn.Endpoint) {
 		return p.hs.Load()
 	})
 	if err != nil || p == nil || hs == nil {
+		d.reject(RejectInvalid)
 		if d.debug() {
 			d.log.Debug("rejected handshake initiation", "from", src.Dst, "err", err)
 		}
 		return
 	}
 	if !p.isRunning() {
+		d.reject(RejectStale)
 		return
 	}
 	p.timersAnyAuthenticatedPacketTraversal()
@@ -240,7 +248,9 @@ func (d *Device) handleInitiation(id *identity, msg []byte, src conn.Endpoint) {
 	p.timersSessionDerived()
 	p.timersAnyAuthenticatedPacketTraversal()
 	p.timersAnyAuthenticatedPacketSent()
-	p.sendControl(out)
+	if p.sendControl(out) {
+		d.ctr.completedResponder.Add(1)
+	}
 	d.log.Debug("answered handshake initiation", "peer", p.pub.String())
 }
 
@@ -259,18 +269,25 @@ func (d *Device) handleResponse(id *identity, msg []byte, src conn.Endpoint) {
 		return p.hs.Load()
 	})
 	if err != nil || p == nil || hs == nil {
+		if p == nil {
+			d.reject(RejectStale) // an index the device does not wait on
+		} else {
+			d.reject(RejectInvalid)
+		}
 		if d.debug() {
 			d.log.Debug("rejected handshake response", "from", src.Dst, "err", err)
 		}
 		return
 	}
 	if !p.isRunning() {
+		d.reject(RejectStale)
 		return
 	}
 	now := d.clock.Now()
 	p.hsMu.Lock()
 	if p.hs.Load() != hs || hs.LocalIndex() != m.Receiver || p.hsIndex != m.Receiver {
 		p.hsMu.Unlock()
+		d.reject(RejectStale)
 		return
 	}
 	sess, err := hs.DeriveSession(now)
@@ -286,6 +303,7 @@ func (d *Device) handleResponse(id *identity, msg []byte, src conn.Endpoint) {
 	p.hsIndex = 0
 	p.installSession(kp)
 	p.hsMu.Unlock()
+	d.ctr.completedInitiator.Add(1)
 
 	p.timersAnyAuthenticatedPacketTraversal()
 	p.timersAnyAuthenticatedPacketReceived()

@@ -78,6 +78,7 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 				break
 			}
 			failures++
+			d.ctr.socketReceiveErrors.Add(1)
 			d.log.Debug("receive failed", "err", err)
 			if failures > 64 {
 				time.Sleep(time.Millisecond) // do not spin on a broken socket
@@ -94,6 +95,7 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 		var lastIdx uint32
 		var last indexEntry
 		haveLast := false
+		malformed, unknown, hsFull := 0, 0, 0 // drops, counted once per batch
 		d.indices.mu.RLock()
 		for i := 0; i < n; i++ {
 			kps[i] = nil
@@ -102,18 +104,21 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			case noise.MessageTransportType:
 				idx, ctr, ok := noise.ParseTransportHeader(msg)
 				if !ok {
+					malformed++
 					continue
 				}
 				if !haveLast || idx != lastIdx {
 					e, ok := d.indices.m[idx]
 					if !ok {
 						haveLast = false
+						unknown++
 						continue
 					}
 					lastIdx, last, haveLast = idx, e, true
 				}
 				e := last
 				if e.kp == nil {
+					unknown++
 					continue
 				}
 				kps[i] = e.kp
@@ -125,6 +130,7 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 				}
 			case noise.MessageInitiationType, noise.MessageResponseType, noise.MessageCookieReplyType:
 				if !handshakeSizeOK(msg) {
+					malformed++
 					continue
 				}
 				// Copied out so that a flood cannot pin data-path buffers.
@@ -135,10 +141,18 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 				case d.handshakes <- hm:
 				default:
 					hsMessagePool.Put(hm)
+					hsFull++
 				}
+			default:
+				malformed++
 			}
 		}
 		d.indices.mu.RUnlock()
+		if malformed|unknown|hsFull != 0 {
+			d.drop(DropMalformed, malformed)
+			d.drop(DropUnknownIndex, unknown)
+			d.drop(DropHandshakeQueue, hsFull)
+		}
 		for _, kp := range seen {
 			p := kp.peer
 			r := p.current()
@@ -318,6 +332,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	kp := b.kp
 	now := d.clock.Now()
 	if now.Sub(kp.created) >= d.tm.rejectAfterTime {
+		d.drop(DropExpired, len(b.pkts))
 		return
 	}
 	var last conn.Endpoint
@@ -325,11 +340,19 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	var rx uint64
 	bufs := b.bufs[:0]
 	locked := false
+	// Drops by reason, counted once per batch (only when there are some).
+	var undecrypted, expired, replayed, notAllowed int
 	for _, pk := range b.pkts {
-		if !pk.ok || pk.counter >= RejectAfterMessages {
+		if !pk.ok {
+			undecrypted++
+			continue
+		}
+		if pk.counter >= RejectAfterMessages {
+			expired++
 			continue
 		}
 		if !kp.replay.Validate(pk.counter, RejectAfterMessages) {
+			replayed++
 			continue
 		}
 		valid = true
@@ -341,6 +364,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 		}
 		src, l, ok := innerSource(plain)
 		if !ok {
+			notAllowed++
 			continue
 		}
 		if !locked {
@@ -348,6 +372,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 			locked = true
 		}
 		if owner, ok := d.allowed.LookupBytes(src); !ok || owner != p {
+			notAllowed++
 			continue
 		}
 		data = true
@@ -357,6 +382,12 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 		d.allowedMu.RUnlock()
 	}
 	b.bufs = bufs
+	if undecrypted|expired|replayed|notAllowed != 0 {
+		d.drop(DropDecrypt, undecrypted)
+		d.drop(DropExpired, expired)
+		d.drop(DropReplay, replayed)
+		d.drop(DropNotAllowed, notAllowed)
+	}
 	if !valid {
 		return
 	}
@@ -377,6 +408,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 			heads.Prepare(bufs, tun.Offset)
 		}
 		if _, err := d.tun.Write(bufs, tun.Offset); err != nil {
+			d.ctr.tunWriteErrors.Add(1)
 			d.log.Debug("TUN write failed", "err", err)
 		}
 	}
