@@ -28,6 +28,6 @@ func OVPNServerCounters(tunnel string, st *server.Stats) []EngineCounter {
 		drop("spoofed", st.Spoofed.Load()),
 		drop("no_route", st.NoRoute.Load()),
 		drop("rx_full", st.RxFull.Load()),
-		{Tunnel: tunnel, Name: "tun_errors_total", Help: "Failed writes to the tunnel's TUN device.", Value: float64(st.TUNErrors.Load())},
+		{Tunnel: tunnel, Name: "tun_errors_total", Help: helpTUNErrors, Value: float64(st.TUNErrors.Load())},
 	}
 }
