@@ -87,8 +87,7 @@ type Device struct {
 	hsPriority chan *hsMessage
 	hsFree     chan *hsMessage // free handshake messages (receive.go: getHSMessage)
 	hsMade     atomic.Int32    // handshake messages allocated, at most cap(hsFree)
-	drops      dropCounters
-	quit       chan struct{} // closed by Close after peers and readers stopped
+	quit       chan struct{}   // closed by Close after peers and readers stopped
 	workersWG  sync.WaitGroup
 
 	underLoadUntil atomic.Int64 // unix nanoseconds (device clock)
@@ -98,6 +97,8 @@ type Device struct {
 	cookieRepliesSent atomic.Uint64
 	// cookieRepliesReceived counts cookie replies accepted from peers.
 	cookieRepliesReceived atomic.Uint64
+	// ctr holds the device's other counters (counters.go).
+	ctr counters
 
 	removeSourceHook func() // unregisters clearAllSources from the bind; nil when none
 

@@ -1,7 +1,5 @@
 package device
 
-import "sync/atomic"
-
 // Drops counts what a device threw away, by reason, since it was created.
 // Senders that are not peers drive most of these numbers, so they are
 // counted rather than logged: a flood of junk costs one counter update per
@@ -43,35 +41,21 @@ type Drops struct {
 	CookieRepliesSent uint64
 }
 
-// dropCounters is the device's live copy of Drops. The receive path
-// counts in locals and adds once per batch, only when non-zero.
-type dropCounters struct {
-	junk, unknownIndex, noBuffer                         atomic.Uint64
-	unauthenticated, replayed, notAllowed                atomic.Uint64
-	handshakeQueueFull, badMAC1, rateLimited, hsRejected atomic.Uint64
-}
-
-// add adds n to c when n is not zero (no atomic operation otherwise).
-func add(c *atomic.Uint64, n uint64) {
-	if n != 0 {
-		c.Add(n)
-	}
-}
-
-// Drops returns the device's drop counters.
+// Drops returns the device's drop counters: a view of Counters by the
+// attack each number shows.
 func (d *Device) Drops() Drops {
-	c := &d.drops
+	c := d.Counters()
 	return Drops{
-		Junk:               c.junk.Load(),
-		UnknownIndex:       c.unknownIndex.Load(),
-		NoBuffer:           c.noBuffer.Load(),
-		Unauthenticated:    c.unauthenticated.Load(),
-		Replayed:           c.replayed.Load(),
-		NotAllowed:         c.notAllowed.Load(),
-		HandshakeQueueFull: c.handshakeQueueFull.Load(),
-		BadMAC1:            c.badMAC1.Load(),
-		RateLimited:        c.rateLimited.Load(),
-		HandshakeRejected:  c.hsRejected.Load(),
-		CookieRepliesSent:  d.cookieRepliesSent.Load(),
+		Junk:               c.Dropped[DropMalformed],
+		UnknownIndex:       c.Dropped[DropUnknownIndex],
+		NoBuffer:           c.Dropped[DropNoBuffer],
+		Unauthenticated:    c.Dropped[DropDecrypt],
+		Replayed:           c.Dropped[DropReplay] + c.Dropped[DropExpired],
+		NotAllowed:         c.Dropped[DropNotAllowed],
+		HandshakeQueueFull: c.Dropped[DropHandshakeQueue],
+		BadMAC1:            c.Rejected[RejectMAC1],
+		RateLimited:        c.Rejected[RejectRateLimit],
+		HandshakeRejected:  c.Rejected[RejectInvalid] + c.Rejected[RejectStale],
+		CookieRepliesSent:  c.CookieRepliesSent,
 	}
 }

@@ -44,6 +44,7 @@ func (p *peer) sendControl(msg []byte) bool {
 		return false
 	}
 	if err := d.bind.Send([][]byte{msg}, rt); err != nil {
+		d.ctr.socketSendErrors.Add(1)
 		d.log.Debug("handshake send failed", "peer", p.pub.String(), "err", err)
 		return false
 	}
@@ -58,7 +59,9 @@ func (d *Device) sendTo(msg []byte, ep conn.Endpoint) {
 	defer d.ctrlMu.Unlock()
 	d.ctrlReader.Enter()
 	defer d.ctrlReader.Exit()
-	d.bind.Send([][]byte{msg}, conn.NewRoute(ep, 0)) // a lost reply is retried by the peer
+	if err := d.bind.Send([][]byte{msg}, conn.NewRoute(ep, 0)); err != nil {
+		d.ctr.socketSendErrors.Add(1) // a lost reply is retried by the peer
+	}
 }
 
 // sendInitiation starts a handshake. A retry keeps counting attempts; a
@@ -114,6 +117,7 @@ func (p *peer) sendInitiationAfter(retry bool, cookieFor uint32) {
 	p.timersAnyAuthenticatedPacketSent()
 	p.timersHandshakeInitiated()
 	if p.sendControl(msg) {
+		d.ctr.initiationsSent.Add(1)
 		d.log.Debug("sent handshake initiation", "peer", p.pub.String())
 	}
 }
@@ -161,7 +165,7 @@ func (d *Device) handleHandshakeChecked(msg []byte, src conn.Endpoint, macsOK bo
 		return
 	}
 	if !macsOK && !id.checker.CheckMAC1(msg) {
-		d.drops.badMAC1.Add(1)
+		d.reject(RejectMAC1)
 		return
 	}
 	if macsOK || d.underLoad() {
@@ -169,10 +173,11 @@ func (d *Device) handleHandshakeChecked(msg []byte, src conn.Endpoint, macsOK bo
 			if d.sendCookieReply(id, msg, src, now) {
 				d.cookieRepliesSent.Add(1)
 			}
+			d.reject(RejectCookie)
 			return
 		}
 		if !d.limiter.allow(src.Dst.Addr(), now) {
-			d.drops.rateLimited.Add(1)
+			d.reject(RejectRateLimit)
 			return
 		}
 	}
@@ -259,10 +264,11 @@ func (d *Device) handleInitiation(id *identity, msg []byte, src conn.Endpoint) {
 		return p.hs.Load()
 	})
 	if err != nil || p == nil || hs == nil {
-		d.drops.hsRejected.Add(1)
+		d.reject(RejectInvalid)
 		return
 	}
 	if !p.isRunning() {
+		d.reject(RejectStale)
 		return
 	}
 	// Consumed: it counts in the peer's transfer, as in the kernel.
@@ -303,7 +309,9 @@ func (d *Device) handleInitiation(id *identity, msg []byte, src conn.Endpoint) {
 	p.timersSessionDerived()
 	p.timersAnyAuthenticatedPacketTraversal()
 	p.timersAnyAuthenticatedPacketSent()
-	p.sendControl(out)
+	if p.sendControl(out) {
+		d.ctr.completedResponder.Add(1)
+	}
 	d.log.Debug("answered handshake initiation", "peer", p.pub.String())
 }
 
@@ -322,10 +330,15 @@ func (d *Device) handleResponse(id *identity, msg []byte, src conn.Endpoint) {
 		return p.hs.Load()
 	})
 	if err != nil || p == nil || hs == nil {
-		d.drops.hsRejected.Add(1)
+		if p == nil {
+			d.reject(RejectStale) // an index the device does not wait on
+		} else {
+			d.reject(RejectInvalid)
+		}
 		return
 	}
 	if !p.isRunning() {
+		d.reject(RejectStale)
 		return
 	}
 	// Consumed: it counts in the peer's transfer, as in the kernel.
@@ -334,6 +347,7 @@ func (d *Device) handleResponse(id *identity, msg []byte, src conn.Endpoint) {
 	p.hsMu.Lock()
 	if p.hs.Load() != hs || hs.LocalIndex() != m.Receiver || p.hsIndex != m.Receiver {
 		p.hsMu.Unlock()
+		d.reject(RejectStale)
 		return
 	}
 	sess, err := hs.DeriveSession(now)
@@ -349,6 +363,7 @@ func (d *Device) handleResponse(id *identity, msg []byte, src conn.Endpoint) {
 	p.hsIndex = 0
 	p.installSession(kp)
 	p.hsMu.Unlock()
+	d.ctr.completedInitiator.Add(1)
 
 	p.timersAnyAuthenticatedPacketTraversal()
 	p.timersAnyAuthenticatedPacketReceived()

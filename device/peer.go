@@ -155,6 +155,9 @@ func (p *peer) setEndpoint(ep conn.Endpoint) bool {
 		return false // the common case on receive: no lock taken
 	}
 	_, changed := p.routes.Set(ep)
+	if changed {
+		p.d.ctr.routePublications.Add(1)
+	}
 	if changed && p.d.refMode {
 		p.refEP.set(ep)
 	}
@@ -164,8 +167,11 @@ func (p *peer) setEndpoint(ep conn.Endpoint) bool {
 // clearEndpointSrc forgets the sticky source so that the kernel picks one
 // again (after a handshake timeout, the source may no longer be valid).
 func (p *peer) clearEndpointSrc() {
-	if p.routes.ClearSrc() && p.d.refMode {
-		p.refEP.clearSrc()
+	if p.routes.ClearSrc() {
+		p.d.ctr.routePublications.Add(1)
+		if p.d.refMode {
+			p.refEP.clearSrc()
+		}
 	}
 }
 

@@ -89,6 +89,7 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 				break
 			}
 			failures++
+			d.ctr.socketReceiveErrors.Add(1)
 			d.log.Debug("receive failed", "err", err)
 			if failures > 64 {
 				time.Sleep(time.Millisecond) // do not spin on a broken socket
@@ -244,11 +245,12 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			cookieOut, cookieRoutes = cookieOut[:0], cookieRoutes[:0]
 		}
 		if junk|unknown|noBuffer|hsFull|cookies|badMAC1 != 0 {
-			add(&d.drops.junk, junk)
-			add(&d.drops.unknownIndex, unknown)
-			add(&d.drops.noBuffer, noBuffer)
-			add(&d.drops.handshakeQueueFull, hsFull)
-			add(&d.drops.badMAC1, badMAC1)
+			d.drop(DropMalformed, int(junk))
+			d.drop(DropUnknownIndex, int(unknown))
+			d.drop(DropNoBuffer, int(noBuffer))
+			d.drop(DropHandshakeQueue, int(hsFull))
+			d.rejectN(RejectMAC1, badMAC1)
+			d.rejectN(RejectCookie, cookies)
 			add(&d.cookieRepliesSent, cookies)
 		}
 		for _, kp := range seen {
@@ -483,7 +485,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	kp := b.kp
 	now := d.clock.Now()
 	if now.Sub(kp.created) >= d.tm.rejectAfterTime {
-		d.drops.replayed.Add(uint64(len(b.pkts))) // past the session's age limit
+		d.drop(DropExpired, len(b.pkts))
 		return
 	}
 	var last conn.Endpoint
@@ -491,13 +493,18 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	var rx uint64
 	bufs := b.bufs[:0]
 	locked := false
-	var unauth, replayed, notAllowed uint64
+	// Drops by reason, counted once per batch (only when there are some).
+	var undecrypted, expired, replayed, notAllowed int
 	for _, pk := range b.pkts {
 		if !pk.ok {
-			unauth++
+			undecrypted++
 			continue
 		}
-		if pk.counter >= RejectAfterMessages || !kp.replay.Validate(pk.counter, RejectAfterMessages) {
+		if pk.counter >= RejectAfterMessages {
+			expired++
+			continue
+		}
+		if !kp.replay.Validate(pk.counter, RejectAfterMessages) {
 			replayed++
 			continue
 		}
@@ -532,12 +539,13 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 	if locked {
 		d.allowedMu.RUnlock()
 	}
-	if unauth|replayed|notAllowed != 0 {
-		add(&d.drops.unauthenticated, unauth)
-		add(&d.drops.replayed, replayed)
-		add(&d.drops.notAllowed, notAllowed)
-	}
 	b.bufs = bufs
+	if undecrypted|expired|replayed|notAllowed != 0 {
+		d.drop(DropDecrypt, undecrypted)
+		d.drop(DropExpired, expired)
+		d.drop(DropReplay, replayed)
+		d.drop(DropNotAllowed, notAllowed)
+	}
 	if !valid {
 		return
 	}
@@ -558,6 +566,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
 			heads.Prepare(bufs, tun.Offset)
 		}
 		if _, err := d.tun.Write(bufs, tun.Offset); err != nil {
+			d.ctr.tunWriteErrors.Add(1)
 			d.log.Debug("TUN write failed", "err", err)
 		}
 	}

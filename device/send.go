@@ -110,7 +110,9 @@ func (d *Device) runTUNReader() {
 		}
 		if !d.takeScratch(pkts, rd.Packet(0)) {
 			sizes[0] = -1 // dropped
+			d.drop(DropTooBig, 1)
 		}
+		noPeer := 0
 		peers = peers[:0]
 		d.allowedMu.RLock()
 		for i := 0; i < n; i++ {
@@ -126,10 +128,12 @@ func (d *Device) runTUNReader() {
 			case len(pkt) >= 40 && pkt[0]>>4 == 6:
 				dst = pkt[24:40]
 			default:
+				noPeer++
 				continue
 			}
 			p, ok := d.allowed.LookupBytes(dst)
 			if !ok {
+				noPeer++
 				continue
 			}
 			owners[i] = p
@@ -139,6 +143,7 @@ func (d *Device) runTUNReader() {
 			}
 		}
 		d.allowedMu.RUnlock()
+		d.drop(DropNoPeer, noPeer)
 		for _, p := range peers {
 			group = group[:0]
 			for i := 0; i < n; i++ {
@@ -194,6 +199,7 @@ func (p *peer) stagePackets(pkts []*packet) {
 	p.stageMu.Lock()
 	p.staged = append(p.staged, pkts...)
 	if over := len(p.staged) - MaxStagedPackets; over > 0 {
+		p.d.drop(DropStagedOverflow, over)
 		p.d.pool.putPackets(p.staged[:over])
 		n := copy(p.staged, p.staged[over:])
 		clear(p.staged[n:])
@@ -390,6 +396,7 @@ func (p *peer) transmit(b *batch, tx *txState) {
 		return
 	}
 	if err != nil {
+		d.ctr.socketSendErrors.Add(1)
 		d.log.Debug("send failed", "peer", p.pub.String(), "err", err)
 		return
 	}

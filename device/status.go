@@ -32,7 +32,8 @@ type PeerStatus struct {
 }
 
 // StatusWriter receives a device's state from WriteStatus: Device once,
-// then for each peer Peer followed by AllowedIP for each of its prefixes.
+// then (when w is a CounterWriter too) Counters once, then for each peer
+// Peer followed by AllowedIP for each of its prefixes.
 // The first error a method returns ends WriteStatus, which returns it.
 type StatusWriter interface {
 	Device(Status) error
@@ -59,6 +60,11 @@ func (d *Device) WriteStatus(w StatusWriter) error {
 	clear(st.PrivateKey[:])
 	if err != nil {
 		return err
+	}
+	if cw, ok := w.(CounterWriter); ok {
+		if err := cw.Counters(d.Counters()); err != nil {
+			return err
+		}
 	}
 	d.mu.RLock()
 	peers := append([]*peer(nil), d.peerList...)

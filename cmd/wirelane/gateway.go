@@ -43,7 +43,12 @@ and keeping the peers in step with the fleet, until interrupted (it then
 leaves the fleet and goes down); show lists the fleet's sites and states. An argument that is a valid interface name and does
 not end in .toml means /etc/wirelane/NAME.toml; down also accepts the name
 of a running gateway whose file is gone (its hooks are then not run).
-Problems in the file are reported as FILE:LINE:COL: what is wrong.`
+Problems in the file are reported as FILE:LINE:COL: what is wrong.
+
+When the Wirelane service runs, answers this user and has a gateway of
+that NAME, up NAME and down NAME go through it (a member of the group
+wirelane may then run them without root); WIRELANE_SOCKET=off skips the
+service.`
 
 func cmdGateway(args []string) int {
 	rest, st := parseFlags(flag.NewFlagSet("gateway", flag.ContinueOnError), "gateway", args, 2, 2)
@@ -57,6 +62,11 @@ func cmdGateway(args []string) int {
 		return reloadGateway(arg, false)
 	default:
 		return usageError("gateway", fmt.Errorf("unknown subcommand %q (want check, show, up, down or reload)", sub))
+	}
+	if sub == "up" || sub == "down" {
+		if st, done := gatewayThroughService(sub, arg); done {
+			return st
+		}
 	}
 	if (sub == "up" || sub == "down") && os.Geteuid() != 0 {
 		return fail(fmt.Errorf("gateway %s needs root: it changes interfaces, routes and rules (try: sudo %s gateway %s %s)", sub, prog, sub, arg))

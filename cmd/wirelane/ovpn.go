@@ -76,7 +76,13 @@ does not hold come from --auth-file or are asked for on the terminal, as is a
 static-challenge response. Directives that are ignored are summarised once;
 -v lists each with its line. 'wirelane reload FILE.ovpn' applies a changed
 file's DNS lines at once and the rest at the next reconnect; SIGHUP stops
-the tunnel, as Ctrl-C does.`
+the tunnel, as Ctrl-C does.
+
+When the Wirelane service runs, answers this user and has an OpenVPN client
+tunnel of that name, 'wirelane ovpn connect NAME' has the service bring it
+up, prints its state changes and answers its credential prompts on the
+terminal, and takes it down on Ctrl-C (no flags then: the service runs it
+with its own settings). WIRELANE_SOCKET=off skips the service.`
 
 const ovpnServeUsage = `Usage: wirelane ovpn serve [flags] CONFIG
 
@@ -88,7 +94,11 @@ Needs root (CAP_NET_ADMIN). 'wirelane reload CONFIG' (or the interface)
 applies a changed file in place: a new CRL disconnects the clients it
 revokes, routes change at once, push lines and ciphers apply to new
 sessions, connected clients keep their sessions. SIGHUP stops the server,
-as Ctrl-C does.`
+as Ctrl-C does.
+
+When the Wirelane service runs, answers this user and has an OpenVPN server
+tunnel of that name, 'wirelane ovpn serve NAME' has the service bring it up
+and takes it down on Ctrl-C. WIRELANE_SOCKET=off skips the service.`
 
 // devUsage documents --dev of both subcommands.
 const devUsage = "TUN interface name (default: the file's dev, tun means the kernel picks tunN)"
@@ -124,6 +134,9 @@ func ovpnConnect(args []string) int {
 	if !ok {
 		return code
 	}
+	if st, done := ovpnThroughService("connect", file, flagsSet(fs)); done {
+		return st
+	}
 	o.File = file
 	if o.MTU < 576 || o.MTU > 65535 {
 		fmt.Fprintf(os.Stderr, "wirelane ovpn connect: --mtu %d out of range 576..65535\n", o.MTU)
@@ -144,6 +157,9 @@ func ovpnServe(args []string) int {
 	file, code, ok := ovpnArgs(fs, ovpnServeUsage, args)
 	if !ok {
 		return code
+	}
+	if st, done := ovpnThroughService("serve", file, flagsSet(fs)); done {
+		return st
 	}
 	o.File = file
 	procs.Apply()

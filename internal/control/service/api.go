@@ -35,8 +35,10 @@ import (
 // accepts it.
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_=+.-]{1,15}$`)
 
-// ValidName reports whether name can name a tunnel.
-func ValidName(name string) bool { return nameRE.MatchString(name) }
+// ValidName reports whether name can name a tunnel. "." and ".." match the
+// pattern but name no interface (Linux refuses them) and would make
+// "...conf" files: they are refused.
+func ValidName(name string) bool { return nameRE.MatchString(name) && name != "." && name != ".." }
 
 // routes dispatches the API. It is the whole handler of the unix socket.
 func (s *Server) routes(w http.ResponseWriter, r *http.Request) {

@@ -5,11 +5,9 @@ package service
 // engine already keeps (atomics it increments anyway): a scrape costs the
 // data path nothing.
 //
-// Missing (engines do not count them yet, see docs/api.md "Engine
-// counters"): WireGuard handshakes initiated, completed and rejected by
-// reason, cookies sent under load (device counts them but does not export
-// them), WireGuard packets dropped by reason, route publications on the
-// send path, socket errors; OpenVPN handshakes by outcome; an OpenVPN client's TUN errors.
+// The WireGuard engine's counters travel over UAPI (wgcounters.go); the
+// OpenVPN tunnels' Host-kept ones are internal/service/host's. Missing (see
+// docs/api.md "Engine counters"): an OpenVPN client's drops and TUN errors.
 
 import "github.com/wirelane/wirelane/ovpn/server"
 
@@ -28,6 +26,6 @@ func OVPNServerCounters(tunnel string, st *server.Stats) []EngineCounter {
 		drop("spoofed", st.Spoofed.Load()),
 		drop("no_route", st.NoRoute.Load()),
 		drop("rx_full", st.RxFull.Load()),
-		{Tunnel: tunnel, Name: "tun_errors_total", Help: "Failed writes to the tunnel's TUN device.", Value: float64(st.TUNErrors.Load())},
+		{Tunnel: tunnel, Name: "tun_errors_total", Help: helpTUNErrors, Value: float64(st.TUNErrors.Load())},
 	}
 }

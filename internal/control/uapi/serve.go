@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+
+	"github.com/wirelane/wirelane/device"
 )
 
 // Serve answers the operations that arrive on conn, one after another, until
@@ -66,7 +68,7 @@ func serve(rw io.ReadWriter, h Handler) error {
 		}
 		switch string(op) {
 		case "get=1":
-			perr, err := getTrailer(lr)
+			counters, perr, err := getTrailer(lr)
 			if err != nil {
 				return err
 			}
@@ -77,7 +79,11 @@ func serve(rw io.ReadWriter, h Handler) error {
 				continue
 			}
 			w := NewWriter(bw)
-			if err := w.Finish(h.WriteStatus(w)); err != nil {
+			var sw device.StatusWriter = w
+			if counters {
+				sw = counterWriter{w}
+			}
+			if err := w.Finish(h.WriteStatus(sw)); err != nil {
 				return err
 			}
 		case "set=1":
@@ -107,10 +113,11 @@ func serve(rw io.ReadWriter, h Handler) error {
 	}
 }
 
-// getTrailer reads what follows get=1. It returns a parse error if that was
-// not a blank line (after reading up to the blank line), or the read error
-// when the connection ended first.
-func getTrailer(lr *lineReader) (perr *Error, err error) {
+// getTrailer reads what follows get=1: a blank line, or CountersRequest
+// and a blank line (counters is then true). It returns a parse error if it
+// was anything else (after reading up to the blank line), or the read
+// error when the connection ended first.
+func getTrailer(lr *lineReader) (counters bool, perr *Error, err error) {
 	for lineNo := 1; ; lineNo++ {
 		line, err := lr.next()
 		switch err {
@@ -118,15 +125,19 @@ func getTrailer(lr *lineReader) (perr *Error, err error) {
 		case errLineTooLong:
 			line = notBlank
 		case io.EOF, errNoNewline:
-			return nil, fmt.Errorf("uapi: get=1 not ended by a blank line: %w", io.ErrUnexpectedEOF)
+			return false, nil, fmt.Errorf("uapi: get=1 not ended by a blank line: %w", io.ErrUnexpectedEOF)
 		default:
-			return nil, err
+			return false, nil, err
 		}
 		if len(line) == 0 {
-			return perr, nil
+			return counters && perr == nil, perr, nil
+		}
+		if lineNo == 1 && string(line) == CountersRequest {
+			counters = true
+			continue
 		}
 		if perr == nil {
-			perr = &Error{Errno: ErrnoInvalid, Line: lineNo, Msg: "get=1 takes no arguments"}
+			perr = &Error{Errno: ErrnoInvalid, Line: lineNo, Msg: "get=1 takes no arguments but " + CountersRequest}
 		}
 	}
 }

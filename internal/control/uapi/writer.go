@@ -89,6 +89,44 @@ func (w *Writer) Device(d device.Status) error {
 	return w.err
 }
 
+// CounterPrefix starts the keys of the device's own counters in the answer
+// to a get=1 that asks for them (CountersRequest): wirelane_NAME=N, the
+// names device.Counters.Each gives. They follow the device keys, before
+// the first peer. A plain get=1 answer has none (it stays byte for byte
+// the reference's); wg(8) and wgctrl-go ignore keys they do not know, so
+// they would read either.
+const CounterPrefix = "wirelane_"
+
+// CountersRequest is the line that, between get=1 and its blank line,
+// asks for the counters: "get=1\nwirelane_counters=1\n\n". A daemon that
+// does not know it (wireguard-go) answers errno=-22.
+const CountersRequest = "wirelane_counters=1"
+
+// counterWriter is a Writer that takes the counters (device.CounterWriter),
+// for a get=1 that asked for them.
+type counterWriter struct{ *Writer }
+
+func (w counterWriter) Counters(c device.Counters) error { return w.WriteCounters(c) }
+
+// WriteCounters writes the device's counters as CounterPrefix keys. It must
+// follow Device, before any Peer.
+func (w *Writer) WriteCounters(c device.Counters) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.state != stateDevice {
+		return w.fail(errOrder)
+	}
+	c.Each(func(key string, v uint64) {
+		b := append(w.scratch[:0], CounterPrefix...)
+		b = append(b, key...)
+		b = append(b, '=')
+		b = strconv.AppendUint(b, v, 10)
+		w.line(append(b, '\n'))
+	})
+	return w.err
+}
+
 // Peer starts a peer: public_key, preshared_key (always, all zeros when
 // none, as the reference does), protocol_version=1, endpoint (omitted when
 // invalid; IPv6 as [addr]:port), last_handshake_time_sec and _nsec (0 and 0

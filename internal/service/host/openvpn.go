@@ -41,6 +41,8 @@ type ovpnRun struct {
 
 	mu      sync.Mutex
 	lastErr error // the last phase that failed; guarded by mu
+
+	ctr ovpnCounters // counters.go
 }
 
 // failure says why the tunnel ended (after done); when, if not "", says
@@ -83,7 +85,8 @@ func (h *Host) startOVPN(ctx context.Context, e *entry) (*ovpnRun, error) {
 					return h.askCredentials(rctx, name, needUser, challenge, echo)
 				}})
 		} else {
-			run.status = ovpntunnel.Serve(ovpntunnel.ServeOptions{File: e.path, Dev: e.iface, Context: rctx, Reloader: run.reloader})
+			run.status = ovpntunnel.Serve(ovpntunnel.ServeOptions{File: e.path, Dev: e.iface, Context: rctx, Reloader: run.reloader,
+				OnServer: run.ctr.srv.Store, OnEvent: run.ctr.serverEvent})
 		}
 	}()
 	tk := time.NewTicker(100 * time.Millisecond)
@@ -116,6 +119,7 @@ func (h *Host) startOVPN(ctx context.Context, e *entry) (*ovpnRun, error) {
 // ovpnPhase follows a client's phases: CONNECTED (up), RECONNECTING
 // after it (reconnecting), and the errors of failed steps.
 func (h *Host) ovpnPhase(name string, run *ovpnRun, ev client.Event) {
+	run.ctr.clientPhase(ev)
 	if ev.Err != nil {
 		run.mu.Lock()
 		run.lastErr = ev.Err

@@ -104,8 +104,9 @@ func (sb *serviceBed) stop(t *testing.T) {
 
 // TestServiceTunnelLife brings a WireGuard tunnel up and down through the
 // service while a client watches: the stream shows the snapshot, starting,
-// up, the peer's handshake, transfer while a ping runs, stopping and down,
-// in that order. Then the service restarts with the tunnel up and finds it
+// up, the peer's handshake, transfer events while an iperf3 stream runs
+// (at least two, their totals growing, before it ends), stopping and
+// down, in that order. Then the service restarts with the tunnel up and finds it
 // up, without a second daemon.
 func TestServiceTunnelLife(t *testing.T) {
 	sb := newServiceBed(t)
@@ -162,21 +163,41 @@ func TestServiceTunnelLife(t *testing.T) {
 	}
 	want("starting", state(service.StateStarting))
 	want("up", state(service.StateUp))
-	pingDone := make(chan string, 1)
+	// A 4-second iperf3 TCP stream from A to B through the tunnel.
+	netns.Start(t, sb.nsB, "iperf3", "-s", "-1", "-B", "10.78.0.2", "-p", "5291")
+	iperfDone := make(chan string, 1)
 	go func() {
-		out, _ := netns.Try(sb.nsA, nil, "ping", "-c", "12", "-i", "0.25", "-W", "1", "10.78.0.2")
-		pingDone <- out
+		var out string
+		for range 20 { // until the server listens
+			var err error
+			out, err = netns.Try(sb.nsA, nil, "iperf3", "-c", "10.78.0.2", "-p", "5291", "-t", "4")
+			if err == nil || !strings.Contains(out, "unable to connect") {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		iperfDone <- out
 	}()
 	hs := want("the peer's handshake", func(e service.Event) bool { return e.Type == service.EventPeer && e.Change == service.ChangeHandshake })
 	if hs.Peer == nil || hs.Peer.Name != "site-b" {
 		t.Errorf("handshake event's peer: %+v", hs.Peer)
 	}
-	tr := want("transfer", func(e service.Event) bool { return e.Type == service.EventTransfer })
-	if tr.RxBytes == nil || *tr.RxBytes == 0 {
-		t.Errorf("transfer event without received bytes: %+v", tr)
+	isTransfer := func(e service.Event) bool { return e.Type == service.EventTransfer }
+	tr1 := want("transfer while iperf3 runs", isTransfer)
+	tr2 := want("a second transfer while iperf3 runs", isTransfer)
+	select {
+	case out := <-iperfDone:
+		t.Errorf("iperf3 ended before two transfer events:\n%s", out)
+	default:
 	}
-	if out := <-pingDone; !strings.Contains(out, " 0% packet loss") {
-		t.Errorf("ping through the tunnel:\n%s", out)
+	if tr1.TxBytes == nil || tr2.TxBytes == nil || *tr2.TxBytes <= *tr1.TxBytes || *tr1.TxBytes == 0 {
+		t.Errorf("transfer events do not grow: %+v then %+v", tr1, tr2)
+	}
+	if tr2.Time.Sub(tr1.Time) < 900*time.Millisecond {
+		t.Errorf("two transfer events %v apart, want at most one a second", tr2.Time.Sub(tr1.Time))
+	}
+	if out := <-iperfDone; !strings.Contains(out, "receiver") {
+		t.Errorf("iperf3 through the tunnel:\n%s", out)
 	}
 
 	// A restart finds the tunnel up and leaves its daemon alone.

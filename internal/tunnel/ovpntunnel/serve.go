@@ -30,6 +30,11 @@ type ServeOptions struct {
 	// request (the service's reload); the control socket (`wirelane
 	// reload`) does the same without it.
 	Reloader *Reloader
+	// OnServer, when set, receives the server once it exists (a host reads
+	// its Stats for metrics); OnEvent, when set, every client's arrival and
+	// departure.
+	OnServer func(*server.Server)
+	OnEvent  func(server.Event)
 }
 
 // Serve runs an OpenVPN server until it is interrupted, and returns the
@@ -76,10 +81,16 @@ func Serve(o ServeOptions) int {
 		case server.ClientDisconnected:
 			progress("client %q (%s) left: %s", c.CommonName, bothString(c.Address, c.Address6), e.Reason)
 		}
+		if o.OnEvent != nil {
+			o.OnEvent(e)
+		}
 	}})
 	if err != nil {
 		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
 		return 1
+	}
+	if o.OnServer != nil {
+		o.OnServer(s)
 	}
 	nc, err := openLink(name, log)
 	if err == nil {
