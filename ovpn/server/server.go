@@ -143,6 +143,7 @@ type Server struct {
 	pending map[netip.AddrPort]*peer
 	byID    map[uint32]*peer     // by peer-id
 	byVaddr map[netip.Addr]*peer // by tunnel addresses (IPv4 and IPv6), once pushed
+	iroutes []irouteEntry        // the clients' iroutes, longest first (ccd.go)
 	closed  bool
 
 	// unproven counts, per source address, sessions that have not
@@ -231,6 +232,10 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	if c.MaxClients == 0 || c.MaxClients > p.size() {
 		c.MaxClients = p.size()
 	}
+	if err := checkCCD(&c); err != nil {
+		return nil, err
+	}
+	p.reserved = reserved(&c)
 	tlsCfg, err := serverTLS(&c)
 	if err != nil {
 		return nil, err
