@@ -28,7 +28,8 @@
 // connections before their first frame), cookie.go (stateless UDP handshake, reply budget), peer.go (a client's key exchange, push and timers), route.go (packet routing), pool.go,
 // config.go (server configuration files), tun.go (AttachTUN), reload.go (a new
 // configuration in place: PlanReload, ApplyReload), tlscryptv2.go
-// (tls-crypt-v2: the stateless reply, the WKc, the metadata checks).
+// (tls-crypt-v2: the stateless reply, the WKc, the metadata checks), ccd.go
+// (client-config-dir entries: fixed addresses, iroutes, per-client push).
 package server
 
 import (
