@@ -78,7 +78,7 @@ func (e *serverExt) finishCCD(p *config.Parser) error {
 	if c.ClientConfigDir == "" {
 		return nil
 	}
-	serverOnly := append(e.Directives(), "iroute")
+	serverOnly := e.Directives()
 	for n := range serverUnsupported {
 		serverOnly = append(serverOnly, n)
 	}

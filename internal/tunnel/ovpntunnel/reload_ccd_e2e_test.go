@@ -102,10 +102,13 @@ func TestE2EReloadClientConfigDir(t *testing.T) {
 
 	// Pings every 10 ms across the reload: gw to the server, and the
 	// server side to the network behind gw.
+	// -w: ping waits for every reply (a slow last one on a loaded
+	// machine is not a loss) and sends more for each one lost, which
+	// then shows as transmitted > received.
 	pinger := func(ns *netns.NS, dst string) chan string {
 		ch := make(chan string, 1)
 		go func() {
-			out, _ := netns.Command(ns, "ping", "-n", "-q", "-i", "0.01", "-W", "1", "-c", "200", dst).CombinedOutput()
+			out, _ := netns.Command(ns, "ping", "-n", "-q", "-i", "0.01", "-W", "1", "-w", "15", "-c", "200", dst).CombinedOutput()
 			ch <- string(out)
 		}()
 		return ch
