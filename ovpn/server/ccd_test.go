@@ -340,3 +340,52 @@ func TestReloadClientConfigs(t *testing.T) {
 		t.Fatalf("%v %+v", err, plan)
 	}
 }
+
+// IPv6 entries: ifconfig-ipv6-push gives the client its fixed IPv6
+// address (its IPv4 one still from the pool), iroute-ipv6 routes a
+// network behind it to it.
+func TestClientConfigDirIPv6(t *testing.T) {
+	f := newFixture(t)
+	cfg := ccdConfig(f, map[string]string{"v6": "ifconfig-ipv6-push fd42::50/64 fd42::1\niroute-ipv6 fd99:1::/64\n"})
+	cfg.Network6 = netip.MustParsePrefix("fd42::/64")
+	s := startServer(t, cfg, Options{})
+	c := dialClient(t, f.clientConfig(t, s, "v6", ""), client.Options{})
+	if got := c.Pushed().Local6; got != netip.MustParsePrefix("fd42::50/64") {
+		t.Errorf("IPv6 address %v, want the fixed fd42::50/64", got)
+	}
+	if got := c.Pushed().Local.Addr(); got != netip.MustParseAddr("10.8.0.2") {
+		t.Errorf("IPv4 address %v, want the pool's 10.8.0.2", got)
+	}
+	other := dialClient(t, f.clientConfig(t, s, "other", ""), client.Options{})
+	if got := other.Pushed().Local6.Addr(); got != netip.MustParseAddr("fd42::1001") {
+		t.Errorf("other's IPv6 address %v, want the pool's fd42::1001", got)
+	}
+	got := make(chan netip.Addr, 4)
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, err := c.ReadPacket(buf)
+			if err != nil {
+				return
+			}
+			if _, dst, ok := ipAddrs(buf[:n]); ok {
+				got <- dst
+			}
+		}
+	}()
+	behind := netip.MustParseAddr("fd99:1::5")
+	if err := s.WritePacket(ipv6Packet(s.TunnelAddress6().Addr(), behind, nil)); err != nil {
+		t.Fatalf("to %v: %v", behind, err)
+	}
+	select {
+	case d := <-got:
+		if d != behind {
+			t.Errorf("the client got a packet to %v", d)
+		}
+	case <-time.After(3 * time.Second):
+		t.Error("the packet to the network behind the client did not arrive")
+	}
+	if err := s.WritePacket(ipv6Packet(s.TunnelAddress6().Addr(), netip.MustParseAddr("fd99:2::5"), nil)); !errors.Is(err, ErrNoRoute) {
+		t.Errorf("a network no client owns: %v", err)
+	}
+}
