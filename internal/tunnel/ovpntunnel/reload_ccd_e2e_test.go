@@ -22,7 +22,9 @@ import (
 //     reaches desk's new network, no longer the old one) and leaves gw
 //     untouched: no ping lost every 10 ms either way, same session and key;
 //   - a reload setting `disable` in desk's file disconnects it with
-//     AUTH_FAILED; gw stays.
+//     AUTH_FAILED; gw stays;
+//   - a new ifconfig-push address for gw: it is told RESTART and comes
+//     back with the new address.
 func TestE2EReloadClientConfigDir(t *testing.T) {
 	tb := newTestbed(t, testbedConfig{ca: "Wirelane CCD CA", client: "gw", srvNS: "orcs", cliNS: "orcg",
 		srvIf: "s1", cliIf: "c1", net: "192.168.87", need: []string{"openvpn", "ping"}})
@@ -36,7 +38,7 @@ func TestE2EReloadClientConfigDir(t *testing.T) {
 	deskCert, deskKey := tb.pki.Valid(t, "desk", x509.ExtKeyUsageClientAuth)
 	client := func(name, remote string) string {
 		return "client\ndev tun\nproto udp\nremote " + remote + " 1194\nnobind\nremote-cert-tls server\nca ca.crt\ncert " + name + ".crt\nkey " + name +
-			".key\ndata-ciphers AES-256-GCM\ndisable-dco\nverb 4\n"
+			".key\ndata-ciphers AES-256-GCM\ndisable-dco\nconnect-retry 1\nverb 4\n"
 	}
 	if err := os.Mkdir(tb.path("ccd"), 0o700); err != nil {
 		t.Fatal(err)
@@ -168,4 +170,18 @@ func TestE2EReloadClientConfigDir(t *testing.T) {
 	if strings.Count(gw.out.String(), "Initialization Sequence Completed") != 1 {
 		t.Errorf("gw reconnected:\n%s", gw.out.String())
 	}
+
+	// A new fixed address: gw is told RESTART and comes back with it.
+	tb.write(t, map[string]string{"ccd/gw": "ifconfig-push 10.9.0.51 255.255.255.0\niroute 10.60.0.0 255.255.255.0\n"})
+	p = reload()
+	if text := strings.Join(p.Lines, "\n"); !strings.Contains(text, `disconnect client "gw" (10.9.0.50): its address changes from 10.9.0.50 to 10.9.0.51`) {
+		t.Errorf("address plan:\n%s", text)
+	}
+	gw.waitFor(t, "Connection reset command was pushed by server", 10*time.Second)
+	netns.Eventually(t, 30*time.Second, "gw back with 10.9.0.51", func() error {
+		if a := netns.Run(t, tb.cliNS, "ip", "-4", "-o", "addr"); !strings.Contains(a, "10.9.0.51/24") {
+			return fmt.Errorf("gw's addresses:\n%s", a)
+		}
+		return reaches("10.60.0.1")
+	})
 }
