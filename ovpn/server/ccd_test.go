@@ -389,3 +389,15 @@ func TestClientConfigDirIPv6(t *testing.T) {
 		t.Errorf("a network no client owns: %v", err)
 	}
 }
+
+// ccdMutations are TestReloadCoversEveryField's cases for the
+// client-config settings.
+func ccdMutations() map[string]func(c *Config) {
+	return map[string]func(c *Config){
+		"ClientConfigDir": func(c *Config) { c.ClientConfigDir = "/etc/openvpn/ccd" },
+		"CCDExclusive":    func(c *Config) { c.CCDExclusive = true },
+		"ClientConfigs": func(c *Config) {
+			c.ClientConfigs = map[string]*config.ClientConfig{"a": {Name: "a", IRoutes: []netip.Prefix{netip.MustParsePrefix("10.50.0.0/24")}}}
+		},
+	}
+}
