@@ -25,6 +25,9 @@ package server
 //     data-ciphers, duplicate-cn, ping/ping-restart, reneg-sec, the pools'
 //     netmask; connected clients keep what they were pushed until they
 //     reconnect;
+//   - client-config-dir entries of connected clients (ccd.go): iroutes at
+//     once; disable or ccd-exclusive: AUTH_FAILED; a new fixed address:
+//     RESTART; their push lines from the next connection;
 //   - never without a restart: local/port/proto, dev, tun-mtu, tls-auth,
 //     tls-crypt, tls-crypt-v2 and its tls-crypt-v2-metadata-allow file's
 //     name, key-direction, auth, hand-window (PlanReload refuses them).
