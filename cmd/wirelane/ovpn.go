@@ -88,13 +88,13 @@ const ovpnServeUsage = `Usage: wirelane ovpn serve [flags] CONFIG
 
 Runs an OpenVPN 2.6 server from an OpenVPN-style server configuration
 (port, proto, server NET MASK, ca/cert/key, tls-auth or tls-crypt,
-data-ciphers, push "route ...", keepalive, client-to-client). Creates the
-TUN device with the server's tunnel address and serves until Ctrl-C.
-Needs root (CAP_NET_ADMIN). 'wirelane reload CONFIG' (or the interface)
-applies a changed file in place: a new CRL disconnects the clients it
-revokes, routes change at once, push lines and ciphers apply to new
-sessions, connected clients keep their sessions. SIGHUP stops the server,
-as Ctrl-C does.
+data-ciphers, push "route ...", keepalive, client-to-client,
+client-config-dir). Creates the TUN device with the server's tunnel
+address and serves until Ctrl-C. Needs root (CAP_NET_ADMIN). 'wirelane
+reload CONFIG' (or the interface) applies a changed file in place: a new
+CRL disconnects the clients it revokes, routes and iroutes change at once,
+push lines and ciphers apply to new sessions, connected clients keep their
+sessions. SIGHUP stops the server, as Ctrl-C does.
 
 When the Wirelane service runs, answers this user and has an OpenVPN server
 tunnel of that name, 'wirelane ovpn serve NAME' has the service bring it up

@@ -6,7 +6,9 @@
 // <tls-crypt>/<auth-user-pass> blocks and referenced files. Directives it
 // does not implement are reported by name and line: as errors when ignoring
 // them would change security (a check not made, a key not used) and when
-// they belong to the other side, as warnings otherwise.
+// they belong to the other side, as warnings otherwise. ParseClientConfig
+// (ccd.go) reads the server's client-config-dir files, which have
+// directives of their own.
 //
 //	text -> Parser: lines, tokens, inline blocks -> shared directives -> Common
 //	                                             -> the other side's -> FILE:LINE error

@@ -92,6 +92,15 @@ type Config struct {
 	// this many days (by their timestamp metadata) are refused; 0: no
 	// limit.
 	TLSCryptV2MaxAge int
+
+	// ClientConfigDir is client-config-dir ("" = none): per-client files
+	// named after the certificate common names (and DEFAULT), read with
+	// this file and again at each reload into ClientConfigs (by file
+	// name). CCDExclusive (ccd-exclusive) refuses clients without a file
+	// of their own.
+	ClientConfigDir string
+	CCDExclusive    bool
+	ClientConfigs   map[string]*config.ClientConfig
 }
 
 // Diagnostic is a warning about one line of a configuration file.
@@ -114,7 +123,6 @@ var serverUnsupported = map[string]string{
 	"tls-crypt-v2-verify":   "tls-crypt-v2 verification scripts (list the allowed keys' metadata with tls-crypt-v2-metadata-allow FILE)",
 	"auth-user-pass-verify": "username/password checks", "plugin": "plugins", "verify-client-cert": "optional client certificates",
 	"client-cert-not-required": "optional client certificates", "tls-verify": "verification scripts",
-	"client-config-dir": "per-client configuration", "ccd-exclusive": "per-client configuration",
 	"compress": "compression (changes the data framing)", "comp-lzo": "compression (changes the data framing)",
 	"fragment": "fragmentation (changes the data framing)", "ifconfig-ipv6": "explicit IPv6 tunnel addresses (use server-ipv6)",
 	"ifconfig-ipv6-pool": "explicit IPv6 pools (use server-ipv6)", "server-bridge": "bridged (tap) servers", "ifconfig-pool": "explicit pools (use server)",
@@ -122,7 +130,7 @@ var serverUnsupported = map[string]string{
 	"tls-groups":       "TLS group restrictions",
 	"verify-x509-name": "client name checks", "remote-cert-ku": "key-usage checks", "remote-cert-eku": "extended-key-usage checks by OID",
 	"x509-username-field": "username fields", "auth-gen-token": "auth tokens", "learn-address": "scripts",
-	"client-connect": "scripts", "client-disconnect": "scripts", "iroute": "client subnets",
+	"client-connect": "scripts", "client-disconnect": "scripts",
 	// The server would go on parsing clients' input as root: refused
 	// rather than ignored until privileges are really dropped.
 	"user": privDrop, "group": privDrop, "chroot": privDrop,
@@ -187,7 +195,7 @@ func (e *serverExt) Directives() []string {
 	return []string{"dh", "mode", "tls-server", "port", "lport", "local", "proto", "dev", "tun-mtu", "topology",
 		"server", "server-ipv6", "remote-cert-tls", "push", "route", "route-ipv6", "keepalive", "ping",
 		"ping-restart", "reneg-sec", "hand-window", "max-clients", "client-to-client", "duplicate-cn", "comp-lzo",
-		"tls-crypt-v2-max-age", "tls-crypt-v2-metadata-allow"}
+		"tls-crypt-v2-max-age", "tls-crypt-v2-metadata-allow", "client-config-dir", "ccd-exclusive"}
 }
 
 // Inline refuses the blocks a server does not implement.
@@ -425,6 +433,8 @@ func (e *serverExt) Directive(p *config.Parser, args []string) error {
 			return p.Errorf(name, "%v", err)
 		}
 		c.TLSCryptV2AllowFile = path
+	case "client-config-dir", "ccd-exclusive", "ifconfig-push", "ifconfig-ipv6-push", "iroute", "iroute-ipv6", "push-remove", "disable":
+		return e.ccdDirective(p, args) // ccd.go
 	case "client-to-client":
 		c.ClientToClient = true
 	case "duplicate-cn":
@@ -484,8 +494,10 @@ func (e *serverExt) Finish(p *config.Parser) error {
 	}
 	c.Listen = netip.AddrPortFrom(addr, port)
 	var err error
-	c.DataCiphers, err = p.Ciphers("")
-	return err
+	if c.DataCiphers, err = p.Ciphers(""); err != nil {
+		return err
+	}
+	return e.finishCCD(p)
 }
 
 // prefixFromMask turns "10.8.0.0" "255.255.255.0" into 10.8.0.0/24,

@@ -43,10 +43,13 @@ func (p *peer) setup(cn string, pi peerInfo) error {
 	if !ok {
 		// The key exchange still completes (the client expects our
 		// key_method_2); the refusal follows it.
-		p.mu.Lock()
-		p.cn, p.cipher = cn, cfg.DataCiphers[0]
-		p.authFail = fmt.Sprintf("no shared data cipher (client offers %q, server has %v)", strings.Join(pi.ciphers, ":"), cfg.DataCiphers)
-		p.mu.Unlock()
+		p.refuseSetup(cn, cfg, fmt.Sprintf("no shared data cipher (client offers %q, server has %v)", strings.Join(pi.ciphers, ":"), cfg.DataCiphers))
+		return nil
+	}
+	if why := s.live.Load().ccdRefusal(cn); why != "" {
+		// disable, ccd-exclusive (ccd.go): the key exchange completes,
+		// then AUTH_FAILED; no address, and no other session ended.
+		p.refuseSetup(cn, cfg, why)
 		return nil
 	}
 	if !cfg.DuplicateCN && cn != "" {
@@ -75,21 +78,19 @@ func (p *peer) setup(cn string, pi peerInfo) error {
 	}
 	// The pool is taken with mu held: ApplyReload replaces it only then.
 	l := s.live.Load()
-	addr, err := l.pool.get()
-	if err != nil {
+	if why := l.ccdRefusal(cn); why != "" {
+		// A reload since the check above (ccd.go).
+		s.mu.Unlock()
+		p.refuseSetup(cn, cfg, why)
+		return nil
+	}
+	// The common name first: a reload holding mu sees it with the slot.
+	p.mu.Lock()
+	p.cn = cn
+	p.mu.Unlock()
+	if err := p.assignLocked(l, cn); err != nil { // ccd.go: fixed or pool addresses, iroutes
 		s.mu.Unlock()
 		return err
-	}
-	if l.pool6 != nil {
-		a6 := l.pool6.addrFor(addr)
-		p.vaddr6.Store(&a6)
-		s.byVaddr[a6] = p
-	}
-	p.slot = addr
-	if l.cfg.Network.IsValid() {
-		// An IPv6-only server's slot is no address of the client's.
-		p.vaddr.Store(&addr)
-		s.byVaddr[addr] = p
 	}
 	s.mu.Unlock()
 	p.mu.Lock()
@@ -105,4 +106,12 @@ func (p *peer) setup(cn string, pi peerInfo) error {
 	p.mu.Unlock()
 	p.data.Store(data.NewChannel(peerID))
 	return nil
+}
+
+// refuseSetup makes the key exchange end with AUTH_FAILED,why.
+func (p *peer) refuseSetup(cn string, cfg *Config, why string) {
+	p.mu.Lock()
+	p.cn, p.cipher = cn, cfg.DataCiphers[0]
+	p.authFail = why
+	p.mu.Unlock()
 }

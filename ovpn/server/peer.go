@@ -45,6 +45,12 @@ type peer struct {
 	// unproven: a session counted in s.unproven (its TLS handshake
 	// has not completed); guarded by s.mu.
 	unproven bool
+	// iroutes are the networks behind the client (client-config-dir
+	// iroute lines) in the server's internal routing table; guarded by
+	// s.mu. srcRoutes is the same list for the lock-free source check
+	// of its packets (ccd.go).
+	iroutes   []netip.Prefix
+	srcRoutes atomic.Pointer[[]netip.Prefix]
 
 	// cfg is the configuration the client was last pushed (at its
 	// creation, then at each push): its timers (ping, ping-restart)
@@ -257,6 +263,10 @@ func (p *peer) close(reason string) {
 			s.live.Load().pool.put(p.slot) // with mu: the pool in force
 		}
 		p.slot = netip.Addr{}
+		if len(p.iroutes) > 0 {
+			p.iroutes = nil
+			s.rebuildIRoutesLocked()
+		}
 		s.proveLocked(p)
 		s.mu.Unlock()
 		close(p.closed)

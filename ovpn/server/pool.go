@@ -19,6 +19,10 @@ type pool struct {
 	inUse map[netip.Addr]bool // guarded by mu
 	first netip.Addr          // first client address
 	last  netip.Addr          // last client address
+	// reserved are the fixed addresses of client-config entries (by
+	// file name): get never hands them out. Immutable once the pool is
+	// in force.
+	reserved map[netip.Addr]string
 }
 
 // errPoolFull is returned when every address is taken.
@@ -50,7 +54,7 @@ func (p *pool) get() (netip.Addr, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for a := p.first; a.IsValid() && a.Compare(p.last) <= 0; a = a.Next() {
-		if !p.inUse[a] {
+		if _, fixed := p.reserved[a]; !p.inUse[a] && !fixed {
 			p.inUse[a] = true
 			return a, nil
 		}

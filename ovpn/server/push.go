@@ -20,14 +20,17 @@ func (p *peer) pushOptions() []string {
 	// The configuration in force when the reply goes out (a reload
 	// applies to the clients that ask after it); the client's timers
 	// follow the same values.
+	// So is the client-config entry (its push, push-reset and
+	// push-remove); pushed routes that are its own iroutes are left out.
+	cn := p.commonName()
 	s.mu.RLock()
 	l := s.live.Load()
+	opts := ccdPush(l.clientConfig(cn).PushOptions(l.cfg.Push), p.iroutes)
 	s.mu.RUnlock()
 	p.cfg.Store(&l.cfg)
 	cfg := &l.cfg
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	opts := append([]string(nil), cfg.Push...)
 	if cfg.Network.IsValid() {
 		opts = append(opts, "route-gateway "+l.pool.server.String())
 	}

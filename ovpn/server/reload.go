@@ -25,6 +25,9 @@ package server
 //     data-ciphers, duplicate-cn, ping/ping-restart, reneg-sec, the pools'
 //     netmask; connected clients keep what they were pushed until they
 //     reconnect;
+//   - client-config-dir entries of connected clients (ccd.go): iroutes at
+//     once; disable or ccd-exclusive: AUTH_FAILED; a new fixed address:
+//     RESTART; their push lines from the next connection;
 //   - never without a restart: local/port/proto, dev, tun-mtu, tls-auth,
 //     tls-crypt, tls-crypt-v2 and its tls-crypt-v2-metadata-allow file's
 //     name, key-direction, auth, hand-window (PlanReload refuses them).
@@ -113,6 +116,10 @@ type ReloadPlan struct {
 type RefusedClient struct {
 	Client ClientInfo
 	Reason string
+	// AuthFailed: the client is told AUTH_FAILED (an OpenVPN client
+	// stops: certificate refused, disable, ccd-exclusive); otherwise
+	// RESTART (it reconnects: a moved pool, a new fixed address).
+	AuthFailed bool
 }
 
 // Empty reports whether the plan changes nothing.
@@ -167,25 +174,31 @@ func (s *Server) PlanReload(newCfg *Config) (*ReloadPlan, error) {
 	if next.cfg.MaxClients == 0 || next.cfg.MaxClients > next.pool.size() {
 		next.cfg.MaxClients = next.pool.size()
 	}
+	if err := checkCCD(&next.cfg); err != nil {
+		return nil, err
+	}
+	next.pool.reserved = reserved(&next.cfg)
 	if next.tls, err = serverTLS(&next.cfg); err != nil {
 		return nil, err
 	}
 	p := &ReloadPlan{base: base, next: next}
 	p.diff(base, next)
+	p.diffCCD(&base.cfg, &next.cfg) // ccd.go
 	for _, q := range s.peers() {
 		if q.info().Since.IsZero() {
 			continue // not connected yet: it is set up under the new configuration
 		}
 		why := next.certRefuses(q) // without s.mu (as ApplyReload)
+		auth := why != ""
 		if why == "" {
 			s.mu.RLock()
-			if !next.keeps(q) {
-				why = next.poolRefusal(q)
+			if why, auth = next.admitsLocked(q); why == "" {
+				p.Changes = append(p.Changes, next.ccdChangesLocked(q, base)...)
 			}
 			s.mu.RUnlock()
 		}
 		if why != "" {
-			p.Refused = append(p.Refused, RefusedClient{Client: q.info(), Reason: why})
+			p.Refused = append(p.Refused, RefusedClient{Client: q.info(), Reason: why, AuthFailed: auth})
 		}
 	}
 	slices.SortFunc(p.Refused, func(a, b RefusedClient) int { return int(a.Client.PeerID) - int(b.Client.PeerID) })
@@ -283,10 +296,7 @@ func (l *live) keeps(q *peer) bool {
 	if l.cfg.Network.IsValid() {
 		want4 = slot
 	}
-	want6 := netip.Addr{}
-	if l.pool6 != nil {
-		want6 = l.pool6.addrFor(slot)
-	}
+	want6 := l.want6(slot, l.clientConfig(q.commonName())) // ccd.go: a fixed address, or the pool's
 	return q.vaddrLoad() == want4 && q.vaddr6Load() == want6
 }
 
@@ -447,37 +457,38 @@ func (s *Server) ApplyReload(p *ReloadPlan) ([]RefusedClient, error) {
 	var gone, later []*peer
 	for _, q := range s.byID {
 		why, checked := certWhy[q]
-		if !checked {
-			later = append(later, q)
-			continue
-		}
+		auth := why != ""
 		// Sessions not connected yet are refused for their certificate
 		// too (their TLS handshake may have passed the old CRL); their
-		// address, if any, is checked like the others'.
-		if why == "" && !next.keeps(q) {
-			why = next.poolRefusal(q)
+		// address and client-config entry, if set up, are checked like
+		// the others' (ccd.go).
+		if why == "" {
+			why, auth = next.admitsLocked(q)
 		}
 		if why != "" {
-			refused = append(refused, RefusedClient{Client: q.info(), Reason: why})
+			refused = append(refused, RefusedClient{Client: q.info(), Reason: why, AuthFailed: auth})
 			gone = append(gone, q)
+		} else if !checked {
+			later = append(later, q)
 		}
 	}
+	s.applyIRoutesLocked(next, gone) // at once, for the clients that stay
 	s.live.Store(next)
 	s.mu.Unlock()
 	checkCerts(later)
 	for _, q := range later {
 		if why := certWhy[q]; why != "" {
-			refused = append(refused, RefusedClient{Client: q.info(), Reason: why})
+			refused = append(refused, RefusedClient{Client: q.info(), Reason: why, AuthFailed: true})
 			gone = append(gone, q)
 		}
 	}
-	slices.SortFunc(refused, func(a, b RefusedClient) int { return int(a.Client.PeerID) - int(b.Client.PeerID) })
 	for _, line := range p.Changes {
 		s.log.Info("reload", "change", line)
 	}
 	for i, q := range gone {
-		go q.refuse(refused[i].Reason, strings.HasPrefix(refused[i].Reason, "certificate"))
+		go q.refuse(refused[i].Reason, refused[i].AuthFailed)
 	}
+	slices.SortFunc(refused, func(a, b RefusedClient) int { return int(a.Client.PeerID) - int(b.Client.PeerID) })
 	return refused, nil
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"path/filepath"
 	"reflect"
@@ -222,6 +223,7 @@ func TestReloadCoversEveryField(t *testing.T) {
 		"TLSCryptV2MaxAge":    func(c *Config) { c.TLSCryptV2MaxAge = 30 },
 		"PeerFingerprints":    func(c *Config) { c.PeerFingerprints = []control.Fingerprint{{1}} },
 	}
+	maps.Copy(mut, ccdMutations()) // ccd_test.go
 	// Diagnostics of the parser, not settings.
 	// TLSCryptV2Client belongs to client files.
 	skip := map[string]bool{"Common": true, "Warnings": true, "SecretFiles": true, "InlineSecrets": true, "TLSCryptV2Client": true}

@@ -48,14 +48,14 @@ func (s *Server) handleData(p *peer, pkt []byte, sink *tun.BatchWriter) bool {
 		return true
 	}
 	src, dst, ok := ipAddrs(payload)
-	if !ok || (src != p.vaddrLoad() && (!src.Is6() || src != p.vaddr6Load())) {
+	if !ok || (src != p.vaddrLoad() && (!src.Is6() || src != p.vaddr6Load()) && !p.ownsSource(src)) {
 		s.stats.Spoofed.Add(1)
 		return true
 	}
 	p.rxBytes.Add(uint64(len(payload)))
 	if s.live.Load().cfg.ClientToClient { // one atomic load
 		s.mu.RLock()
-		q := s.byVaddr[dst]
+		q := s.routeLocked(dst)
 		s.mu.RUnlock()
 		if q != nil {
 			if q != p && q.sendData(payload) == nil {
@@ -129,7 +129,7 @@ func (s *Server) WritePacket(pkt []byte) error {
 		return ErrNoRoute
 	}
 	s.mu.RLock()
-	p := s.byVaddr[dst]
+	p := s.routeLocked(dst)
 	s.mu.RUnlock()
 	if p == nil {
 		s.stats.NoRoute.Add(1)
@@ -200,7 +200,7 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 		var p *peer
 		if ok {
 			s.mu.RLock()
-			p = s.byVaddr[dst]
+			p = s.routeLocked(dst)
 			s.mu.RUnlock()
 		}
 		if p == nil {

@@ -28,7 +28,8 @@
 // connections before their first frame), cookie.go (stateless UDP handshake, reply budget), peer.go (a client's key exchange, push and timers), route.go (packet routing), pool.go,
 // config.go (server configuration files), tun.go (AttachTUN), reload.go (a new
 // configuration in place: PlanReload, ApplyReload), tlscryptv2.go
-// (tls-crypt-v2: the stateless reply, the WKc, the metadata checks).
+// (tls-crypt-v2: the stateless reply, the WKc, the metadata checks), ccd.go
+// (client-config-dir entries: fixed addresses, iroutes, per-client push).
 package server
 
 import (
@@ -143,6 +144,7 @@ type Server struct {
 	pending map[netip.AddrPort]*peer
 	byID    map[uint32]*peer     // by peer-id
 	byVaddr map[netip.Addr]*peer // by tunnel addresses (IPv4 and IPv6), once pushed
+	iroutes []irouteEntry        // the clients' iroutes, longest first (ccd.go)
 	closed  bool
 
 	// unproven counts, per source address, sessions that have not
@@ -231,6 +233,10 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	if c.MaxClients == 0 || c.MaxClients > p.size() {
 		c.MaxClients = p.size()
 	}
+	if err := checkCCD(&c); err != nil {
+		return nil, err
+	}
+	p.reserved = reserved(&c)
 	tlsCfg, err := serverTLS(&c)
 	if err != nil {
 		return nil, err
