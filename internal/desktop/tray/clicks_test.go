@@ -114,7 +114,7 @@ func TestTrayClicksWhileRebuilding(t *testing.T) {
 				}
 				mu.Unlock()
 				if id != 0 {
-					tr.Menu.Click(id)
+					tr.Menu.ClickNow(id)
 					clicks.Add(1)
 				}
 			}

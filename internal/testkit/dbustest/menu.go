@@ -156,7 +156,8 @@ func MenuOf(t testing.TB, c *dbus.Conn, it Item) *Menu {
 	return &Menu{Conn: c, Bus: it.Bus, Path: p}
 }
 
-// Layout reads the whole menu with com.canonical.dbusmenu.GetLayout.
+// Layout reads the whole menu with com.canonical.dbusmenu.GetLayout, as a
+// panel shows it: hidden entries (visible false) are left out.
 // (fyne.io/systray answers the first call after a rebuild one level
 // deep, for libdbusmenu-gtk's sake, so it reads twice.)
 func (m *Menu) Layout() (*Node, error) {
@@ -200,6 +201,9 @@ func node(raw []any) (*Node, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !c.Visible() {
+			continue // as a panel shows it (the tray hides entries it reuses later)
+		}
 		n.Children = append(n.Children, c)
 	}
 	return n, nil
@@ -224,8 +228,48 @@ func (m *Menu) Wait(t testing.TB, d time.Duration, what string, ok func(*Node) e
 	return last
 }
 
-// Click sends com.canonical.dbusmenu.Event(id, "clicked"), as a panel does.
+// Click sends com.canonical.dbusmenu.Event(id, "clicked"), as a panel does,
+// once entry id has shown the same label for half a second: the tray
+// reuses entries for other items and drops a click that lands just after
+// (a user's click there may have been meant for the entry's old item).
 func (m *Menu) Click(id int32) error {
+	const settle = 500 * time.Millisecond
+	var label string
+	since := time.Now()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		n, err := m.Layout()
+		if err != nil {
+			return err
+		}
+		e := n.byID(id)
+		if e == nil {
+			return fmt.Errorf("no visible entry %d in the menu:\n%s", id, n.Dump())
+		}
+		if l := e.Label(); l != label {
+			label, since = l, time.Now()
+		}
+		if time.Since(since) >= settle {
+			break
+		}
+	}
+	return m.ClickNow(id)
+}
+
+// byID finds the entry with id in the tree.
+func (n *Node) byID(id int32) *Node {
+	for _, c := range n.Children {
+		if c.ID == id {
+			return c
+		}
+		if f := c.byID(id); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// ClickNow sends com.canonical.dbusmenu.Event(id, "clicked") at once.
+func (m *Menu) ClickNow(id int32) error {
 	return m.Conn.Object(m.Bus, m.Path).Call("com.canonical.dbusmenu.Event", 0, id, "clicked", dbus.MakeVariant(int32(0)), uint32(time.Now().Unix())).Err
 }
 
