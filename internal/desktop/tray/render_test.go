@@ -77,7 +77,7 @@ func TestPlanFitsEveryMenu(t *testing.T) {
 	root := &poolLevel{}
 	largest := 0
 	states := []service.State{service.StateDown, service.StateUp, service.StateFailed, service.StateReconnecting, service.StateStarting, service.StateStopping}
-	for step := range 800 {
+	for step := range 500 {
 		switch r := rng.IntN(100); {
 		case r < 3:
 			s.Lost(LinkDown, "connection refused")
@@ -90,10 +90,10 @@ func TestPlanFitsEveryMenu(t *testing.T) {
 		case r < 10:
 			s.ReadOnly = map[bool]string{true: "", false: strings.Repeat("refused ", rng.IntN(30))}[s.ReadOnly != ""]
 		case r < 20:
-			delete(s.Tunnels, fmt.Sprintf("t%02d", rng.IntN(60)))
+			delete(s.Tunnels, fmt.Sprintf("t%02d", rng.IntN(40)))
 		default:
 			s.Link, s.Problem = LinkUp, ""
-			name := fmt.Sprintf("t%02d", rng.IntN(60))
+			name := fmt.Sprintf("t%02d", rng.IntN(40))
 			if rng.IntN(4) == 0 {
 				name = fmt.Sprintf("t%02d", rng.IntN(6)) // a few change often
 			}
