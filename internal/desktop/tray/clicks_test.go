@@ -147,7 +147,7 @@ func TestTrayClicksWhileRebuilding(t *testing.T) {
 	// It still works: a click on a tunnel's switch asks the service.
 	before := ups.Load()
 	m := tr.Wait(t, "the tunnel that stays", "stay (WireGuard): down")
-	if err := tr.Menu.Click(m.Find("stay (").ID); err != nil {
+	if err := tr.Menu.Click(m.Find("stay (")); err != nil {
 		t.Fatal(err)
 	}
 	dbustest.Eventually(t, 10*time.Second, "stay brought up", func() error {

@@ -228,44 +228,37 @@ func (m *Menu) Wait(t testing.TB, d time.Duration, what string, ok func(*Node) e
 	return last
 }
 
-// Click sends com.canonical.dbusmenu.Event(id, "clicked"), as a panel does,
-// once entry id has shown the same label for half a second: the tray
-// reuses entries for other items and drops a click that lands just after
-// (a user's click there may have been meant for the entry's old item).
-func (m *Menu) Click(id int32) error {
+// Click clicks the entry that shows e's label (com.canonical.dbusmenu
+// Event "clicked", as a panel sends it) once that entry has kept its place
+// and label for half a second: the tray reuses entries for other items,
+// moves items to other entries as the menu changes, and drops a click that
+// lands just after an entry's reuse (a user's click there may have been
+// meant for its old item).
+func (m *Menu) Click(e *Node) error {
 	const settle = 500 * time.Millisecond
-	var label string
+	label := e.Label()
+	var id int32 = -1
 	since := time.Now()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		n, err := m.Layout()
 		if err != nil {
 			return err
 		}
-		e := n.byID(id)
-		if e == nil {
-			return fmt.Errorf("no visible entry %d in the menu:\n%s", id, n.Dump())
+		f := n.Find(label)
+		if f == nil || f.Label() != label {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("no entry %q in the menu:\n%s", label, n.Dump())
+			}
+			id = -1
+			continue
 		}
-		if l := e.Label(); l != label {
-			label, since = l, time.Now()
+		if f.ID != id {
+			id, since = f.ID, time.Now()
 		}
-		if time.Since(since) >= settle {
-			break
-		}
-	}
-	return m.ClickNow(id)
-}
-
-// byID finds the entry with id in the tree.
-func (n *Node) byID(id int32) *Node {
-	for _, c := range n.Children {
-		if c.ID == id {
-			return c
-		}
-		if f := c.byID(id); f != nil {
-			return f
+		if time.Since(since) >= settle || time.Now().After(deadline) {
+			return m.ClickNow(id)
 		}
 	}
-	return nil
 }
 
 // ClickNow sends com.canonical.dbusmenu.Event(id, "clicked") at once.
