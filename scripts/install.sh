@@ -8,9 +8,11 @@
 #   $UNITDIR/wirelane@.service, wirelane-gateway@.service,
 #     wirelane-ovpn@.service, wirelaned.service, wirelane.target
 #   $PREFIX/share/man/man8/wirelane.8, wirelaned.8
-#   $PREFIX/share/bash-completion/completions/wirelane, wirelaned
-#   $PREFIX/share/zsh/site-functions/_wirelane, _wirelaned
-#   $PREFIX/share/fish/vendor_completions.d/wirelane.fish, wirelaned.fish
+#   $PREFIX/share/man/man1/wirelane-tray.1
+#   $PREFIX/share/bash-completion/completions/wirelane, wirelaned, wirelane-tray
+#   $PREFIX/share/zsh/site-functions/_wirelane, _wirelaned, _wirelane-tray
+#   $PREFIX/share/fish/vendor_completions.d/wirelane.fish, wirelaned.fish,
+#     wirelane-tray.fish
 #   $PREFIX/share/applications/wirelane-tray.desktop   the tray's menu entry
 #   $SYSCONFDIR/xdg/autostart/wirelane-tray.desktop    the tray at login
 #     (it starts only for root and members of the wirelane group)
@@ -34,6 +36,7 @@ AUTOSTARTDIR="$SYSCONFDIR/xdg/autostart"
 DESTDIR="${DESTDIR:-}"
 BINDIR="$PREFIX/bin"
 MANDIR="$PREFIX/share/man/man8"
+MAN1DIR="$PREFIX/share/man/man1"
 BASHDIR="$PREFIX/share/bash-completion/completions"
 ZSHDIR="$PREFIX/share/zsh/site-functions"
 FISHDIR="$PREFIX/share/fish/vendor_completions.d"
@@ -49,7 +52,8 @@ installed() {
 	for u in "${units[@]}"; do echo "packaging/systemd/$u $UNITDIR/$u"; done
 	echo "packaging/man/wirelane.8 $MANDIR/wirelane.8"
 	echo "packaging/man/wirelaned.8 $MANDIR/wirelaned.8"
-	for p in wirelane wirelaned; do
+	echo "packaging/man/wirelane-tray.1 $MAN1DIR/wirelane-tray.1"
+	for p in wirelane wirelaned wirelane-tray; do
 		echo "packaging/completions/$p.bash $BASHDIR/$p"
 		echo "packaging/completions/_$p $ZSHDIR/_$p"
 		echo "packaging/completions/$p.fish $FISHDIR/$p.fish"

@@ -15,19 +15,22 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/wirelane/wirelane/internal/control/service"
 	"github.com/wirelane/wirelane/internal/desktop/tray"
 	"github.com/wirelane/wirelane/internal/sys/buildinfo"
+	"github.com/wirelane/wirelane/internal/tools/clidoc"
 )
 
-const usage = `Usage: %[1]s [--socket PATH] [--zenity PATH] [--autostart] [--group NAME] [--verbose]
+// synopsis is the usage line of --help and the man page.
+const synopsis = "wirelane-tray [--socket PATH] [--zenity PATH] [--autostart] [--group NAME] [--verbose]"
 
-Shows the Wirelane service's tunnels in the desktop's panel (a
+// description is what --help and wirelane-tray(1) say the tray does.
+const description = `Shows the Wirelane service's tunnels in the desktop's panel (a
 StatusNotifierItem): the icon tells whether a tunnel is up, the menu lists
 every tunnel with a switch, the details of those that are up (addresses,
 per peer the endpoint, the latest handshake and the transfer), and imports
@@ -39,40 +42,63 @@ The user needs to be in the service's group (wirelane) to switch tunnels;
 otherwise the menu says why it cannot. Importing needs root. With
 --autostart (the login entry) it starts only for root and the group's
 members.
-WIRELANE_SOCKET=PATH names another socket, as --socket does.
+WIRELANE_SOCKET=PATH names another socket, as --socket does.`
 
-Flags:
-`
+// oneDash finds the flag in the flag package's errors ("flag provided but
+// not defined: -bogus").
+var oneDash = regexp.MustCompile(`: -([A-Za-z0-9][-A-Za-z0-9]*)`)
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+// options are the tray's flags, as parsed.
+type options struct {
+	socket, zenity, group       *string
+	autostart, verbose, version *bool
+}
 
-func run(args []string, stderr io.Writer) int {
-	prog := "wirelane-tray"
+// newFlags defines the tray's flags; --help, the man page and the
+// completions are all made from this one set. socket is --socket's
+// default.
+func newFlags(prog, socket string) (*flag.FlagSet, options) {
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, usage, prog); printFlags(stderr, fs) }
+	var o options
+	o.socket = fs.String("socket", socket, "the service's API `socket`")
+	o.zenity = fs.String("zenity", "zenity", "the dialog `program` for files and credentials")
+	o.autostart = fs.Bool("autostart", false, "started at login: do nothing unless the user is root or in --group")
+	o.group = fs.String("group", "wirelane", "the service's `group` (for --autostart)")
+	o.verbose = fs.Bool("verbose", false, "log what the tray does to standard error")
+	o.version = fs.Bool("version", false, "print the version and exit")
+	return fs, o
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the command: it returns the exit status (2 for bad usage).
+func run(args []string, stdout, stderr io.Writer) int {
+	prog := "wirelane-tray"
 	def := os.Getenv("WIRELANE_SOCKET")
 	if def == "" {
 		def = service.DefaultSocket
 	}
-	socket := fs.String("socket", def, "the service's API `socket`")
-	zenity := fs.String("zenity", "zenity", "the dialog `program` for files and credentials")
-	autostart := fs.Bool("autostart", false, "started at login: do nothing unless the user is root or in --group")
-	group := fs.String("group", "wirelane", "the service's `group` (for --autostart)")
-	verbose := fs.Bool("verbose", false, "log what the tray does to standard error")
-	version := fs.Bool("version", false, "print the version and exit")
+	fs, o := newFlags(prog, def)
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
+			fmt.Fprintf(stdout, "Usage: %s\n\n%s\n", synopsis, description)
+			clidoc.WriteFlags(stdout, clidoc.FlagsOf(fs))
 			return 0
 		}
+		// The flag package names the flag with one dash, whichever the
+		// user typed; Wirelane's flags are spelt --name.
+		msg := oneDash.ReplaceAllString(err.Error(), ": --$1")
+		fmt.Fprintf(stderr, "%s: %s\nUsage: %s\nRun '%s --help' for the flags.\n", prog, msg, synopsis, prog)
 		return 2
 	}
+	socket, zenity, autostart, group, verbose, version := o.socket, o.zenity, o.autostart, o.group, o.verbose, o.version
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", prog, fs.Arg(0))
 		return 2
 	}
 	if *version {
-		fmt.Printf("%s %s\n", prog, buildinfo.String())
+		fmt.Fprintf(stdout, "%s %s\n", prog, buildinfo.String())
 		return 0
 	}
 	if *autostart && !member(*group) {
@@ -116,20 +142,4 @@ func member(group string) bool {
 	}
 	gids, err := u.GroupIds()
 	return err == nil && slices.Contains(gids, g.Gid)
-}
-
-// printFlags lists the flags spelt --name, as every Wirelane command does.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		name, text := flag.UnquoteUsage(f)
-		arg := ""
-		if name != "" {
-			arg = " " + strings.ToUpper(name)
-		}
-		def := ""
-		if f.DefValue != "" && f.DefValue != "false" {
-			def = fmt.Sprintf(" (default %q)", f.DefValue)
-		}
-		fmt.Fprintf(w, "  --%s%s\n    \t%s%s\n", f.Name, arg, text, def)
-	})
 }

@@ -27,12 +27,16 @@ var installed = []string{
 	"usr/local/lib/systemd/system/wirelane.target",
 	"usr/local/share/man/man8/wirelane.8",
 	"usr/local/share/man/man8/wirelaned.8",
+	"usr/local/share/man/man1/wirelane-tray.1",
 	"usr/local/share/bash-completion/completions/wirelane",
 	"usr/local/share/zsh/site-functions/_wirelane",
 	"usr/local/share/fish/vendor_completions.d/wirelane.fish",
 	"usr/local/share/bash-completion/completions/wirelaned",
 	"usr/local/share/zsh/site-functions/_wirelaned",
 	"usr/local/share/fish/vendor_completions.d/wirelaned.fish",
+	"usr/local/share/bash-completion/completions/wirelane-tray",
+	"usr/local/share/zsh/site-functions/_wirelane-tray",
+	"usr/local/share/fish/vendor_completions.d/wirelane-tray.fish",
 }
 
 // TestInstallScript installs into a temporary DESTDIR with a PATH like
@@ -78,7 +82,7 @@ func TestInstallScript(t *testing.T) {
 	if rev, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
 		wantRev = "(revision " + strings.TrimSpace(string(rev))[:12]
 	}
-	for _, b := range []string{"wirelane", "wirelaned"} {
+	for _, b := range []string{"wirelane", "wirelaned", "wirelane-tray"} {
 		v, err := exec.Command(filepath.Join(bin, b), "--version").CombinedOutput()
 		if err != nil || !strings.Contains(string(v), wantRev) {
 			t.Errorf("installed %s --version: %v %q, want %q in it", b, err, v, wantRev)
@@ -91,8 +95,8 @@ func TestInstallScript(t *testing.T) {
 
 	t.Run("systemd-analyze verify", func(t *testing.T) { verifyUnits(t, dest) })
 	t.Run("man", func(t *testing.T) {
-		for _, p := range []string{"wirelane.8", "wirelaned.8"} {
-			checkManPage(t, filepath.Join(dest, "usr/local/share/man/man8", p), "SYNOPSIS")
+		for _, p := range []string{"man8/wirelane.8", "man8/wirelaned.8", "man1/wirelane-tray.1"} {
+			checkManPage(t, filepath.Join(dest, "usr/local/share/man", p), "SYNOPSIS")
 		}
 	})
 

@@ -96,9 +96,10 @@ func kindName(k service.Kind) string {
 }
 
 // Build returns the menu for s, seen at now: a status line (or why the
-// tray cannot do anything), the tunnels as toggles with their states, a
-// submenu of details under each tunnel that is up, the overflow of many
-// tunnels, then Import and Quit.
+// tray cannot do anything), a separator, the tunnels as toggles with their
+// states, a submenu of details under each tunnel that is up, the overflow
+// of many tunnels, then Import and Quit. It has one separator, after the
+// status lines, whatever the state (the renderer relies on that).
 func Build(s *State, now time.Time, o Options) []Item {
 	o.defaults()
 	var m []Item
@@ -136,12 +137,12 @@ func Build(s *State, now time.Time, o Options) []Item {
 			m = append(m, wrapText("readonly-why", s.ReadOnly)...)
 		}
 	}
+	// The one separator: the renderer never removes an entry (see
+	// render.go), and a separator cannot be hidden, so the menu keeps
+	// exactly this one, always in the same place.
 	m = append(m, Item{Key: "sep-top", Kind: Separator})
 	if s.Link == LinkUp {
 		m = append(m, tunnelItems(s, now, o)...)
-		if len(s.Tunnels) > 0 {
-			m = append(m, Item{Key: "sep-tunnels", Kind: Separator})
-		}
 	}
 	imp := Item{Key: "import", Kind: Action, Label: "Import tunnel from file…", Op: OpImport, Enabled: s.Link == LinkUp && s.ReadOnly == ""}
 	if !o.Root {
@@ -303,7 +304,6 @@ func details(t *service.Tunnel, now time.Time, o Options) []Item {
 			break
 		}
 		pk := fmt.Sprintf("peer%d/", i)
-		out = append(out, Item{Key: k + pk + "sep", Kind: Separator})
 		out = append(out, text(pk+"name", "Peer: "+peerName(p)))
 		ep := "endpoint: none"
 		if p.Endpoint != nil {

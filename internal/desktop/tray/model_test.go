@@ -121,12 +121,10 @@ sub     wg0: 10.9.0.1/24
   text Addresses: 10.9.0.1/24
   text Listening on port 51820
   text Transfer: 1.20 KiB received, 5.55 KiB sent
-  ---- 
   text Peer: Alice's phone
   text     endpoint: 192.0.2.1:51820
   text     latest handshake: 12 seconds ago
   text     transfer: 1.20 KiB received, 5.55 KiB sent
----- 
 act Import tunnel from file…
 act Quit
 `

@@ -99,7 +99,7 @@ func (t *Tray) ready(ctx context.Context) {
 	systray.SetTitle("Wirelane")
 	systray.SetIcon(IconPNG(IconIdle))
 	systray.SetTooltip(Tooltip(t.st))
-	r := newRenderer(t.click)
+	r := newRenderer(t.click, t.log)
 	t.renderOnce(r, nil, nil)
 	go t.follow(ctx)
 	go t.renderLoop(ctx, r)

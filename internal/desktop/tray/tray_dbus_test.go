@@ -199,7 +199,7 @@ func TestTrayRefusedChange(t *testing.T) {
 	d := dbustest.NewDesktop(t, false)
 	tr := startChild(t, d, fs.socket)
 	m := tr.Wait(t, "the tunnel", "wg0 (WireGuard): down")
-	if err := tr.Menu.Click(m.Find("wg0 (").ID); err != nil {
+	if err := tr.Menu.Click(m.Find("wg0 (")); err != nil {
 		t.Fatal(err)
 	}
 	m = tr.Wait(t, "read-only", "Read-only: the service refused a change", "permission denied: uid 1000")

@@ -156,7 +156,8 @@ func MenuOf(t testing.TB, c *dbus.Conn, it Item) *Menu {
 	return &Menu{Conn: c, Bus: it.Bus, Path: p}
 }
 
-// Layout reads the whole menu with com.canonical.dbusmenu.GetLayout.
+// Layout reads the whole menu with com.canonical.dbusmenu.GetLayout, as a
+// panel shows it: hidden entries (visible false) are left out.
 // (fyne.io/systray answers the first call after a rebuild one level
 // deep, for libdbusmenu-gtk's sake, so it reads twice.)
 func (m *Menu) Layout() (*Node, error) {
@@ -200,6 +201,9 @@ func node(raw []any) (*Node, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !c.Visible() {
+			continue // as a panel shows it (the tray hides entries it reuses later)
+		}
 		n.Children = append(n.Children, c)
 	}
 	return n, nil
@@ -224,8 +228,41 @@ func (m *Menu) Wait(t testing.TB, d time.Duration, what string, ok func(*Node) e
 	return last
 }
 
-// Click sends com.canonical.dbusmenu.Event(id, "clicked"), as a panel does.
-func (m *Menu) Click(id int32) error {
+// Click clicks the entry that shows e's label (com.canonical.dbusmenu
+// Event "clicked", as a panel sends it) once that entry has kept its place
+// and label for half a second: the tray reuses entries for other items,
+// moves items to other entries as the menu changes, and drops a click that
+// lands just after an entry's reuse (a user's click there may have been
+// meant for its old item).
+func (m *Menu) Click(e *Node) error {
+	const settle = 500 * time.Millisecond
+	label := e.Label()
+	var id int32 = -1
+	since := time.Now()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		n, err := m.Layout()
+		if err != nil {
+			return err
+		}
+		f := n.Find(label)
+		if f == nil || f.Label() != label {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("no entry %q in the menu:\n%s", label, n.Dump())
+			}
+			id = -1
+			continue
+		}
+		if f.ID != id {
+			id, since = f.ID, time.Now()
+		}
+		if time.Since(since) >= settle || time.Now().After(deadline) {
+			return m.ClickNow(id)
+		}
+	}
+}
+
+// ClickNow sends com.canonical.dbusmenu.Event(id, "clicked") at once.
+func (m *Menu) ClickNow(id int32) error {
 	return m.Conn.Object(m.Bus, m.Path).Call("com.canonical.dbusmenu.Event", 0, id, "clicked", dbus.MakeVariant(int32(0)), uint32(time.Now().Unix())).Err
 }
 

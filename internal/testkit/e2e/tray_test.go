@@ -49,7 +49,7 @@ func TestTraySwitchesARealTunnel(t *testing.T) {
 		t.Fatalf("the down tunnel's toggle: checked %v, enabled %v", tg.Checked(), tg.Enabled())
 	}
 	tb.Tooltip(t, "no tunnel up")
-	if err := tb.Menu.Click(tg.ID); err != nil {
+	if err := tb.Menu.Click(tg); err != nil {
 		t.Fatalf("click: %v", err)
 	}
 	netns.Eventually(t, 20*time.Second, "the click brings the tunnel up", func() error {
@@ -87,7 +87,7 @@ func TestTraySwitchesARealTunnel(t *testing.T) {
 	t.Logf("the menu with the tunnel up:\n%s", m.Dump())
 
 	// Down again with a second click.
-	if err := tb.Menu.Click(toggleOf(t, m, sb.a).ID); err != nil {
+	if err := tb.Menu.Click(toggleOf(t, m, sb.a)); err != nil {
 		t.Fatal(err)
 	}
 	netns.Eventually(t, 20*time.Second, "the second click brings the tunnel down", func() error {
@@ -208,7 +208,7 @@ func TestTrayManyTunnelsAndOddNames(t *testing.T) {
 		t.Errorf("the odd name's entry: %+v\n%s", odd, m.Dump())
 	}
 	// The odd name switches like any other.
-	if err := tb.Menu.Click(odd.ID); err != nil {
+	if err := tb.Menu.Click(odd); err != nil {
 		t.Fatal(err)
 	}
 	tb.Wait(t, "the odd-named tunnel up", "my_vpn=a+b.c-d (WireGuard): up")
@@ -233,8 +233,14 @@ func TestTrayImport(t *testing.T) {
 	bad := filepath.Join(dir, "broken.conf")
 	os.WriteFile(bad, []byte("[Interface]\nPrivateKey = x\nListenPort = banana\n"), 0o600)
 	tb.Portal.Answer("file://" + bad)
-	m := tb.Wait(t, "the import entry", "Import tunnel from file")
-	if err := tb.Menu.Click(m.Find("Import tunnel from file").ID); err != nil {
+	// Once connected (the entry is off until then).
+	m := tb.Menu.Wait(t, 20*time.Second, "the import entry on", func(n *dbustest.Node) error {
+		if e := n.Find("Import tunnel from file"); e == nil || !e.Enabled() {
+			return fmt.Errorf("no import entry that is on")
+		}
+		return nil
+	})
+	if err := tb.Menu.Click(m.Find("Import tunnel from file")); err != nil {
 		t.Fatal(err)
 	}
 	n := tb.Notes.Wait(t, 15*time.Second, "Could not import broken")
@@ -245,7 +251,10 @@ func TestTrayImport(t *testing.T) {
 	good := filepath.Join(dir, "newone.conf")
 	os.WriteFile(good, []byte("[Interface]\nPrivateKey = "+k.String()+"\nAddress = 10.91.0.1/24\n"), 0o600)
 	tb.Portal.Answer("file://" + good)
-	tb.Menu.Click(m.Find("Import tunnel from file").ID)
+	m = tb.Wait(t, "the import entry", "Import tunnel from file")
+	if err := tb.Menu.Click(m.Find("Import tunnel from file")); err != nil {
+		t.Fatal(err)
+	}
 	tb.Notes.Wait(t, 15*time.Second, "Imported newone")
 	tb.Wait(t, "the imported tunnel listed", "newone (WireGuard): down")
 	if tb.Portal.Calls() != 2 || strings.Contains(tb.ZenityLog(), "file-selection") {
@@ -257,8 +266,10 @@ func TestTrayImport(t *testing.T) {
 	other := filepath.Join(dir, "viazenity.conf")
 	os.WriteFile(other, []byte("[Interface]\nPrivateKey = "+k.String()+"\nAddress = 10.92.0.1/24\n"), 0o600)
 	os.WriteFile(filepath.Join(tz.ZenityDir, "file"), []byte(other+"\n"), 0o644)
-	m = tz.Wait(t, "the import entry", "Import tunnel from file")
-	tz.Menu.Click(m.Find("Import tunnel from file").ID)
+	m = tz.Wait(t, "the import entry, connected", "Import tunnel from file", "newone (WireGuard)")
+	if err := tz.Menu.Click(m.Find("Import tunnel from file")); err != nil {
+		t.Fatal(err)
+	}
 	tz.Notes.Wait(t, 15*time.Second, "Imported viazenity")
 	if !strings.Contains(tz.ZenityLog(), "--file-selection") {
 		t.Errorf("zenity was not asked: %q", tz.ZenityLog())
@@ -275,7 +286,7 @@ func TestTrayAnswersCredentials(t *testing.T) {
 	tb := startTray(t, sb.socket, trayOpts{})
 	os.WriteFile(filepath.Join(tb.ZenityDir, "password"), []byte("alice|s3cret\n"), 0o644)
 	m := tb.Wait(t, "the OpenVPN tunnel listed", name+" (OpenVPN client): down")
-	if err := tb.Menu.Click(toggleOf(t, m, name).ID); err != nil {
+	if err := tb.Menu.Click(toggleOf(t, m, name)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Notes.Wait(t, 20*time.Second, name+" needs credentials")
