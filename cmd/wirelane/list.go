@@ -98,7 +98,11 @@ func cmdList(args []string) int {
 	}
 	var notes []string
 	ovpns, oerr := ovpntunnel.Status()
-	if oerr != nil {
+	var unreadable *ovpntunnel.UnreadableError
+	switch {
+	case errors.As(oerr, &unreadable):
+		notes = append(notes, oerr.Error())
+	case oerr != nil:
 		notes = append(notes, fmt.Sprintf("OpenVPN tunnels are not listed: %v", oerr))
 	}
 	confs, cerr := configFiles(wgquick.ConfigDir)

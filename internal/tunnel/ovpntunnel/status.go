@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -184,20 +185,31 @@ func (p *statusPublisher) close() {
 
 // Status lists the OpenVPN tunnels running on this host, from their status
 // files, ordered by interface. Files of processes that are gone, or that
-// were not rewritten for 30 s, are skipped. A missing status directory
-// means no tunnels.
+// were not rewritten for 30 s, are skipped (and removed, when the caller
+// may: a process killed with SIGKILL cannot remove its own). A missing
+// status directory means no tunnels. Files this user may not read (they
+// are 0640, root's) are left out and counted in an *UnreadableError,
+// returned beside the tunnels that could be read.
 func Status() ([]TunnelStatus, error) {
 	names, err := filepath.Glob(filepath.Join(StatusDir, "ovpn-*.json"))
 	if err != nil {
 		return nil, err
 	}
 	var out []TunnelStatus
+	unreadable := 0
 	for _, name := range names {
+		if pid, ok := statusFilePID(name); ok && !processAlive(pid) {
+			removeStale(name)
+			continue
+		}
 		b, err := os.ReadFile(name)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue // removed while listing
-			}
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue // removed while listing
+		case errors.Is(err, os.ErrPermission):
+			unreadable++
+			continue
+		case err != nil:
 			return nil, err
 		}
 		var st TunnelStatus
@@ -215,7 +227,36 @@ func Status() ([]TunnelStatus, error) {
 		}
 		return out[i].PID < out[j].PID
 	})
+	if unreadable > 0 {
+		return out, &UnreadableError{N: unreadable}
+	}
 	return out, nil
+}
+
+// UnreadableError says how many OpenVPN tunnels' status files this user
+// may not read.
+type UnreadableError struct{ N int }
+
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("%d OpenVPN tunnel(s) not shown: only root can read their status in %s", e.N, StatusDir)
+}
+
+// statusFilePID is the process id in a status file's name
+// (ovpn-PID.json or ovpn-PID-N.json).
+func statusFilePID(path string) (int, bool) {
+	base := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "ovpn-"), ".json")
+	if i := strings.IndexByte(base, '-'); i >= 0 {
+		base = base[:i]
+	}
+	pid, err := strconv.Atoi(base)
+	return pid, err == nil && pid > 0
+}
+
+// removeStale removes the status file of a process that is gone, and the
+// control socket beside it (reload.go), when this user may.
+func removeStale(path string) {
+	os.Remove(path)
+	os.Remove(strings.TrimSuffix(path, ".json") + ".sock")
 }
 
 // processAlive reports whether a process with id pid exists.

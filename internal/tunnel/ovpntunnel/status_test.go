@@ -2,6 +2,7 @@ package ovpntunnel
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,23 +94,37 @@ func TestStatusSkipsStaleEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("ovpn-1.json", TunnelStatus{Kind: KindServer, PID: 0x3ffffff0, Interface: "gone", Updated: time.Now()})
-	write("ovpn-2.json", TunnelStatus{Kind: KindServer, PID: os.Getpid(), Interface: "stale", Updated: time.Now().Add(-time.Hour)})
-	write("ovpn-3.json", TunnelStatus{Kind: KindServer, PID: os.Getpid(), Interface: "live", Updated: time.Now(),
+	me := os.Getpid()
+	write(fmt.Sprintf("ovpn-%d-1.json", me), TunnelStatus{Kind: KindServer, PID: 0x3ffffff0, Interface: "gone", Updated: time.Now()})
+	write(fmt.Sprintf("ovpn-%d-2.json", me), TunnelStatus{Kind: KindServer, PID: me, Interface: "stale", Updated: time.Now().Add(-time.Hour)})
+	write(fmt.Sprintf("ovpn-%d-3.json", me), TunnelStatus{Kind: KindServer, PID: me, Interface: "live", Updated: time.Now(),
 		Clients: []ClientStatus{{CommonName: "c1", Address: "10.8.0.2"}}})
+	// A process killed with SIGKILL leaves its file and control socket:
+	// both go at the next look.
+	dead := fmt.Sprintf("ovpn-%d", 0x3ffffff0)
+	write(dead+".json", TunnelStatus{Kind: KindClient, PID: 0x3ffffff0, Interface: "killed", Updated: time.Now()})
+	if err := os.WriteFile(filepath.Join(dir, dead+".sock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	got, err := Status()
 	if err != nil || len(got) != 1 || got[0].Interface != "live" || len(got[0].Clients) != 1 {
 		t.Fatalf("Status() = %+v, %v", got, err)
+	}
+	for _, f := range []string{dead + ".json", dead + ".sock"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
+			t.Errorf("%s of a process that is gone was not removed: %v", f, err)
+		}
 	}
 	var b strings.Builder
 	FormatStatus(&b, got)
 	if !strings.Contains(b.String(), "clients: 1") || !strings.Contains(b.String(), "client: c1") {
 		t.Fatalf("server status text:\n%s", b.String())
 	}
-	if err := os.WriteFile(filepath.Join(dir, "ovpn-4.json"), []byte("{"), 0o644); err != nil {
+	corrupt := fmt.Sprintf("ovpn-%d-4.json", me)
+	if err := os.WriteFile(filepath.Join(dir, corrupt), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Status(); err == nil || !strings.Contains(err.Error(), "ovpn-4.json") {
+	if _, err := Status(); err == nil || !strings.Contains(err.Error(), corrupt) {
 		t.Fatalf("corrupt file: %v", err)
 	}
 }
