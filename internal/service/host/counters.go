@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wirelane/wirelane/internal/control/service"
+	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/server"
 )
@@ -54,11 +55,16 @@ const (
 )
 
 // counters returns the tunnel's counters.
-func (c *ovpnCounters) counters(tunnel string, kind service.Kind) []service.EngineCounter {
+// st is a client tunnel's last published status (nil when there is none
+// yet).
+func (c *ovpnCounters) counters(tunnel string, kind service.Kind, st *ovpntunnel.TunnelStatus) []service.EngineCounter {
 	hs := func(outcome string, v uint64) service.EngineCounter {
 		return service.EngineCounter{Tunnel: tunnel, Name: "openvpn_handshakes_total", Help: helpOVPNHandshakes, Labels: [][2]string{{"outcome", outcome}}, Value: float64(v)}
 	}
 	out := []service.EngineCounter{hs("completed", c.completed.Load()), hs("failed", c.failed.Load())}
+	if kind == service.KindOpenVPNClient && st != nil {
+		out = append(out, service.OVPNClientCounters(tunnel, st.DroppedControl, st.DroppedData)...)
+	}
 	if kind == service.KindOpenVPNServer {
 		out = append(out, service.EngineCounter{Tunnel: tunnel, Name: "openvpn_clients_left_total", Help: helpOVPNLeft, Value: float64(c.left.Load())})
 		if s := c.srv.Load(); s != nil {
@@ -72,15 +78,15 @@ func (c *ovpnCounters) counters(tunnel string, kind service.Kind) []service.Engi
 // order: WireGuard's from their daemons, OpenVPN's from this process.
 func (h *Host) EngineCounters() []service.EngineCounter {
 	type running struct {
-		name, iface string
-		kind        service.Kind
+		name, iface, path string
+		kind              service.Kind
 		run         *ovpnRun
 	}
 	h.mu.Lock()
 	var rs []running
 	for _, e := range h.entries {
 		if e.state == service.StateUp || e.state == service.StateReconnecting {
-			rs = append(rs, running{e.name, e.iface, e.kind, e.ovpn})
+			rs = append(rs, running{e.name, e.iface, e.path, e.kind, e.ovpn})
 		}
 	}
 	h.mu.Unlock()
@@ -92,7 +98,13 @@ func (h *Host) EngineCounters() []service.EngineCounter {
 			out = append(out, h.uapi.Counters(r.iface, r.name)...)
 		default:
 			if r.run != nil {
-				out = append(out, r.run.ctr.counters(r.name, r.kind)...)
+				var st *ovpntunnel.TunnelStatus
+				if r.kind == service.KindOpenVPNClient {
+					if s, ok := ovpnStatus(r.path); ok {
+						st = &s
+					}
+				}
+				out = append(out, r.run.ctr.counters(r.name, r.kind, st)...)
 			}
 		}
 	}

@@ -145,6 +145,13 @@ func TestServiceCLIOVPNConnect(t *testing.T) {
 	if v := sample(string(m), `wirelane_openvpn_handshakes_total{outcome="completed",tunnel="`+name+`"}`); v < 1 {
 		t.Errorf("completed OpenVPN handshakes = %v, want >= 1", v)
 	}
+	// The client's session's drop counters, from its status: present, and
+	// nothing dropped on a clean link.
+	for _, reason := range []string{"bad_control", "bad_data"} {
+		if v := sample(string(m), `wirelane_openvpn_dropped_packets_total{reason="`+reason+`",tunnel="`+name+`"}`); v != 0 {
+			t.Errorf("the client's %s drops = %v, want 0 (-1: not exported)", reason, v)
+		}
+	}
 	p.Cmd.Process.Signal(syscall.SIGINT)
 	out, err := p.Wait(t, 20*time.Second)
 	if err != nil || !strings.Contains(out, "through the Wirelane service") || !strings.Contains(out, name+": up") {

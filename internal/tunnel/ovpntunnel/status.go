@@ -68,6 +68,11 @@ type TunnelStatus struct {
 	RxBytes uint64         `json:"rx_bytes"`
 	TxBytes uint64         `json:"tx_bytes"`
 	Clients []ClientStatus `json:"clients,omitempty"` // server only
+	// DroppedControl and DroppedData count the packets a client's session
+	// dropped because they failed their checks (authentication, replay,
+	// format), since it connected.
+	DroppedControl uint64 `json:"dropped_control,omitempty"`
+	DroppedData    uint64 `json:"dropped_data,omitempty"`
 	// Control is the unix socket `wirelane reload` asks (reload.go).
 	Control string    `json:"control,omitempty"`
 	Updated time.Time `json:"updated"` // when the file was written
