@@ -80,7 +80,7 @@ func (h *Host) EngineCounters() []service.EngineCounter {
 	type running struct {
 		name, iface, path string
 		kind              service.Kind
-		run         *ovpnRun
+		run               *ovpnRun
 	}
 	h.mu.Lock()
 	var rs []running
