@@ -4,7 +4,8 @@ package device
 //
 //	TUN Read (one goroutine, batches; the first packet lands in the
 //	reader's 64 KiB scratch buffer so a raised MTU never fails a read)
-//	  -> route by destination in allowed IPs (read lock per batch)
+//	  -> route by destination in allowed IPs (read lock per batch);
+//	     no peer: an ICMP error back into the TUN device (icmp.go)
 //	  -> per-peer staging queue (bounded; no session: start a handshake)
 //	  -> nonce assignment: one atomic Add per peer per batch   per peer
 //	  -> small batch (every batch on <= 2 cores) and nothing queued for
@@ -72,6 +73,7 @@ func (d *Device) runTUNReader() {
 	tx := d.newTxState() // for batches sent without the hand-off
 	defer tx.close()
 	owners := make([]*peer, bs)
+	icmp := newICMPErrors()
 	rd := tun.NewReader(d.tun, tun.ReaderConfig{Batch: bs, Fatal: tunReadFatal, CallerBuffers: true,
 		Dropped: func(err error) {
 			// The MTU may have changed under the read.
@@ -134,6 +136,7 @@ func (d *Device) runTUNReader() {
 			p, ok := d.allowed.LookupBytes(dst)
 			if !ok {
 				noPeer++
+				sizes[i] = -2 // no peer: answered below, outside the lock
 				continue
 			}
 			owners[i] = p
@@ -144,6 +147,11 @@ func (d *Device) runTUNReader() {
 		}
 		d.allowedMu.RUnlock()
 		d.drop(DropNoPeer, noPeer)
+		for i := 0; noPeer > 0 && i < n; i++ {
+			if sizes[i] == -2 {
+				d.sendUnreachable(icmp, rd.Packet(i))
+			}
+		}
 		for _, p := range peers {
 			group = group[:0]
 			for i := 0; i < n; i++ {
