@@ -79,3 +79,127 @@ func TestICMPUnreachableThroughNAT(t *testing.T) {
 		t.Fatalf("router's ping into B's tunnel without a peer: err %v, want %q in:\n%s", err, want, out)
 	}
 }
+
+// stickyPair is two daemons whose interfaces and sockets live in ns1 and
+// ns2, joined by the veth pair veth1 (ns1) - veth2 (ns2) with no
+// addresses yet: the self-test's topology for source addresses.
+func stickyPair(t *testing.T) (a, b *side) {
+	t.Helper()
+	im := pairImpl(t)
+	ns1, ns2 := netns.New(t, "wl1n"), netns.New(t, "wl2n")
+	netns.Veth(t, ns1, "veth1", ns2, "veth2")
+	for _, ns := range []*netns.NS{ns1, ns2} {
+		netns.Run(t, ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0")
+	}
+	netns.Run(t, ns1, "sysctl", "-qw", "net.ipv6.conf.veth1.accept_dad=0")
+	netns.Run(t, ns2, "sysctl", "-qw", "net.ipv6.conf.veth2.accept_dad=0")
+	// Removing the primary address keeps (promotes) the secondary one.
+	netns.Run(t, ns1, "sysctl", "-qw", "net.ipv4.conf.veth1.promote_secondaries=1")
+	a = newSide(t, im, ns1, ns1, 10001, "192.168.241.1", "fd00::1")
+	b = newSide(t, im, ns2, ns2, 10002, "192.168.241.2", "fd00::2")
+	a.up(t)
+	b.up(t)
+	a.addPeer(t, b, "")
+	b.addPeer(t, a, "")
+	return a, b
+}
+
+// TestStickySourceFallsOver: A sends from the address its peer's packets
+// came to (sticky source), but when that address is removed from its
+// interface A must fall over to the one that remains, in both families,
+// and the tunnel keeps working without a new configuration.
+func TestStickySourceFallsOver(t *testing.T) {
+	a, b := stickyPair(t)
+	a.run(t, "ip", "addr", "add", "10.0.0.1/24", "dev", "veth1")
+	a.run(t, "ip", "addr", "add", "fd00:aa::1/96", "dev", "veth1", "nodad")
+	b.run(t, "ip", "addr", "add", "10.0.0.2/24", "dev", "veth2")
+	b.run(t, "ip", "addr", "add", "fd00:aa::2/96", "dev", "veth2", "nodad")
+
+	a.wg(t, "set", a.ifname, "peer", b.pub(), "endpoint", "10.0.0.2:10002")
+	a.ping(t, b.v4)
+	if ep := b.endpointOf(t, a); ep != "10.0.0.1:10001" {
+		t.Fatalf("B sees A at %s, want 10.0.0.1:10001", ep)
+	}
+	a.run(t, "ip", "addr", "add", "10.0.0.10/24", "dev", "veth1")
+	a.run(t, "ip", "addr", "del", "10.0.0.1/24", "dev", "veth1")
+	a.ping(t, b.v4, "-W", "2")
+	if ep := b.endpointOf(t, a); ep != "10.0.0.10:10001" {
+		t.Fatalf("after 10.0.0.1 went away B sees A at %s, want 10.0.0.10:10001", ep)
+	}
+
+	a.wg(t, "set", a.ifname, "peer", b.pub(), "endpoint", "[fd00:aa::2]:10002")
+	a.ping(t, b.v4)
+	if ep := b.endpointOf(t, a); ep != "[fd00:aa::1]:10001" {
+		t.Fatalf("B sees A at %s, want [fd00:aa::1]:10001", ep)
+	}
+	a.run(t, "ip", "addr", "add", "fd00:aa::10/96", "dev", "veth1", "nodad")
+	a.run(t, "ip", "addr", "del", "fd00:aa::1/96", "dev", "veth1")
+	a.ping(t, b.v4, "-W", "2")
+	if ep := b.endpointOf(t, a); ep != "[fd00:aa::10]:10001" {
+		t.Fatalf("after fd00:aa::1 went away B sees A at %s, want [fd00:aa::10]:10001", ep)
+	}
+}
+
+// TestStickySourceRepliesFromDestination: A holds two addresses of each
+// family on one interface; whichever of them B sends to, A answers from
+// that one, so B's endpoint for A stays what B was told (were A to answer
+// from its other address, B would roam there). An address on another
+// interface (loopback) than the one the packets arrive on and leave by is
+// answered from too.
+func TestStickySourceRepliesFromDestination(t *testing.T) {
+	a, b := stickyPair(t)
+	for _, addr := range []string{"10.0.0.1/24", "10.0.0.2/24", "fd00:aa::1/96", "fd00:aa::2/96"} {
+		a.run(t, "ip", "addr", "add", addr, "dev", "veth1", "nodad")
+	}
+	b.run(t, "ip", "addr", "add", "10.0.0.3/24", "dev", "veth2")
+	b.run(t, "ip", "addr", "add", "fd00:aa::3/96", "dev", "veth2", "nodad")
+	for _, ep := range []string{"10.0.0.1:10001", "[fd00:aa::1]:10001", "10.0.0.2:10001", "[fd00:aa::2]:10001"} {
+		b.wg(t, "set", b.ifname, "peer", a.pub(), "endpoint", ep)
+		b.ping(t, a.v4)
+		if got := b.endpointOf(t, a); got != ep {
+			t.Fatalf("B sent to A at %s and now sees A at %s: A answered from another address", ep, got)
+		}
+	}
+
+	// The self-test uses a dummy interface; CI kernels may lack the
+	// module, and loopback is just as much another interface.
+	a.run(t, "ip", "link", "set", "lo", "up")
+	a.run(t, "ip", "addr", "add", "10.50.0.1/32", "dev", "lo")
+	b.run(t, "ip", "route", "add", "10.50.0.0/24", "dev", "veth2")
+	b.wg(t, "set", b.ifname, "peer", a.pub(), "endpoint", "10.50.0.1:10001")
+	b.ping(t, a.v4)
+	if got := b.endpointOf(t, a); got != "10.50.0.1:10001" {
+		t.Fatalf("B sent to A's loopback address and now sees A at %s", got)
+	}
+}
+
+// TestStickySourceFollowsRoute: A's sticky source belongs to the
+// interface its route to B used; when a better route through another
+// interface (with its own preferred source) appears, A follows the route
+// and its source changes with it, rather than keeping the old source on
+// the new interface.
+func TestStickySourceFollowsRoute(t *testing.T) {
+	a, b := stickyPair(t)
+	netns.Veth(t, a.ns, "veth3", b.ns, "veth4")
+	a.run(t, "ip", "addr", "add", "10.0.0.1/24", "dev", "veth1")
+	b.run(t, "ip", "addr", "add", "10.0.0.2/24", "dev", "veth2")
+	a.run(t, "ip", "addr", "add", "10.0.0.3/24", "dev", "veth3")
+	a.run(t, "ip", "route", "flush", "dev", "veth1")
+	a.run(t, "ip", "route", "flush", "dev", "veth3")
+	a.run(t, "ip", "route", "add", "10.0.0.0/24", "dev", "veth1", "src", "10.0.0.1", "metric", "2")
+	a.wg(t, "set", a.ifname, "peer", b.pub(), "endpoint", "10.0.0.2:10002")
+	a.ping(t, b.v4)
+	if got := b.endpointOf(t, a); got != "10.0.0.1:10001" {
+		t.Fatalf("B sees A at %s, want 10.0.0.1:10001", got)
+	}
+	a.run(t, "ip", "route", "add", "10.0.0.0/24", "dev", "veth3", "src", "10.0.0.3", "metric", "1")
+	for _, s := range []*side{a, b} {
+		s.run(t, "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0")
+	}
+	a.run(t, "sysctl", "-qw", "net.ipv4.conf.veth1.rp_filter=0")
+	b.run(t, "sysctl", "-qw", "net.ipv4.conf.veth4.rp_filter=0")
+	a.ping(t, b.v4, "-W", "2")
+	if got := b.endpointOf(t, a); got != "10.0.0.3:10001" {
+		t.Fatalf("after the route through veth3 appeared B sees A at %s, want 10.0.0.3:10001", got)
+	}
+}
