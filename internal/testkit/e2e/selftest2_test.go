@@ -5,6 +5,8 @@ package e2e
 // stickiness, wg-quick-style policy routing, onion routing.
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -201,5 +203,62 @@ func TestStickySourceFollowsRoute(t *testing.T) {
 	a.ping(t, b.v4, "-W", "2")
 	if got := b.endpointOf(t, a); got != "10.0.0.3:10001" {
 		t.Fatalf("after the route through veth3 appeared B sees A at %s, want 10.0.0.3:10001", got)
+	}
+}
+
+// floodPing sends count flood pings from s to addr and fails unless every
+// one is answered.
+func floodPing(t *testing.T, s *side, addr string, count int) {
+	t.Helper()
+	out, err := netns.Try(s.ns, nil, "ping", "-f", "-c", strconv.Itoa(count), "-W", "1", addr)
+	if want := fmt.Sprintf("%d packets transmitted, %d received", count, count); err != nil || !strings.Contains(out, want) {
+		t.Fatalf("flood ping %s: err %v, want %q in:\n%s", addr, err, want, out)
+	}
+}
+
+// TestPolicyRoutedDefaultRoute is the self-test's wg-quick(8)-style
+// policy routing, set up by hand: A's default routes (both families) are
+// in table 51820 and point into the tunnel, a rule sends every packet
+// without A's fwmark there, and a second rule lets the main table answer
+// for anything but its own default routes (suppress_prefixlength 0). The
+// main table keeps default routes of both families out of the veth (the
+// IPv6 one to a gateway that does not exist), which must catch neither
+// the tunnel's traffic nor, thanks to the mark, the daemon's datagrams
+// once they are in the tunnel. B's tunnel addresses outside the tunnel's
+// subnet (192.168.99.7, abab::1111) are reached only through the default
+// routes; 100 flood pings each way (the self-test floods to shake out
+// route reference counting bugs).
+//
+// The same rules made by wg-quick itself carry traffic in
+// TestWGQuickUpDown, and `wirelane up` makes them identically
+// (cmd/wirelane TestSameStateAsWGQuick).
+func TestPolicyRoutedDefaultRoute(t *testing.T) {
+	a, b := stickyPair(t)
+	a.run(t, "ip", "addr", "add", "10.9.0.1/24", "dev", "veth1")
+	b.run(t, "ip", "addr", "add", "10.9.0.2/24", "dev", "veth2")
+	a.run(t, "ip", "-4", "route", "add", "default", "via", "10.9.0.2")
+	a.run(t, "ip", "-6", "addr", "add", "fc00::9/96", "dev", "veth1", "nodad")
+	a.run(t, "ip", "-6", "route", "add", "default", "via", "fc00::1")
+	b.run(t, "ip", "-4", "addr", "add", "192.168.99.7/32", "dev", b.ifname)
+	b.run(t, "ip", "-6", "addr", "add", "abab::1111/128", "dev", b.ifname, "nodad")
+	b.wg(t, "set", b.ifname, "peer", a.pub(), "endpoint", "10.9.0.1:10001")
+	a.wg(t, "set", a.ifname, "fwmark", "51820", "peer", b.pub(), "endpoint", "10.9.0.2:10002",
+		"allowed-ips", "192.168.99.7/32,abab::1111/128")
+	for _, fam := range []string{"-4", "-6"} {
+		a.run(t, "ip", fam, "route", "add", "default", "dev", a.ifname, "table", "51820")
+		a.run(t, "ip", fam, "rule", "add", "not", "fwmark", "51820", "table", "51820")
+		a.run(t, "ip", fam, "rule", "add", "table", "main", "suppress_prefixlength", "0")
+	}
+	a.run(t, "sysctl", "-qw", "net.ipv4.conf.veth1.rp_filter=0")
+	for _, addr := range []string{"192.168.99.7", "abab::1111"} {
+		if r := a.run(t, "ip", "route", "get", addr); !strings.Contains(r, "dev "+a.ifname) {
+			t.Fatalf("A routes %s by %q, want its tunnel", addr, r)
+		}
+	}
+	floodPing(t, a, "192.168.99.7", 100)
+	floodPing(t, a, "abab::1111", 100)
+	rx, tx := transfer(t, a, b)
+	if rx < 200*84 || tx < 200*84 {
+		t.Fatalf("A's transfer for B: %d received, %d sent: the pings did not go through the tunnel", rx, tx)
 	}
 }
