@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wirelane/wirelane/internal/testkit/netns"
 )
@@ -261,4 +262,85 @@ func TestPolicyRoutedDefaultRoute(t *testing.T) {
 	if rx < 200*84 || tx < 200*84 {
 		t.Fatalf("A's transfer for B: %d received, %d sent: the pings did not go through the tunnel", rx, tx)
 	}
+}
+
+// TestOnionRouting: one interface's peers nested three deep. A's device
+// has three peers, all in B's namespace: B (the outer tunnel, over the
+// veth), C (endpoint: an address inside B's tunnel) and D (endpoint: an
+// address inside C's tunnel). A ping to D is sealed for D, its datagram
+// routed back into A's own interface and sealed for C, that datagram
+// again for B: three layers of WireGuard from one device. Then D's
+// endpoint is pointed inside D's own allowed IPs, a loop within the one
+// device: pings fail, the daemon lives, and once D is removed the outer
+// layers work again.
+func TestOnionRouting(t *testing.T) {
+	a, b := stickyPair(t)
+	a.run(t, "ip", "addr", "add", "10.0.0.1/24", "dev", "veth1")
+	b.run(t, "ip", "addr", "add", "10.0.0.2/24", "dev", "veth2")
+	a.wg(t, "set", a.ifname, "peer", b.pub(), "endpoint", "10.0.0.2:10002")
+	a.ping(t, b.v4)
+
+	c := newSide(t, b.im, b.ns, b.ns, 20005, "192.168.242.2", "fd00:242::2")
+	d := newSide(t, b.im, b.ns, b.ns, 20006, "192.168.243.2", "fd00:243::2")
+	c.up(t)
+	d.up(t)
+	a.run(t, "ip", "addr", "add", "192.168.242.1/24", "dev", a.ifname)
+	a.run(t, "ip", "addr", "add", "192.168.243.1/24", "dev", a.ifname)
+	c.wg(t, "set", c.ifname, "peer", a.pub(), "allowed-ips", "192.168.242.1/32")
+	d.wg(t, "set", d.ifname, "peer", a.pub(), "allowed-ips", "192.168.243.1/32")
+	a.wg(t, "set", a.ifname, "peer", c.pub(), "allowed-ips", "192.168.242.2/32", "endpoint", b.v4+":20005")
+	a.wg(t, "set", a.ifname, "peer", d.pub(), "allowed-ips", "192.168.243.2/32", "endpoint", c.v4+":20006")
+	a.ping(t, c.v4)
+	a.ping(t, d.v4)
+	handshakeDone(t, a, d)
+	// D saw A's datagrams come out of C's tunnel, C out of B's.
+	if ep := d.endpointOf(t, a); ep != "192.168.242.1:10001" {
+		t.Fatalf("D sees A at %s, want A's address in C's tunnel", ep)
+	}
+	if ep := c.endpointOf(t, a); ep != "192.168.241.1:10001" {
+		t.Fatalf("C sees A at %s, want A's address in B's tunnel", ep)
+	}
+	_, cTx := transfer(t, a, c)
+	_, bTx := transfer(t, a, b)
+	_, dTx := transfer(t, a, d)
+	if !(bTx > cTx && cTx > dTx && dTx > 0) {
+		t.Fatalf("A sent %d to B, %d to C, %d to D: want each outer layer to carry more than the one inside it", bTx, cTx, dTx)
+	}
+
+	t0 := time.Now()
+	a.wg(t, "set", a.ifname, "peer", d.pub(), "endpoint", d.v4+":20006")
+	a.pingFails(t, d.v4)
+	defer func() { t.Logf("outer layers answered %v after the loop began (D removed after the first failed ping)", time.Since(t0)) }()
+	if _, err := netns.Try(nil, nil, "wg", "show", a.ifname); err != nil {
+		t.Fatalf("A's daemon did not survive the loop: %v", err)
+	}
+	// Left alone, the loop starves the outer layers for about 15 s here
+	// before it dies out; removing the peer ends it at once.
+	a.wg(t, "set", a.ifname, "peer", d.pub(), "remove")
+	netns.Eventually(t, 20*time.Second, "ping through the outer layers after the loop", func() error {
+		if _, err := netns.Try(a.ns, nil, "ping", "-c", "1", "-W", "1", c.v4); err != nil {
+			return err
+		}
+		_, err := netns.Try(a.ns, nil, "ping", "-c", "1", "-W", "1", b.v4)
+		return err
+	})
+}
+
+// TestBoundToDeviceAndMarkRerouting: a socket bound to the tunnel's
+// interface (ping -I, SO_BINDTODEVICE) gets through, and so does all
+// traffic, bound or not, when a mangle rule marks every packet leaving
+// A's namespace (the daemon's datagrams too) and the kernel has to
+// route them again after the mark changed.
+func TestBoundToDeviceAndMarkRerouting(t *testing.T) {
+	need(t, implWirelane, "iptables")
+	a, b := stickyPair(t)
+	a.run(t, "ip", "addr", "add", "10.0.0.1/24", "dev", "veth1")
+	b.run(t, "ip", "addr", "add", "10.0.0.2/24", "dev", "veth2")
+	a.wg(t, "set", a.ifname, "peer", b.pub(), "endpoint", "10.0.0.2:10002")
+	a.ping(t, b.v4, "-I", a.ifname)
+	a.run(t, "iptables", "-t", "mangle", "-I", "OUTPUT", "-j", "MARK", "--set-xmark", "1")
+	a.ping(t, b.v4)
+	a.ping(t, b.v4, "-I", a.ifname)
+	a.ping(t, b.v6, "-I", a.ifname)
+	a.run(t, "iptables", "-t", "mangle", "-D", "OUTPUT", "-j", "MARK", "--set-xmark", "1")
 }
