@@ -310,7 +310,9 @@ func TestOnionRouting(t *testing.T) {
 	t0 := time.Now()
 	a.wg(t, "set", a.ifname, "peer", d.pub(), "endpoint", d.v4+":20006")
 	a.pingFails(t, d.v4)
-	defer func() { t.Logf("outer layers answered %v after the loop began (D removed after the first failed ping)", time.Since(t0)) }()
+	defer func() {
+		t.Logf("outer layers answered %v after the loop began (D removed after the first failed ping)", time.Since(t0))
+	}()
 	if _, err := netns.Try(nil, nil, "wg", "show", a.ifname); err != nil {
 		t.Fatalf("A's daemon did not survive the loop: %v", err)
 	}
