@@ -31,7 +31,8 @@ const (
 	// peer's allowed IPs, or which is not a valid IP packet.
 	DropNotAllowed
 	// DropNoPeer: a packet read from the TUN device for an address no
-	// peer's allowed IPs cover, or that is not IPv4 or IPv6.
+	// peer's allowed IPs cover (answered with an ICMP error, icmp.go),
+	// or that is not IPv4 or IPv6.
 	DropNoPeer
 	// DropTooBig: a packet read from the TUN device larger than the MTU
 	// allows.
