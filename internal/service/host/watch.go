@@ -2,6 +2,7 @@ package host
 
 import (
 	"github.com/wirelane/wirelane/internal/control/service"
+	"os"
 )
 
 // Watch hands the Host the service's publish function and starts the
@@ -54,6 +55,9 @@ func (h *Host) look() {
 	for name, f := range files {
 		e := h.entries[name]
 		if e == nil {
+			if !fileThere(f.path) {
+				continue // deleted since the scan (Delete holds the lock)
+			}
 			e = &entry{name: name, kind: f.kind, iface: f.iface, path: f.path, state: service.StateDown}
 			if upNow[f.iface] {
 				e.state = service.StateUp
@@ -79,6 +83,9 @@ func (h *Host) look() {
 		}
 		if f, ok := files[name]; !ok || f.kind != e.kind {
 			if e.path != "" && e.ovpn == nil && !upNow[e.iface] {
+				if fileThere(e.path) {
+					continue // imported since the scan
+				}
 				delete(h.entries, name)
 				out = append(out, change{snap: *e, tunnels: service.ChangeRemoved})
 				continue
@@ -122,4 +129,12 @@ func (h *Host) look() {
 			h.emit(&c.snap, c.reason)
 		}
 	}
+}
+
+// fileThere reports whether path exists now. look reads the directories
+// before it takes the lock; an Import or Delete in between changed them,
+// and what it did must not be undone by the older listing.
+func fileThere(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
