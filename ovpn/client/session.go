@@ -400,7 +400,7 @@ func (s *Session) sendData(p []byte) error {
 	copy(buf[data.Headroom:], p)
 	pkt, err := ch.Encrypt(buf, len(p))
 	if err == nil {
-		off := sendHeadroom + data.Headroom - (len(pkt) - len(p)) // where pkt starts in *bp
+		off := sendHeadroom + data.PacketOffset(buf, pkt) // where pkt starts in *bp
 		err = s.tr.send(*bp, off, len(pkt))
 		s.lastSend.Store(time.Now().UnixNano())
 		s.txBytes.Add(uint64(len(p)))
@@ -457,7 +457,7 @@ func (s *Session) WritePackets(pkts [][]byte) error {
 				bad = err
 				break
 			}
-			off := sendHeadroom + data.Headroom - (len(pkt) - len(p))
+			off := sendHeadroom + data.PacketOffset(buf[sendHeadroom:], pkt)
 			b.out[n] = buf[off-sendHeadroom : off+len(pkt)]
 			n++
 			total += len(p)

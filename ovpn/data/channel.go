@@ -15,11 +15,14 @@ import (
 
 // Buffer geometry for Encrypt and Decrypt.
 const (
-	// Headroom is where Encrypt expects the payload: buf[Headroom:].
-	Headroom = 4 + 4 + 16
+	// Headroom is where Encrypt expects the payload: buf[Headroom:]. It
+	// holds the header, packet-id and tag and a compression framing
+	// prefix (FramingPrefix).
+	Headroom = 4 + 4 + 16 + FramingPrefix
 	// Tailroom is the spare capacity both directions need past the packet
-	// (tag move and nonce scratch), so no call allocates.
-	Tailroom = 16 + 12
+	// (tag move and nonce scratch, and the byte FramingSwap moves to the
+	// end), so no call allocates.
+	Tailroom = 16 + 12 + 1
 	// RekeyPacketID is the send packet-id after which a new key should be
 	// negotiated.
 	RekeyPacketID = 0xFF000000
@@ -96,7 +99,8 @@ func (k *Key) NeedsRekey() bool { return k.sendPID.Load() >= RekeyPacketID }
 // Channel is the data channel of one peer. Encrypt and Decrypt may run
 // concurrently with each other and with key changes.
 type Channel struct {
-	peerID uint32 // immutable; UndefinedPeerID sends DATA_V1
+	peerID  uint32  // immutable; UndefinedPeerID sends DATA_V1
+	framing Framing // immutable: the compression framing of every payload
 
 	primary   atomic.Pointer[Key] // used to send; written only under mu
 	secondary atomic.Pointer[Key] // lame duck, receive only; written only under mu
@@ -106,6 +110,19 @@ type Channel struct {
 // NewChannel returns a channel that sends DATA_V2 with peerID, or DATA_V1
 // when peerID is wire.UndefinedPeerID.
 func NewChannel(peerID uint32) *Channel { return &Channel{peerID: peerID & 0xFFFFFF} }
+
+// NewFramedChannel is NewChannel with a compression framing applied to
+// every payload sent and expected on every payload received (compress.go).
+func NewFramedChannel(peerID uint32, f Framing) *Channel {
+	return &Channel{peerID: peerID & 0xFFFFFF, framing: f}
+}
+
+// Framing returns the channel's compression framing.
+func (c *Channel) Framing() Framing { return c.framing }
+
+// PacketOffset is where pkt, a packet Encrypt returned from buf, starts in
+// buf.
+func PacketOffset(buf, pkt []byte) int { return cap(buf) - cap(pkt) }
 
 // Prepare makes k usable for receiving before it becomes the send key, by
 // putting it in the secondary slot. A client prepares a renegotiated key,
@@ -152,8 +169,9 @@ func (c *Channel) DropSecondary(now time.Time, window time.Duration) {
 func (c *Channel) Primary() *Key { return c.primary.Load() }
 
 // Encrypt seals the payload held at buf[Headroom:Headroom+n] and returns the
-// packet, a sub-slice of buf. len(buf) must be at least
-// Headroom+n+Tailroom.
+// packet, a sub-slice of buf (PacketOffset says where it starts; with a
+// compression framing it may end one byte past the payload). len(buf)
+// must be at least Headroom+n+Tailroom.
 func (c *Channel) Encrypt(buf []byte, n int) ([]byte, error) {
 	if len(buf) < Headroom+n+Tailroom || n < 0 {
 		return nil, ErrRoom
@@ -167,24 +185,28 @@ func (c *Channel) Encrypt(buf []byte, n int) ([]byte, error) {
 		k.sendPID.Store(^uint32(0))
 		return nil, ErrExhausted
 	}
-	start := 0
+	pt, end := Headroom, Headroom+n
+	if c.framing != FramingNone {
+		pt, end = c.framing.frame(buf, Headroom, n)
+	}
+	pidAt := pt - tagLen - 4
+	start := pidAt - 4
 	if c.peerID == wire.UndefinedPeerID {
-		start = 3
+		start = pidAt - 1
 		buf[start] = wire.HeaderByte(wire.DataV1, k.ID)
 	} else {
-		wire.PutDataV2Header(buf, k.ID, c.peerID)
+		wire.PutDataV2Header(buf[start:], k.ID, c.peerID)
 	}
-	binary.BigEndian.PutUint32(buf[Headroom-tagLen-4:], pid)
-	end := Headroom + n
+	binary.BigEndian.PutUint32(buf[pidAt:], pid)
 	nonce := buf[end+tagLen : end+tagLen+12]
 	binary.BigEndian.PutUint32(nonce, pid)
 	copy(nonce[4:], k.sendIV[:])
-	ad := buf[start : Headroom-tagLen]
-	if start == 3 {
-		ad = buf[4 : Headroom-tagLen] // DATA_V1: the packet-id only
+	ad := buf[start : pidAt+4]
+	if c.peerID == wire.UndefinedPeerID {
+		ad = buf[pidAt : pidAt+4] // DATA_V1: the packet-id only
 	}
-	k.send.Seal(buf[Headroom:Headroom], nonce, buf[Headroom:end], ad)
-	copy(buf[Headroom-tagLen:Headroom], buf[end:end+tagLen])
+	k.send.Seal(buf[pt:pt], nonce, buf[pt:end], ad)
+	copy(buf[pt-tagLen:pt], buf[end:end+tagLen])
 	return buf[start:end], nil
 }
 
@@ -251,6 +273,11 @@ func (c *Channel) Decrypt(pkt []byte) ([]byte, Kind, error) {
 	k.mu.Unlock()
 	if !ok {
 		return nil, 0, ErrReplay
+	}
+	if c.framing != FramingNone {
+		if out, err = c.framing.unframe(out); err != nil {
+			return nil, 0, err
+		}
 	}
 	switch {
 	case bytes.Equal(out, PingPayload):

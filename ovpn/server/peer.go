@@ -217,7 +217,7 @@ func (p *peer) sendData(payload []byte) error {
 	copy(buf[data.Headroom:], payload)
 	pkt, err := ch.Encrypt(buf, len(payload))
 	if err == nil {
-		off := sendHeadroom + data.Headroom - (len(pkt) - len(payload))
+		off := sendHeadroom + data.PacketOffset(buf, pkt)
 		err = p.tx.send(*bp, off, len(pkt))
 		p.lastSend.Store(time.Now().UnixNano())
 	}
