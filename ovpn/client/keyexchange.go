@@ -18,6 +18,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wire"
@@ -27,7 +28,11 @@ import (
 // server only compares it for warnings.
 func (s *Session) optionsString(c data.Cipher) string {
 	keysize := c.KeyLen() * 8
-	o := fmt.Sprintf("V4,dev-type tun,link-mtu 1549,tun-mtu 1500,proto %s,cipher %s,auth [null-digest],keysize %d", s.tr.name(), c, keysize)
+	comp := ""
+	if s.cfg.Compress != data.FramingNone {
+		comp = ",comp-lzo" // what OpenVPN's options string says for any compression framing
+	}
+	o := fmt.Sprintf("V4,dev-type tun,link-mtu 1549,tun-mtu 1500,proto %s%s,cipher %s,auth [null-digest],keysize %d", s.tr.name(), comp, c, keysize)
 	switch {
 	case s.cfg.TLSAuth != nil:
 		o += ",tls-auth"
@@ -50,6 +55,11 @@ func (s *Session) peerInfo() string {
 		fmt.Sprintf("IV_PROTO=%d", proto),
 		"IV_NCP=2",
 		"IV_CIPHERS=" + strings.Join(names, ":"),
+		// Compression stubs only, as OpenVPN 2.6 with allow-compression
+		// no: the framings we can speak, no algorithm.
+		"IV_LZO_STUB=1",
+		"IV_COMP_STUB=1",
+		"IV_COMP_STUBv2=1",
 		"IV_GUI_VER=wirelane",
 	}, "\n") + "\n"
 }
@@ -208,8 +218,16 @@ func (s *Session) pull(tc *tls.Conn, mr *control.MessageReader) error {
 }
 
 func (s *Session) applyPush(r *control.PushReply) error {
+	framing := s.cfg.Compress
 	if r.Compress != "" {
-		return fmt.Errorf("client: server pushed %q; compression framing is not supported", r.Compress)
+		f, alg, err := config.CompressFraming(strings.Fields(r.Compress))
+		if err != nil {
+			return fmt.Errorf("client: server pushed %q: %w", r.Compress, err)
+		}
+		framing = f
+		if alg {
+			s.log.Warn("the server pushed compression; used as framing only, nothing is compressed, and compressed packets from the server are dropped", "option", r.Compress)
+		}
 	}
 	if r.Cipher == "" {
 		return errors.New("client: server pushed no cipher (OpenVPN 2.4+ with data-ciphers is required)")
@@ -232,7 +250,7 @@ func (s *Session) applyPush(r *control.PushReply) error {
 	s.mu.Lock()
 	s.push, s.cipher, s.useEKM = r, c, r.TLSEKM
 	s.mu.Unlock()
-	s.data.Store(data.NewChannel(peerID))
+	s.data.Store(data.NewFramedChannel(peerID, framing))
 	s.log.Info("pushed", "local", r.Local, "cipher", c.String(), "ekm", r.TLSEKM)
 	return nil
 }

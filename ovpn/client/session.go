@@ -74,6 +74,11 @@ type Options struct {
 	// Lookup resolves a remote's host name for network "ip", "ip4" or
 	// "ip6" (nil: the system resolver).
 	Lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)
+	// OnWarning, when set, receives conditions of a running session the
+	// user should see, each at most once per session (such as the
+	// server's first compressed packet); it is called from a receive
+	// goroutine and must not block.
+	OnWarning func(msg string)
 	// ChallengeResponse answers the file's static-challenge; it is sent
 	// with the password as OpenVPN does (SCRV1).
 	ChallengeResponse string
@@ -129,8 +134,13 @@ type Session struct {
 	// not logged, and the timers log a summary at most every
 	// dropSummaryEvery.
 	droppedControl, droppedData atomic.Uint64
-	dropsLogged                 uint64    // drops covered by the last summary; owned by the timers goroutine
-	dropsLoggedAt               time.Time // when that summary went out; owned by the timers goroutine
+	// droppedCompressed counts data packets the server compressed
+	// (authenticated, then dropped: nothing is decompressed);
+	// compressWarned is set once the first was logged.
+	droppedCompressed atomic.Uint64
+	compressWarned    atomic.Bool
+	dropsLogged       uint64    // drops covered by the last summary; owned by the timers goroutine
+	dropsLoggedAt     time.Time // when that summary went out; owned by the timers goroutine
 
 	rx      *pktqueue.Queue      // received packets for ReadPacket(s)
 	sink    atomic.Pointer[sink] // set by DeliverTo; nil: packets go to rx
@@ -348,6 +358,10 @@ func (s *Session) handlePacket(pkt []byte, rb *rxBatch) {
 	}
 	payload, kind, err := ch.Decrypt(pkt)
 	if err != nil {
+		if errors.Is(err, data.ErrCompressed) {
+			s.dropCompressed()
+			return
+		}
 		s.droppedData.Add(1)
 		return
 	}
@@ -364,6 +378,19 @@ func (s *Session) handlePacket(pkt []byte, rb *rxBatch) {
 		return
 	}
 	s.rx.Put(payload) // a full queue drops, like a NIC ring
+}
+
+// dropCompressed counts a packet the server compressed and says so the
+// first time.
+func (s *Session) dropCompressed() {
+	s.droppedCompressed.Add(1)
+	if !s.compressWarned.Swap(true) {
+		const msg = "the server sends compressed packets; they are dropped (Wirelane never decompresses): the server needs allow-compression no (or asym), or compress stub-v2"
+		s.log.Warn(msg)
+		if s.opts.OnWarning != nil {
+			s.opts.OnWarning(msg)
+		}
+	}
 }
 
 // ReadPacket reads one IP packet from the tunnel into b. It returns the
@@ -508,12 +535,15 @@ type Stats struct {
 	// DroppedControl and DroppedData count received packets that failed
 	// their checks (authentication, replay, format) and were dropped.
 	DroppedControl, DroppedData uint64
+	// DroppedCompressed counts data packets the server compressed:
+	// authenticated, then dropped, since Wirelane never decompresses.
+	DroppedCompressed uint64
 }
 
 // Stats returns the session's counters.
 func (s *Session) Stats() Stats {
 	return Stats{RxBytes: s.rxBytes.Load(), TxBytes: s.txBytes.Load(), Since: s.since,
-		DroppedControl: s.droppedControl.Load(), DroppedData: s.droppedData.Load()}
+		DroppedControl: s.droppedControl.Load(), DroppedData: s.droppedData.Load(), DroppedCompressed: s.droppedCompressed.Load()}
 }
 
 // Close ends the session: it tells the server (EXIT control message when

@@ -28,8 +28,6 @@ var securityDirectives = map[string]string{
 	"remote-cert-eku":          "extended-key-usage checks by OID",
 	"x509-username-field":      "username fields",
 	"fragment":                 "fragmentation (changes the data framing)",
-	"compress":                 "compression (changes the data framing)",
-	"comp-lzo":                 "compression (changes the data framing)",
 	"connection":               "<connection> profiles",
 	"http-proxy":               "HTTP proxies",
 	"socks-proxy":              "SOCKS proxies",
@@ -53,7 +51,7 @@ var ignoredDirectives = map[string]string{
 	"auth-nocache": "", "pull": "implied by client", "tun-mtu": "", "mssfix": "", "setenv": "",
 	"setenv-safe": "", "ignore-unknown-option": "", "user": "", "group": "", "log": "", "log-append": "",
 	"status": "", "tran-window": "", "tls-timeout": "", "key-method": "", "dev-type": "",
-	"push-peer-info": "", "allow-compression": "", "auth-retry": "", "pull-filter": "", "suppress-timestamps": "",
+	"push-peer-info": "", "auth-retry": "", "pull-filter": "", "suppress-timestamps": "",
 	"machine-readable-output": "", "writepid": "", "daemon": "",
 	"route-method": "", "register-dns": "", "lport": "", "bind": "", "dh": "", "topology": "", "replay-window": "",
 	"remote-random-hostname": "", "tun-mtu-extra": "", "link-mtu": "", "keepalive-timeout": "", "ncp-disable": "",
@@ -264,12 +262,6 @@ func (e *clientExt) Directive(p *Parser, args []string) error {
 			return err
 		}
 		c.Ping, c.PingRestart = ping, restart
-	case "comp-lzo":
-		if len(args) == 2 && args[1] == "no" {
-			p.Warn(name, "compression framing is not supported; accepted because it is off")
-			return nil
-		}
-		return p.Unhandled(args, securityDirectives, ignoredDirectives)
 	default:
 		return p.Unhandled(args, securityDirectives, ignoredDirectives)
 	}
@@ -340,7 +332,7 @@ func (e *clientExt) Role() Role { return ClientRole }
 func (e *clientExt) Directives() []string {
 	return []string{"client", "tls-client", "dev", "proto", "port", "rport", "remote", "remote-random", "dhcp-option",
 		"block-ipv6", "nobind", "auth-user-pass", "cipher", "remote-cert-tls", "verify-x509-name", "reneg-sec",
-		"reneg-bytes", "reneg-pkts", "ping", "ping-restart", "keepalive", "comp-lzo"}
+		"reneg-bytes", "reneg-pkts", "ping", "ping-restart", "keepalive"}
 }
 
 // Inline handles <auth-user-pass> and refuses the blocks a client does

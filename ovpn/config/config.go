@@ -130,6 +130,15 @@ type Common struct {
 	// = never).
 	RenegSec int
 
+	// Compress is the compression framing of the file's compress or
+	// comp-lzo line (data.FramingNone without one); CompressDirective is
+	// that line as written. Nothing is ever compressed (compress.go).
+	Compress          data.Framing
+	CompressDirective string
+	// AllowCompression is allow-compression: "" (not given), "no",
+	// "asym" or "yes"; Wirelane behaves as "no" whatever it says.
+	AllowCompression string
+
 	// Warnings lists ignored directives.
 	Warnings []Diagnostic
 	// SecretFiles are the files read for secrets (key, tls-auth,

@@ -71,7 +71,7 @@ type Directives interface {
 // sharedNames are the directives and inline blocks the shared table
 // handles.
 var sharedNames = []string{"ca", "cert", "key", "tls-auth", "tls-crypt", "key-direction", "auth", "tls-version-min", "data-ciphers", "ncp-ciphers", "crl-verify",
-	"tls-crypt-v2", "peer-fingerprint"}
+	"tls-crypt-v2", "peer-fingerprint", "compress", "comp-lzo", "allow-compression"}
 
 // Run parses text into c (the shared directives) and ext (the rest),
 // then runs ext.Finish. c holds the side's defaults; its KeyDirection
@@ -137,6 +137,9 @@ func (p *Parser) walk(text []byte) error {
 
 func (p *Parser) directive(args []string) error {
 	if ok, err := p.sharedDirective(args); ok {
+		return err
+	}
+	if ok, err := p.compression(args); ok {
 		return err
 	}
 	if err := p.checkRole(args[0], args[0]); err != nil {

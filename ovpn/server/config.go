@@ -20,6 +20,7 @@ import (
 
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
+	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
@@ -123,7 +124,6 @@ var serverUnsupported = map[string]string{
 	"tls-crypt-v2-verify":   "tls-crypt-v2 verification scripts (list the allowed keys' metadata with tls-crypt-v2-metadata-allow FILE)",
 	"auth-user-pass-verify": "username/password checks", "plugin": "plugins", "verify-client-cert": "optional client certificates",
 	"client-cert-not-required": "optional client certificates", "tls-verify": "verification scripts",
-	"compress": "compression (changes the data framing)", "comp-lzo": "compression (changes the data framing)",
 	"fragment": "fragmentation (changes the data framing)", "ifconfig-ipv6": "explicit IPv6 tunnel addresses (use server-ipv6)",
 	"ifconfig-ipv6-pool": "explicit IPv6 pools (use server-ipv6)", "server-bridge": "bridged (tap) servers", "ifconfig-pool": "explicit pools (use server)",
 	"pkcs12": "PKCS#12 credentials", "tls-cipher": "TLS cipher restrictions", "tls-ciphersuites": "TLS cipher restrictions",
@@ -148,7 +148,7 @@ var serverIgnored = map[string]string{
 	"explicit-exit-notify": "clients are always told", "mute-replay-warnings": "", "sndbuf": "", "rcvbuf": "", "txqueuelen": "",
 	"script-security": "scripts are not run", "up": "scripts are not run", "down": "scripts are not run", "dh": "ECDHE is used",
 	"ecdh-curve": "", "tls-timeout": "", "replay-window": "", "mssfix": "", "float": "", "multihome": "", "management": "",
-	"suppress-timestamps": "", "machine-readable-output": "", "cd": "", "setenv": "", "allow-compression": "",
+	"suppress-timestamps": "", "machine-readable-output": "", "cd": "", "setenv": "",
 	"data-ciphers-fallback": "only AEAD ciphers are used", "cipher": "only data-ciphers is used", "tran-window": "",
 	"tcp-queue-limit": "", "bcast-buffers": "", "tun-mtu-extra": "", "link-mtu": "", "dev-type": "",
 	"reneg-bytes": "renegotiation is by time and packet-id limit", "reneg-pkts": "renegotiation is by time and packet-id limit",
@@ -185,6 +185,10 @@ type serverExt struct {
 	topology  string
 	hasServer bool
 	line6     int // the server-ipv6 line
+	// pushFraming is the framing of a pushed compress or comp-lzo, on
+	// line pushFramingLine (0: none pushed).
+	pushFraming     data.Framing
+	pushFramingLine int
 }
 
 // Role reports config.ServerRole.
@@ -194,7 +198,7 @@ func (e *serverExt) Role() config.Role { return config.ServerRole }
 func (e *serverExt) Directives() []string {
 	return []string{"dh", "mode", "tls-server", "port", "lport", "local", "proto", "dev", "tun-mtu", "topology",
 		"server", "server-ipv6", "remote-cert-tls", "push", "route", "route-ipv6", "keepalive", "ping",
-		"ping-restart", "reneg-sec", "hand-window", "max-clients", "client-to-client", "duplicate-cn", "comp-lzo",
+		"ping-restart", "reneg-sec", "hand-window", "max-clients", "client-to-client", "duplicate-cn",
 		"tls-crypt-v2-max-age", "tls-crypt-v2-metadata-allow", "client-config-dir", "ccd-exclusive"}
 }
 
@@ -341,7 +345,11 @@ func (e *serverExt) Directive(p *config.Parser, args []string) error {
 		case "ifconfig", "ifconfig-ipv6", "peer-id", "cipher", "protocol-flags", "key-derivation", "topology", "route-gateway", "push-continuation":
 			return p.Errorf(name, "%q is pushed by the server itself", opt)
 		case "compress", "comp-lzo":
-			return p.Errorf(name, "%q: compression %w", opt, ErrUnsupported)
+			f, _, err := config.CompressFraming(strings.Fields(opt))
+			if err != nil {
+				return p.Errorf(name, "%q: %w", opt, err)
+			}
+			e.pushFraming, e.pushFramingLine = f, p.Line
 		}
 		c.Push = append(c.Push, opt)
 	case "route":
@@ -439,11 +447,6 @@ func (e *serverExt) Directive(p *config.Parser, args []string) error {
 		c.ClientToClient = true
 	case "duplicate-cn":
 		c.DuplicateCN = true
-	case "comp-lzo":
-		if len(args) == 2 && args[1] == "no" {
-			return p.Errorf(name, "even \"comp-lzo no\" adds a compression byte to every packet: %w", ErrUnsupported)
-		}
-		return p.Unhandled(args, serverUnsupported, serverIgnored)
 	default:
 		return p.Unhandled(args, serverUnsupported, serverIgnored)
 	}
@@ -471,6 +474,12 @@ func (e *serverExt) Finish(p *config.Parser) error {
 	}
 	if c.TLSCryptV2Server == nil && (c.TLSCryptV2AllowFile != "" || c.TLSCryptV2MaxAge != 0) {
 		return p.Errorf("tls-crypt-v2", "tls-crypt-v2-metadata-allow and tls-crypt-v2-max-age need tls-crypt-v2 SERVER-KEY")
+	}
+	if e.pushFramingLine != 0 && e.pushFraming != c.Compress {
+		return p.ErrorAt(e.pushFramingLine, "push", "clients are told to use %v framing, but the server's own is %v: give the server the same compress or comp-lzo line", e.pushFraming, c.Compress)
+	}
+	if c.Compress != data.FramingNone && e.pushFramingLine == 0 {
+		p.Warn(c.CompressDirective[:strings.IndexByte(c.CompressDirective+" ", ' ')], "clients need the same line in their files (or push it: push \""+c.CompressDirective+"\")")
 	}
 	if len(c.Cert) == 0 || len(c.Key) == 0 {
 		return p.Errorf("cert", "the server needs both cert and key")

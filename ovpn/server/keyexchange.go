@@ -67,8 +67,13 @@ type side struct{ p *peer }
 // Hello fills the server's key_method_2 options string.
 func (x side) Hello(local *control.KeyMethod2, a *control.Agreement) {
 	p := x.p
-	local.Options = fmt.Sprintf("V4,dev-type tun,link-mtu %d,tun-mtu %d,proto %s,cipher %s,auth [null-digest],keysize %d,key-method 2,tls-server",
-		p.cfg.Load().MTU+49, p.cfg.Load().MTU, p.tx.name(), a.Cipher, a.Cipher.KeyLen()*8)
+	cfg := p.cfg.Load()
+	comp := ""
+	if cfg.Compress != data.FramingNone {
+		comp = ",comp-lzo" // what OpenVPN's options string says for any compression framing
+	}
+	local.Options = fmt.Sprintf("V4,dev-type tun,link-mtu %d,tun-mtu %d,proto %s%s,cipher %s,auth [null-digest],keysize %d,key-method 2,tls-server",
+		cfg.MTU+49, cfg.MTU, p.tx.name(), comp, a.Cipher, a.Cipher.KeyLen()*8)
 }
 
 // Agree negotiates from the client's peer-info on the first key (setup);

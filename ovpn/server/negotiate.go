@@ -104,7 +104,7 @@ func (p *peer) setup(cn string, pi peerInfo) error {
 		peerID = p.id
 	}
 	p.mu.Unlock()
-	p.data.Store(data.NewChannel(peerID))
+	p.data.Store(data.NewFramedChannel(peerID, cfg.Compress))
 	return nil
 }
 

@@ -77,13 +77,17 @@ type EventKind int
 const (
 	ClientConnected    EventKind = iota + 1 // pushed its configuration
 	ClientDisconnected                      // left, timed out or was replaced
+	// ClientWarning: something about a connected client its operator
+	// should know (Reason says what; at most once per client and kind,
+	// such as its first compressed packet).
+	ClientWarning
 )
 
 // Event reports a client connecting or leaving.
 type Event struct {
 	Kind   EventKind
 	Client ClientInfo
-	Reason string // why a client left
+	Reason string // why a client left, or the ClientWarning
 }
 
 // ClientInfo describes a connected client.
@@ -193,6 +197,10 @@ type Stats struct {
 	// KeyRefused counts tls-crypt-v2 client keys refused by
 	// tls-crypt-v2-max-age or tls-crypt-v2-metadata-allow.
 	KeyRefused atomic.Uint64
+	// Compressed counts data packets dropped because the client
+	// compressed them (Wirelane never decompresses; they authenticated
+	// and are not counted in BadData).
+	Compressed atomic.Uint64
 }
 
 const (

@@ -109,7 +109,7 @@ func TestMissingFiles(t *testing.T) {
 func TestConfigErrorsNameTheLine(t *testing.T) {
 	dir := t.TempDir()
 	srv := filepath.Join(dir, "server.conf")
-	os.WriteFile(srv, []byte("port 1194\nproto udp\nserver 10.8.0.0 255.255.255.0\ncomp-lzo yes\n"), 0o600)
+	os.WriteFile(srv, []byte("port 1194\nproto udp\nserver 10.8.0.0 255.255.255.0\ncomp-lzo maybe\n"), 0o600)
 	cli := filepath.Join(dir, "c.ovpn")
 	os.WriteFile(cli, []byte("client\nremote 192.0.2.1 1194\nfragment 1300\n"), 0o600)
 	errOut := capture(t)

@@ -126,7 +126,7 @@ func Connect(o ConnectOptions) int {
 		}
 	}
 	ph := newPhases(o.OnEvent)
-	opts := client.Options{Logger: log, Retry: true, OnEvent: ph.event}
+	opts := client.Options{Logger: log, Retry: true, OnEvent: ph.event, OnWarning: func(m string) { warn("%s", m) }}
 	if code := credentials(o, cfg, &opts); code != 0 {
 		return code
 	}

@@ -80,6 +80,8 @@ func Serve(o ServeOptions) int {
 			progress("client %q connected from %s: address %s, peer-id %d, %v", c.CommonName, c.Remote, bothString(c.Address, c.Address6), c.PeerID, c.Cipher)
 		case server.ClientDisconnected:
 			progress("client %q (%s) left: %s", c.CommonName, bothString(c.Address, c.Address6), e.Reason)
+		case server.ClientWarning:
+			warnf("client %q (%s): %s", c.CommonName, bothString(c.Address, c.Address6), e.Reason)
 		}
 		if o.OnEvent != nil {
 			o.OnEvent(e)

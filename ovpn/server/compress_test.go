@@ -1,0 +1,109 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
+	"github.com/wirelane/wirelane/ovpn/client"
+	"github.com/wirelane/wirelane/ovpn/data"
+)
+
+// A server with compression framing and a Wirelane client that gets it
+// from the push or has it in its file: pings cross the tunnel (the
+// framing agrees both ways), nothing is counted as bad, and keepalives
+// (framed too) keep the session.
+func TestCompressionFraming(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name       string
+		framing    data.Framing
+		push       string // pushed option ("" = none)
+		clientLine string // the client file's own line
+	}{
+		{"stub-v2 pushed", data.FramingV2, "compress stub-v2", ""},
+		{"lz4-v2 pushed", data.FramingV2, "compress lz4-v2", ""},
+		{"stub pushed over the file's comp-lzo", data.FramingSwap, "compress", "comp-lzo no\n"},
+		{"comp-lzo no in both files", data.FramingLZO, "", "comp-lzo no\n"},
+		{"comp-lzo pushed", data.FramingLZO, "comp-lzo no", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := f.serverConfig(UDP)
+			cfg.Compress = tc.framing
+			if tc.push != "" {
+				cfg.Push = append(cfg.Push, tc.push)
+			}
+			s := startServer(t, cfg, Options{})
+			echoResponder(s)
+			c := dialClient(t, f.clientConfig(t, s, "client1", tc.clientLine), client.Options{})
+			for i := uint16(1); i <= 3; i++ {
+				ping(t, c, s.TunnelAddress().Addr(), i)
+			}
+			if st := c.Stats(); st.DroppedData+st.DroppedCompressed != 0 {
+				t.Fatalf("client dropped packets: %+v", st)
+			}
+			if bad := s.Stats().BadData.Load() + s.Stats().Compressed.Load(); bad != 0 {
+				t.Fatalf("server dropped %d packets", bad)
+			}
+		})
+	}
+}
+
+// The framings disagree (the server frames, the client does not): no
+// packet gets through, and the server counts them as bad, not as
+// delivered.
+func TestCompressionFramingMismatch(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.serverConfig(UDP)
+	cfg.Compress = data.FramingLZO
+	s := startServer(t, cfg, Options{})
+	echoResponder(s)
+	c := dialClient(t, f.clientConfig(t, s, "client1", ""), client.Options{})
+	src, dst := c.Pushed().Local.Addr(), s.TunnelAddress().Addr()
+	_ = c.WritePacket(testnet.ICMPEcho(8, src, dst, 1, 1, []byte("unframed")))
+	eventually(t, 3*time.Second, "the server counts the unframed packet", func() bool { return s.Stats().BadData.Load() > 0 })
+	if s.Stats().Compressed.Load() != 0 {
+		t.Fatal("an unframed IP packet counted as compressed")
+	}
+}
+
+// A payload the client compressed (as an OpenVPN client with
+// allow-compression yes sends it: 0x50 0x01 and LZ4 data under stub-v2
+// framing) is dropped, counted in Stats.Compressed, and reported once
+// as a ClientWarning event.
+func TestCompressedPacketDroppedAndReported(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.serverConfig(UDP)
+	cfg.Compress = data.FramingV2
+	warnings := make(chan Event, 4)
+	s := startServer(t, cfg, Options{Events: func(e Event) {
+		if e.Kind == ClientWarning {
+			warnings <- e
+		}
+	}})
+	echoResponder(s)
+	// The client frames nothing, so what it writes is what the server
+	// unframes: a stand-in for a compressing peer.
+	c := dialClient(t, f.clientConfig(t, s, "client1", ""), client.Options{})
+	for i := 0; i < 3; i++ {
+		if err := c.WritePacket([]byte{0x50, 0x01, 0xf0, 1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 3*time.Second, "three compressed packets counted", func() bool { return s.Stats().Compressed.Load() == 3 })
+	select {
+	case e := <-warnings:
+		if e.Client.CommonName != "client1" || !strings.Contains(e.Reason, "compressed") {
+			t.Fatalf("warning %+v", e)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("no ClientWarning")
+	}
+	if len(warnings) != 0 {
+		t.Fatal("warned more than once")
+	}
+	if s.Stats().BadData.Load() != 0 {
+		t.Fatal("compressed packets counted as bad data")
+	}
+}
