@@ -218,7 +218,7 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 	ev.emit(StateWait, "waiting for the server's reply", nil)
 	dialed := make(chan struct{})
 	defer close(dialed)
-	go s.pollServer(time.Duration(cmp0(cfg.ServerPollTimeout, 120))*time.Second, dialed)
+	go s.pollServer(time.Duration(cmp0(r.PollTimeout, cmp0(cfg.ServerPollTimeout, 120)))*time.Second, dialed)
 	ready := make(chan error, 1)
 	go s.runKeyState(ctx, ks, true, ready)
 	select {

@@ -28,7 +28,6 @@ var securityDirectives = map[string]string{
 	"remote-cert-eku":          "extended-key-usage checks by OID",
 	"x509-username-field":      "username fields",
 	"fragment":                 "fragmentation (changes the data framing)",
-	"connection":               "<connection> profiles",
 	"http-proxy":               "HTTP proxies",
 	"socks-proxy":              "SOCKS proxies",
 	"tls-cipher":               "TLS cipher restrictions",
@@ -95,23 +94,9 @@ func (e *clientExt) Directive(p *Parser, args []string) error {
 		}
 		e.port = uint16(v)
 	case "remote":
-		if err := p.Want(args, 1, 3); err != nil {
+		r, err := e.remote(p, args)
+		if err != nil {
 			return err
-		}
-		r := Remote{Host: args[1]}
-		if len(args) > 2 {
-			v, err := p.Number(name, args[2], 65535)
-			if err != nil {
-				return err
-			}
-			r.Port = uint16(v)
-		}
-		if len(args) > 3 {
-			pr, fam, ok := parseProto(args[3])
-			if !ok {
-				return p.Errorf(name, "unknown protocol %q", args[3])
-			}
-			r.Proto, r.Family = pr, fam
 		}
 		c.Remotes = append(c.Remotes, r)
 	case "remote-random":
@@ -274,6 +259,7 @@ func (e *clientExt) Finish(p *Parser) error {
 	if !e.client {
 		return p.Errorf("", "not a client configuration (add `client`); server mode is not supported")
 	}
+	e.finishConnections(p)
 	if len(c.Remotes) == 0 {
 		return p.Errorf("remote", "no remote given")
 	}
@@ -323,6 +309,8 @@ type clientExt struct {
 	port   uint16
 	client bool
 	cipher string
+	// conns are the <connection> blocks' remotes, in order.
+	conns []Remote
 }
 
 // Role reports ClientRole.
@@ -342,7 +330,9 @@ func (e *clientExt) Inline(p *Parser, tag, body string) error {
 	case "auth-user-pass":
 		p.c.InlineSecrets = true
 		return e.userPass(p, body, "<auth-user-pass>")
-	case "secret", "pkcs12", "extra-certs", "connection", "http-proxy-user-pass":
+	case "connection":
+		return e.connection(p, body)
+	case "secret", "pkcs12", "extra-certs", "http-proxy-user-pass":
 		return p.Errorf("<"+tag+">", "inline %w", ErrUnsupported)
 	case "dh":
 		p.Warn("<dh>", "ignored (client)")

@@ -44,6 +44,9 @@ type Remote struct {
 	Proto Proto
 	// Family is 4, 6 or 0 (either), from udp4/tcp6-client and friends.
 	Family int
+	// PollTimeout is the server-poll-timeout of its <connection> block,
+	// in seconds (0: the file's).
+	PollTimeout int
 }
 
 // Address returns host:port.
