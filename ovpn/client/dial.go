@@ -61,6 +61,9 @@ func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, erro
 	if opts.Lookup == nil {
 		opts.Lookup = net.DefaultResolver.LookupNetIP
 	}
+	if opts.AuthToken == nil {
+		opts.AuthToken = new(AuthToken)
+	}
 	if cfg.AuthUserPass && cfg.Username == "" && opts.Username == "" {
 		return nil, errors.New("client: auth-user-pass needs a username (none in the configuration or options)")
 	}
@@ -82,10 +85,21 @@ func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, erro
 	for round := 1; ; round++ {
 		var errs []error
 		onlyLookups := true
-		for _, r := range remotes {
+		for i := 0; i < len(remotes); i++ {
+			r := remotes[i]
+			hadToken := opts.AuthToken.Held()
 			s, lookupErr, err := dialOne(ctx, cfg, opts, tlsCfg, r, ev, round)
 			if err == nil {
 				return s, nil
+			}
+			if hadToken && errors.Is(err, ErrAuthFailed) {
+				// The token expired (or the server restarted): forget it
+				// and try the same remote with the password, as OpenVPN
+				// does.
+				opts.AuthToken.Forget()
+				ev.emit(StateReconnect, "the server refused the auth-token; authenticating with the password again", err)
+				i--
+				continue
 			}
 			opts.Logger.Warn("remote failed", "proto", string(r.Proto), "remote", r.Address(), "err", err)
 			errs = append(errs, fmt.Errorf("%s %s: %w", r.Proto, r.Address(), err))

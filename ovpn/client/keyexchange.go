@@ -104,10 +104,19 @@ func (x side) Hello(local *control.KeyMethod2, _ *control.Agreement) {
 		if local.Username == "" {
 			local.Username, local.Password = s.opts.Username, s.opts.Password
 		}
-		if s.cfg.StaticChallenge != "" {
-			local.Password = staticChallengePassword(local.Password, s.opts.ChallengeResponse)
+		how := ""
+		if user, token, ok := s.opts.AuthToken.get(local.Username); ok {
+			// The token replaces the password (and a static-challenge
+			// answer), as OpenVPN sends it.
+			local.Username, local.Password, how = user, token, " (auth-token)"
+			s.tokenSent.Store(true)
+		} else {
+			s.tokenSent.Store(false)
+			if s.cfg.StaticChallenge != "" {
+				local.Password = staticChallengePassword(local.Password, s.opts.ChallengeResponse)
+			}
 		}
-		s.ev.emit(StateAuth, "TLS done; authenticating as "+local.Username, nil)
+		s.ev.emit(StateAuth, "TLS done; authenticating as "+local.Username+how, nil)
 	} else {
 		s.ev.emit(StateAuth, "TLS done; authenticating (certificate)", nil)
 	}
@@ -247,6 +256,9 @@ func (s *Session) applyPush(r *control.PushReply) error {
 	if r.HasPeerID {
 		peerID = r.PeerID
 	}
+	if s.cfg.AuthUserPass {
+		s.opts.AuthToken.set(r.AuthToken, r.AuthTokenUser)
+	}
 	s.mu.Lock()
 	s.push, s.cipher, s.useEKM = r, c, r.TLSEKM
 	s.mu.Unlock()
@@ -260,6 +272,13 @@ func (x side) Message(_ *control.Active, m string) bool {
 	s := x.s
 	switch control.MessageKind(m) {
 	case "AUTH_FAILED":
+		if s.tokenSent.Load() {
+			// A renegotiation with an expired or unknown token: the next
+			// session authenticates with the password again.
+			s.opts.AuthToken.Forget()
+			s.fail(fmt.Errorf("%w: %s", ErrTokenRejected, m))
+			return true
+		}
 		s.fail(fmt.Errorf("%w: %s", ErrAuthFailed, m))
 	case "RESTART":
 		s.fail(fmt.Errorf("%w: %s", ErrRestart, m))
@@ -269,7 +288,16 @@ func (x side) Message(_ *control.Active, m string) bool {
 		s.fail(ErrServerExit)
 	case "PUSH_REPLY":
 		// An update or a duplicate of the initial reply; routes and
-		// addresses do not change mid-session here.
+		// addresses do not change mid-session here, but a renewed
+		// auth-token (OpenVPN sends "PUSH_REPLY,auth-token T" after a
+		// renegotiation) replaces the one held.
+		var acc control.PushAccumulator
+		if _, err := acc.Add(m); err == nil {
+			if r, err := acc.Reply(); err == nil && r.AuthToken != "" && s.cfg.AuthUserPass {
+				s.opts.AuthToken.set(r.AuthToken, r.AuthTokenUser)
+				s.log.Info("auth-token renewed by the server")
+			}
+		}
 	default:
 		s.log.Info("server message", "text", m)
 	}

@@ -79,6 +79,10 @@ type Options struct {
 	// server's first compressed packet); it is called from a receive
 	// goroutine and must not block.
 	OnWarning func(msg string)
+	// AuthToken keeps a pushed auth-token for later key exchanges; pass
+	// the same one to every Dial of a tunnel so that reconnects use it
+	// instead of the password (nil: Dial makes one for its session).
+	AuthToken *AuthToken
 	// ChallengeResponse answers the file's static-challenge; it is sent
 	// with the password as OpenVPN does (SCRV1).
 	ChallengeResponse string
@@ -139,8 +143,11 @@ type Session struct {
 	// compressWarned is set once the first was logged.
 	droppedCompressed atomic.Uint64
 	compressWarned    atomic.Bool
-	dropsLogged       uint64    // drops covered by the last summary; owned by the timers goroutine
-	dropsLoggedAt     time.Time // when that summary went out; owned by the timers goroutine
+	// tokenSent is whether the last key_method_2 carried the auth-token
+	// instead of the password.
+	tokenSent     atomic.Bool
+	dropsLogged   uint64    // drops covered by the last summary; owned by the timers goroutine
+	dropsLoggedAt time.Time // when that summary went out; owned by the timers goroutine
 
 	rx      *pktqueue.Queue      // received packets for ReadPacket(s)
 	sink    atomic.Pointer[sink] // set by DeliverTo; nil: packets go to rx

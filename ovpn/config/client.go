@@ -34,7 +34,8 @@ var securityDirectives = map[string]string{
 	"tls-ciphersuites":         "TLS cipher restrictions",
 	"tls-groups":               "TLS group restrictions",
 	"tls-cert-profile":         "TLS certificate profiles",
-	"auth-token-user":          "auth tokens",
+	"auth-token-user":          "a pushed option (the server sends it with auth-token), not one for the file",
+	"auth-token":               "a pushed option (the server sends it after the password was accepted), not one for the file",
 }
 
 // ignoredDirectives are accepted with a warning: they concern the local
@@ -47,7 +48,7 @@ var ignoredDirectives = map[string]string{
 	"redirect-gateway": "routes are applied by the caller", "route": "routes are applied by the caller",
 	"route-ipv6": "routes are applied by the caller", "route-nopull": "", "route-delay": "",
 	"block-outside-dns": "", "sndbuf": "", "rcvbuf": "", "float": "", "explicit-exit-notify": "exit is always notified",
-	"auth-nocache": "", "pull": "implied by client", "tun-mtu": "", "mssfix": "", "setenv": "",
+	"pull": "implied by client", "tun-mtu": "", "mssfix": "", "setenv": "",
 	"setenv-safe": "", "ignore-unknown-option": "", "user": "", "group": "", "log": "", "log-append": "",
 	"status": "", "tran-window": "", "tls-timeout": "", "key-method": "", "dev-type": "",
 	"push-peer-info": "", "auth-retry": "", "pull-filter": "", "suppress-timestamps": "",
@@ -183,6 +184,11 @@ func (e *clientExt) Directive(p *Parser, args []string) error {
 		c.BlockIPv6 = true
 	case "nobind":
 		c.Nobind = true
+	case "auth-nocache":
+		if err := p.Want(args, 0, 0); err != nil {
+			return err
+		}
+		c.AuthNoCache = true
 	case "auth-user-pass":
 		if err := p.Want(args, 0, 1); err != nil {
 			return err
@@ -319,7 +325,7 @@ func (e *clientExt) Role() Role { return ClientRole }
 // Directives lists the directives Directive handles (for suggestions).
 func (e *clientExt) Directives() []string {
 	return []string{"client", "tls-client", "dev", "proto", "port", "rport", "remote", "remote-random", "dhcp-option",
-		"block-ipv6", "nobind", "auth-user-pass", "cipher", "remote-cert-tls", "verify-x509-name", "reneg-sec",
+		"block-ipv6", "nobind", "auth-nocache", "auth-user-pass", "cipher", "remote-cert-tls", "verify-x509-name", "reneg-sec",
 		"reneg-bytes", "reneg-pkts", "ping", "ping-restart", "keepalive"}
 }
 

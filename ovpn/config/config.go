@@ -164,6 +164,10 @@ type Config struct {
 
 	AuthUserPass       bool
 	Username, Password string // from an inline block or file, when given
+	// AuthNoCache is auth-nocache: the password is not kept in memory
+	// once the session is up (a reconnect uses the server's auth-token,
+	// or asks again).
+	AuthNoCache bool
 
 	VerifyX509    string // verify-x509-name value
 	VerifyX509Typ string // subject (default), name, name-prefix

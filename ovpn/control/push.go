@@ -1,6 +1,7 @@
 package control
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -42,7 +43,12 @@ type PushReply struct {
 	CCExit      bool // protocol-flags cc-exit
 	Topology    string
 	Compress    string // any compression option pushed (not supported)
-	AuthToken   string
+	// AuthToken is a pushed auth-token: the password to use on later
+	// key exchanges and reconnects ("" = none).
+	AuthToken string
+	// AuthTokenUser is a pushed auth-token-user, decoded from base64: the
+	// username to send with the token ("" = keep the configured one).
+	AuthTokenUser string
 }
 
 // PushAccumulator merges PUSH_REPLY messages until the last part.
@@ -205,6 +211,15 @@ func ParsePushOptions(opts []string) (*PushReply, error) {
 			if len(f) == 2 {
 				r.AuthToken = f[1]
 			}
+		case "auth-token-user":
+			if len(f) != 2 {
+				return nil, bad()
+			}
+			u, err := base64.StdEncoding.DecodeString(f[1])
+			if err != nil || len(u) == 0 {
+				return nil, bad()
+			}
+			r.AuthTokenUser = string(u)
 		}
 	}
 	if ifLocal != "" {

@@ -126,7 +126,10 @@ func Connect(o ConnectOptions) int {
 		}
 	}
 	ph := newPhases(o.OnEvent)
-	opts := client.Options{Logger: log, Retry: true, OnEvent: ph.event, OnWarning: func(m string) { warn("%s", m) }}
+	// One AuthToken for every session of the tunnel: a reconnect
+	// authenticates with the token the server pushed (authtoken.go).
+	opts := client.Options{Logger: log, Retry: true, OnEvent: ph.event, OnWarning: func(m string) { warn("%s", m) },
+		AuthToken: new(client.AuthToken)}
 	if code := credentials(o, cfg, &opts); code != 0 {
 		return code
 	}
@@ -269,9 +272,20 @@ func Connect(o ConnectOptions) int {
 	sess.DeliverTo(d, tun.Offset)
 	ph.report(client.StateConnected, connectedLine(sess, name, ph.elapsed()), nil)
 	progress("tunnel up; press Ctrl-C to disconnect")
-	r := &reconnector{ctx: ctx, cfg: cfg, opts: opts, ph: ph, dev: d, nc: nc, dns: dns, routes: !o.NoRoutes, cur: &cur, applied: push,
-		blockCfg: cfgBlock, block: &block, blockCmd: o.BlockIPv6, file: file, reloads: reloads}
+	r := &reconnector{ctx: ctx, cfg: cfg, opts: forgetPassword(cfg, opts), ph: ph, dev: d, nc: nc, dns: dns, routes: !o.NoRoutes, cur: &cur, applied: push,
+		blockCfg: cfgBlock, block: &block, blockCmd: o.BlockIPv6, file: file, reloads: reloads,
+		reask: func(opts *client.Options) int { return credentials(o, cfg, opts) }}
 	return r.run(func() { pub.close(); teardown() })
+}
+
+// forgetPassword returns opts without the typed (or --auth-file)
+// password and static-challenge answer when the file says auth-nocache:
+// reconnects then use the server's auth-token, or ask again.
+func forgetPassword(cfg *config.Config, opts client.Options) client.Options {
+	if cfg.AuthNoCache {
+		opts.Password, opts.ChallengeResponse = "", ""
+	}
+	return opts
 }
 
 // credentials fills opts with the username and password (and the

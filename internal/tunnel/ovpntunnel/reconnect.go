@@ -71,6 +71,10 @@ type reconnector struct {
 	blockCmd bool
 	file     string
 	reloads  <-chan reloadReq
+	// reask asks for the credentials again (the terminal or --auth-file)
+	// before a redial that has neither a password (auth-nocache) nor an
+	// auth-token; it returns credentials' exit status.
+	reask func(*client.Options) int
 }
 
 // restartable reports whether OpenVPN's client would restart after a
@@ -168,7 +172,15 @@ func (r *reconnector) redial() (*client.Session, error) {
 			return nil, r.ctx.Err()
 		case <-time.After(retryWait):
 		}
-		s, err := client.Dial(r.ctx, r.cfg, opts)
+		dialOpts := opts
+		if r.cfg.AuthNoCache && !opts.AuthToken.Held() && r.reask != nil {
+			// auth-nocache forgot the password and the server gave no
+			// token (or refused it): ask again, as OpenVPN does.
+			if code := r.reask(&dialOpts); code != 0 {
+				return nil, errors.New("auth-nocache: the credentials are needed again to reconnect")
+			}
+		}
+		s, err := client.Dial(r.ctx, r.cfg, dialOpts)
 		if err != nil {
 			return nil, err
 		}
