@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/wirelane/wirelane/ovpn/config"
@@ -32,7 +33,11 @@ func (s *Session) optionsString(c data.Cipher) string {
 	if s.cfg.Compress != data.FramingNone {
 		comp = ",comp-lzo" // what OpenVPN's options string says for any compression framing
 	}
-	o := fmt.Sprintf("V4,dev-type tun,link-mtu 1549,tun-mtu 1500,proto %s%s,cipher %s,auth [null-digest],keysize %d", s.tr.name(), comp, c, keysize)
+	auth := "[null-digest]"
+	if !c.AEAD() {
+		auth = strings.ToUpper(cmpStr(s.cfg.Auth, "SHA1"))
+	}
+	o := fmt.Sprintf("V4,dev-type tun,link-mtu 1549,tun-mtu 1500,proto %s%s,cipher %s,auth %s,keysize %d", s.tr.name(), comp, c, auth, keysize)
 	switch {
 	case s.cfg.TLSAuth != nil:
 		o += ",tls-auth"
@@ -131,9 +136,12 @@ func staticChallengePassword(password, response string) string {
 
 // Agree pulls the configuration on the first key; later keys keep the
 // pushed cipher and key derivation.
-func (x side) Agree(tc *tls.Conn, mr *control.MessageReader, _ *control.KeyMethod2, initial bool) (control.Agreement, error) {
+func (x side) Agree(tc *tls.Conn, mr *control.MessageReader, peer *control.KeyMethod2, initial bool) (control.Agreement, error) {
 	s := x.s
 	if initial {
+		s.mu.Lock()
+		s.serverOptions = peer.Options
+		s.mu.Unlock()
 		if err := s.pull(tc, mr); err != nil {
 			return control.Agreement{}, err
 		}
@@ -238,19 +246,9 @@ func (s *Session) applyPush(r *control.PushReply) error {
 			s.log.Warn("the server pushed compression; used as framing only, nothing is compressed, and compressed packets from the server are dropped", "option", r.Compress)
 		}
 	}
-	if r.Cipher == "" {
-		return errors.New("client: server pushed no cipher (OpenVPN 2.4+ with data-ciphers is required)")
-	}
-	c, err := data.ParseCipher(r.Cipher)
+	c, err := s.pushedCipher(r)
 	if err != nil {
 		return err
-	}
-	ok := false
-	for _, x := range s.cfg.DataCiphers {
-		ok = ok || x == c
-	}
-	if !ok {
-		return fmt.Errorf("client: server pushed cipher %v, not in data-ciphers", c)
 	}
 	peerID := wire.UndefinedPeerID
 	if r.HasPeerID {
@@ -265,6 +263,44 @@ func (s *Session) applyPush(r *control.PushReply) error {
 	s.data.Store(data.NewFramedChannel(peerID, framing))
 	s.log.Info("pushed", "local", r.Local, "cipher", c.String(), "ekm", r.TLSEKM)
 	return nil
+}
+
+// pushedCipher is the data cipher of a push: the pushed cipher, which
+// must be in data-ciphers; from a server that pushes none (older than
+// 2.4, or without data-ciphers), the cipher of its options string when
+// data-ciphers has it, else data-ciphers-fallback, as OpenVPN 2.6 does.
+func (s *Session) pushedCipher(r *control.PushReply) (data.Cipher, error) {
+	if r.Cipher != "" {
+		c, err := data.ParseCipher(r.Cipher)
+		if err != nil {
+			return 0, err
+		}
+		if !slices.Contains(s.cfg.DataCiphers, c) {
+			return 0, fmt.Errorf("client: server pushed cipher %v, not in data-ciphers", c)
+		}
+		return c, nil
+	}
+	s.mu.Lock()
+	occ := s.serverOptions
+	s.mu.Unlock()
+	var theirs string
+	for _, o := range strings.Split(occ, ",") {
+		if name, ok := strings.CutPrefix(o, "cipher "); ok {
+			theirs = name
+		}
+	}
+	if c, err := data.ParseCipher(theirs); err == nil && slices.Contains(s.cfg.DataCiphers, c) {
+		s.log.Info("the server pushed no cipher; using the one of its options string", "cipher", c.String())
+		return c, nil
+	}
+	if c := s.cfg.DataCiphersFallback; c != 0 {
+		s.log.Info("the server pushed no cipher; using data-ciphers-fallback", "cipher", c.String())
+		return c, nil
+	}
+	if theirs != "" {
+		return 0, fmt.Errorf("client: the server negotiates no cipher and uses %s: add it to data-ciphers (or data-ciphers-fallback %s) to connect to this server", theirs, theirs)
+	}
+	return 0, errors.New("client: server pushed no cipher (OpenVPN 2.4+ with data-ciphers, or data-ciphers-fallback, is required)")
 }
 
 // Message handles a control message on an established key state.
@@ -321,4 +357,12 @@ func (s *Session) Renegotiate(ctx context.Context) error {
 	case <-s.closed:
 		return s.err
 	}
+}
+
+// cmpStr is v, or def when v is "".
+func cmpStr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

@@ -125,6 +125,9 @@ type Session struct {
 	push   *control.PushReply
 	cipher data.Cipher
 	useEKM bool
+	// serverOptions is the options string of the server's first
+	// key_method_2 (its cipher, for a server that pushes none).
+	serverOptions string
 
 	lastRecv atomic.Int64  // unix nanoseconds of the last authenticated packet
 	lastSend atomic.Int64  // unix nanoseconds of the last data packet sent
@@ -211,8 +214,13 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 		tr.close()
 		return nil, err
 	}
+	digest, err := wrap.DigestByName(cfg.Auth)
+	if err != nil {
+		s.fail(err)
+		return nil, err
+	}
 	s.kx = control.Exchange{Channel: s.ctrl, TLS: tlsCfg, Client: true, Timeout: opts.HandshakeTimeout,
-		RenegSec: cfg.RenegSec, Done: s.closed, Keys: &s.keys, Side: side{s}}
+		RenegSec: cfg.RenegSec, Done: s.closed, Keys: &s.keys, Side: side{s}, Auth: digest}
 	now := time.Now().UnixNano()
 	s.lastRecv.Store(now)
 	s.lastSend.Store(now)

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/wirelane/wirelane/ovpn/control"
-	"github.com/wirelane/wirelane/ovpn/data"
 )
 
 // securityDirectives change what is checked or which keys protect the
@@ -55,7 +54,7 @@ var ignoredDirectives = map[string]string{
 	"machine-readable-output": "", "writepid": "", "daemon": "",
 	"route-method": "", "register-dns": "", "lport": "", "bind": "", "dh": "", "topology": "", "replay-window": "",
 	"remote-random-hostname": "", "tun-mtu-extra": "", "link-mtu": "", "keepalive-timeout": "", "ncp-disable": "",
-	"data-ciphers-fallback": "only AEAD ciphers are used", "auth-retry-interval": "", "ifconfig-noexec": "", "route-noexec": "",
+	"auth-retry-interval": "", "ifconfig-noexec": "", "route-noexec": "",
 	"tun-ipv6": "", "ping-timer-rem": "", "cd": "", "chroot": "", "management": "", "management-query-passwords": "",
 }
 
@@ -203,11 +202,6 @@ func (e *clientExt) Directive(p *Parser, args []string) error {
 				return e.userPass(p, string(b), name)
 			}
 		}
-	case "cipher":
-		if err := p.Want(args, 1, 1); err != nil {
-			return err
-		}
-		e.cipher = args[1]
 	case "remote-cert-tls":
 		if err := p.Want(args, 1, 1); err != nil {
 			return err
@@ -297,11 +291,6 @@ func (e *clientExt) Finish(p *Parser) error {
 	if c.DataCiphers, err = p.Ciphers("AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305"); err != nil {
 		return err
 	}
-	if e.cipher != "" {
-		if _, err := data.ParseCipher(e.cipher); err != nil {
-			p.Warn("cipher", "non-AEAD cipher "+e.cipher+" is only a 2.4 fallback and is not used")
-		}
-	}
 	return nil
 }
 
@@ -314,7 +303,6 @@ type clientExt struct {
 	family int
 	port   uint16
 	client bool
-	cipher string
 	// conns are the <connection> blocks' remotes, in order.
 	conns []Remote
 }
@@ -325,7 +313,7 @@ func (e *clientExt) Role() Role { return ClientRole }
 // Directives lists the directives Directive handles (for suggestions).
 func (e *clientExt) Directives() []string {
 	return []string{"client", "tls-client", "dev", "proto", "port", "rport", "remote", "remote-random", "dhcp-option",
-		"block-ipv6", "nobind", "auth-nocache", "auth-user-pass", "cipher", "remote-cert-tls", "verify-x509-name", "reneg-sec",
+		"block-ipv6", "nobind", "auth-nocache", "auth-user-pass", "remote-cert-tls", "verify-x509-name", "reneg-sec",
 		"reneg-bytes", "reneg-pkts", "ping", "ping-restart", "keepalive"}
 }
 

@@ -59,6 +59,10 @@ type Diagnostic struct {
 	Line      int
 	Directive string
 	Message   string
+	// Weakens marks a directive that is honoured but weakens the tunnel
+	// (a legacy cipher): callers show it in full, not in a summary of
+	// ignored directives.
+	Weakens bool
 }
 
 // String formats the diagnostic as "line N: directive: message" ("directive:
@@ -125,8 +129,13 @@ type Common struct {
 	// resolved against the configuration's directory.
 	CRLVerify string
 
-	// DataCiphers is the data-ciphers preference order.
+	// DataCiphers is the data-ciphers preference order (with the file's
+	// `cipher` appended when it is not listed, as OpenVPN 2.6 does).
 	DataCiphers []data.Cipher
+	// DataCiphersFallback is data-ciphers-fallback (or a CBC `cipher`):
+	// the cipher used with a peer that negotiates none (a server that
+	// pushes no cipher, a client that offers no list); 0 = none.
+	DataCiphersFallback data.Cipher
 	// Ping and PingRestart are seconds (ping, ping-restart, keepalive).
 	Ping, PingRestart int
 	// RenegSec is the data-key lifetime before this side renegotiates (0

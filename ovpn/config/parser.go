@@ -55,7 +55,8 @@ type Parser struct {
 
 	c       *Common
 	ext     Extension
-	ciphers string // the data-ciphers list as written ("" when unset); see Ciphers
+	ciphers string      // the data-ciphers list as written ("" when unset); see Ciphers
+	cipher  data.Cipher // the file's supported `cipher` (0: none); see finishLegacy
 	// seen is the last line of each directive and inline block by name
 	// ("ca" for both `ca FILE` and <ca>), so that a check made after the
 	// walk (Finish) can name the line it is about.
@@ -71,7 +72,7 @@ type Directives interface {
 // sharedNames are the directives and inline blocks the shared table
 // handles.
 var sharedNames = []string{"ca", "cert", "key", "tls-auth", "tls-crypt", "key-direction", "auth", "tls-version-min", "data-ciphers", "ncp-ciphers", "crl-verify",
-	"tls-crypt-v2", "peer-fingerprint", "compress", "comp-lzo", "allow-compression"}
+	"tls-crypt-v2", "peer-fingerprint", "compress", "comp-lzo", "allow-compression", "cipher", "data-ciphers-fallback"}
 
 // Run parses text into c (the shared directives) and ext (the rest),
 // then runs ext.Finish. c holds the side's defaults; its KeyDirection
@@ -140,6 +141,9 @@ func (p *Parser) directive(args []string) error {
 		return err
 	}
 	if ok, err := p.compression(args); ok {
+		return err
+	}
+	if ok, err := p.legacy(args); ok {
 		return err
 	}
 	if err := p.checkRole(args[0], args[0]); err != nil {
@@ -247,6 +251,12 @@ func (p *Parser) Errorf(directive, format string, args ...any) error {
 // last line of directive) in Common.Warnings.
 func (p *Parser) Warn(directive, msg string) {
 	p.c.Warnings = append(p.c.Warnings, Diagnostic{Line: p.lineOf(directive), Directive: directive, Message: msg})
+}
+
+// WarnWeakens records a warning about a directive that is honoured but
+// weakens the tunnel (Diagnostic.Weakens).
+func (p *Parser) WarnWeakens(directive, msg string) {
+	p.c.Warnings = append(p.c.Warnings, Diagnostic{Line: p.lineOf(directive), Directive: directive, Message: msg, Weakens: true})
 }
 
 // lineOf is the current line, or after the walk the last line of
@@ -513,7 +523,7 @@ func (p *Parser) Ciphers(def string) ([]data.Cipher, error) {
 		list = def
 	}
 	if list == "" {
-		return nil, nil
+		return p.finishLegacy(nil), nil
 	}
 	var out []data.Cipher
 	for _, name := range strings.Split(list, ":") {
@@ -529,7 +539,7 @@ func (p *Parser) Ciphers(def string) ([]data.Cipher, error) {
 	if len(out) == 0 && list != "" {
 		return nil, p.Errorf("data-ciphers", "no supported cipher in %q", list)
 	}
-	return out, nil
+	return p.finishLegacy(out), nil
 }
 
 // tokenize splits a line into words, honouring "double" and 'single'

@@ -18,9 +18,11 @@ package control
 
 import (
 	"context"
+	"crypto/sha1"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"hash"
 	"sync"
 	"time"
 
@@ -110,6 +112,9 @@ type Exchange struct {
 	Keys *Keys
 	// Side supplies the steps that differ between client and server.
 	Side Side
+	// Auth is the data channel's HMAC digest for a CBC cipher (`auth`,
+	// nil: SHA1); AEAD ciphers do not use it.
+	Auth func() hash.Hash
 }
 
 // Active is a key state whose exchange finished: its TLS session carries
@@ -235,9 +240,21 @@ func (x *Exchange) dataKey(tc *tls.Conn, id uint8, a Agreement, local, peer *Key
 	}
 	send, recv := m.Split(a.Cipher.KeyLen(), x.Client)
 	m.Wipe()
-	k, err := data.NewKey(id, a.Cipher, send.Key, send.ImplicitIV, recv.Key, recv.ImplicitIV)
+	var k *data.Key
+	var err error
+	if a.Cipher.AEAD() {
+		k, err = data.NewKey(id, a.Cipher, send.Key, send.ImplicitIV, recv.Key, recv.ImplicitIV)
+	} else {
+		digest := x.Auth
+		if digest == nil {
+			digest = sha1.New
+		}
+		k, err = data.NewCBCKey(id, a.Cipher, digest, send.Key, send.MAC, recv.Key, recv.MAC)
+	}
 	clear(send.Key)
 	clear(recv.Key)
+	clear(send.MAC)
+	clear(recv.MAC)
 	return k, err
 }
 

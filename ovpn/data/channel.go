@@ -16,12 +16,13 @@ import (
 // Buffer geometry for Encrypt and Decrypt.
 const (
 	// Headroom is where Encrypt expects the payload: buf[Headroom:]. It
-	// holds the header, packet-id and tag and a compression framing
-	// prefix (FramingPrefix).
-	Headroom = 4 + 4 + 16 + FramingPrefix
+	// holds the header, the packet-id and either the AEAD tag or the CBC
+	// channel's HMAC and IV (cbc.go), and a compression framing prefix
+	// (FramingPrefix).
+	Headroom = 4 + maxDigest + cbcBlock + 4 + FramingPrefix
 	// Tailroom is the spare capacity both directions need past the packet
-	// (tag move and nonce scratch, and the byte FramingSwap moves to the
-	// end), so no call allocates.
+	// (tag move and nonce scratch, or CBC padding, and the byte
+	// FramingSwap moves to the end), so no call allocates.
 	Tailroom = 16 + 12 + 1
 	// RekeyPacketID is the send packet-id after which a new key should be
 	// negotiated.
@@ -72,6 +73,8 @@ type Key struct {
 	sendIV [8]byte
 	recv   cipher.AEAD
 	recvIV [8]byte
+	// sendCBC and recvCBC replace the AEADs for a CBC cipher (cbc.go).
+	sendCBC, recvCBC *cbcDir
 
 	sendPID atomic.Uint32 // last packet-id used
 	retired atomic.Int64  // unix nanoseconds when it stopped being the send key; 0 while it never was replaced
@@ -189,14 +192,19 @@ func (c *Channel) Encrypt(buf []byte, n int) ([]byte, error) {
 	if c.framing != FramingNone {
 		pt, end = c.framing.frame(buf, Headroom, n)
 	}
+	if k.sendCBC != nil {
+		start, end, err := c.encryptCBC(k, buf, pt, end, pid)
+		if err != nil {
+			return nil, err
+		}
+		return buf[start:end], nil
+	}
 	pidAt := pt - tagLen - 4
 	start := pidAt - 4
 	if c.peerID == wire.UndefinedPeerID {
 		start = pidAt - 1
-		buf[start] = wire.HeaderByte(wire.DataV1, k.ID)
-	} else {
-		wire.PutDataV2Header(buf[start:], k.ID, c.peerID)
 	}
+	c.putHeader(buf, start, k.ID)
 	binary.BigEndian.PutUint32(buf[pidAt:], pid)
 	nonce := buf[end+tagLen : end+tagLen+12]
 	binary.BigEndian.PutUint32(nonce, pid)
@@ -208,6 +216,16 @@ func (c *Channel) Encrypt(buf []byte, n int) ([]byte, error) {
 	k.send.Seal(buf[pt:pt], nonce, buf[pt:end], ad)
 	copy(buf[pt-tagLen:pt], buf[end:end+tagLen])
 	return buf[start:end], nil
+}
+
+// putHeader writes the DATA_V2 header (or DATA_V1's opcode byte) at
+// buf[start:].
+func (c *Channel) putHeader(buf []byte, start int, keyID uint8) {
+	if c.peerID == wire.UndefinedPeerID {
+		buf[start] = wire.HeaderByte(wire.DataV1, keyID)
+		return
+	}
+	wire.PutDataV2Header(buf[start:], keyID, c.peerID)
 }
 
 // EncryptPayload copies p into buf and encrypts it; for control-plane
@@ -242,6 +260,13 @@ func (c *Channel) Decrypt(pkt []byte) ([]byte, Kind, error) {
 			return nil, 0, fmt.Errorf("%w %d", ErrNoKey, kid)
 		}
 	}
+	var out []byte
+	if k.recvCBC != nil {
+		if out, err = decryptCBC(k, pkt, hdr); err != nil {
+			return nil, 0, err
+		}
+		return c.payload(out)
+	}
 	pid := binary.BigEndian.Uint32(pkt[hdr:])
 	k.mu.Lock()
 	ok := k.replay.check(pid)
@@ -261,7 +286,7 @@ func (c *Channel) Decrypt(pkt []byte) ([]byte, Kind, error) {
 	if op == wire.DataV1 {
 		ad = pkt[hdr : hdr+4]
 	}
-	out, err := k.recv.Open(full[ctStart:ctStart], nonce, full[ctStart:end+tagLen], ad)
+	out, err = k.recv.Open(full[ctStart:ctStart], nonce, full[ctStart:end+tagLen], ad)
 	if err != nil {
 		return nil, 0, ErrAuth
 	}
@@ -274,7 +299,13 @@ func (c *Channel) Decrypt(pkt []byte) ([]byte, Kind, error) {
 	if !ok {
 		return nil, 0, ErrReplay
 	}
+	return c.payload(out)
+}
+
+// payload unframes a decrypted payload and says what it holds.
+func (c *Channel) payload(out []byte) ([]byte, Kind, error) {
 	if c.framing != FramingNone {
+		var err error
 		if out, err = c.framing.unframe(out); err != nil {
 			return nil, 0, err
 		}

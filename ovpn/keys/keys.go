@@ -109,10 +109,13 @@ func pHash(h func() hash.Hash, secret, seed []byte, n int) []byte {
 }
 
 // Direction is one direction's key: a cipher key and the implicit IV for
-// AEAD ciphers.
+// AEAD ciphers, or the HMAC key for CBC ciphers.
 type Direction struct {
 	Key        []byte // cipher key, keyLen bytes
 	ImplicitIV [8]byte
+	// MAC is the whole HMAC half (64 bytes); a CBC cipher's HMAC uses
+	// its first digest-size bytes.
+	MAC []byte
 }
 
 // Split returns the send and receive keys for a cipher with keyLen-byte
@@ -123,7 +126,7 @@ func (m *Material) Split(keyLen int, client bool) (send, recv Direction) {
 		k0, k1 = k1, k0
 	}
 	mk := func(k []byte) Direction {
-		d := Direction{Key: append([]byte(nil), k[:keyLen]...)}
+		d := Direction{Key: append([]byte(nil), k[:keyLen]...), MAC: append([]byte(nil), k[cipherKeyArea:halfLen]...)}
 		copy(d.ImplicitIV[:], k[cipherKeyArea:cipherKeyArea+8])
 		return d
 	}

@@ -149,7 +149,7 @@ var serverIgnored = map[string]string{
 	"script-security": "scripts are not run", "up": "scripts are not run", "down": "scripts are not run", "dh": "ECDHE is used",
 	"ecdh-curve": "", "tls-timeout": "", "replay-window": "", "mssfix": "", "float": "", "multihome": "", "management": "",
 	"suppress-timestamps": "", "machine-readable-output": "", "cd": "", "setenv": "",
-	"data-ciphers-fallback": "only AEAD ciphers are used", "cipher": "only data-ciphers is used", "tran-window": "",
+	"tran-window":     "",
 	"tcp-queue-limit": "", "bcast-buffers": "", "tun-mtu-extra": "", "link-mtu": "", "dev-type": "",
 	"reneg-bytes": "renegotiation is by time and packet-id limit", "reneg-pkts": "renegotiation is by time and packet-id limit",
 	"opt-verify": "", "ncp-disable": "", "tls-version-max": "", "username-as-common-name": "",

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
@@ -72,8 +73,15 @@ func (x side) Hello(local *control.KeyMethod2, a *control.Agreement) {
 	if cfg.Compress != data.FramingNone {
 		comp = ",comp-lzo" // what OpenVPN's options string says for any compression framing
 	}
-	local.Options = fmt.Sprintf("V4,dev-type tun,link-mtu %d,tun-mtu %d,proto %s%s,cipher %s,auth [null-digest],keysize %d,key-method 2,tls-server",
-		cfg.MTU+49, cfg.MTU, p.tx.name(), comp, a.Cipher, a.Cipher.KeyLen()*8)
+	auth := "[null-digest]"
+	if !a.Cipher.AEAD() {
+		auth = strings.ToUpper(cfg.Auth)
+		if auth == "" {
+			auth = "SHA1"
+		}
+	}
+	local.Options = fmt.Sprintf("V4,dev-type tun,link-mtu %d,tun-mtu %d,proto %s%s,cipher %s,auth %s,keysize %d,key-method 2,tls-server",
+		cfg.MTU+49, cfg.MTU, p.tx.name(), comp, a.Cipher, auth, a.Cipher.KeyLen()*8)
 }
 
 // Agree negotiates from the client's peer-info on the first key (setup);
@@ -100,7 +108,7 @@ func (x side) Agree(tc *tls.Conn, _ *control.MessageReader, peerKM *control.KeyM
 		if len(cs.PeerCertificates) > 0 {
 			cn = cs.PeerCertificates[0].Subject.CommonName
 		}
-		if err := p.setup(cn, parsePeerInfo(peerKM.PeerInfo)); err != nil {
+		if err := p.setup(cn, parsePeerInfo(peerKM.PeerInfo), peerKM.Options); err != nil {
 			return control.Agreement{}, err
 		}
 	}

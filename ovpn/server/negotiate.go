@@ -13,11 +13,29 @@ import (
 	"github.com/wirelane/wirelane/ovpn/wire"
 )
 
-// negotiateCipher picks the first server cipher the client offers.
-func negotiateCipher(server []data.Cipher, pi peerInfo) (data.Cipher, bool) {
+// negotiateCipher picks the first server cipher the client offers. A
+// client that offers none (older than 2.4) gets the cipher of its options
+// string (occ) when the server has it, else the fallback
+// (data-ciphers-fallback; 0: none), as OpenVPN 2.6 does.
+func negotiateCipher(server []data.Cipher, fallback data.Cipher, pi peerInfo, occ string) (data.Cipher, bool) {
 	offered := pi.ciphers
 	if len(offered) == 0 && pi.ncp >= 2 {
 		offered = []string{"AES-256-GCM", "AES-128-GCM"}
+	}
+	if len(offered) == 0 {
+		for _, o := range strings.Split(occ, ",") {
+			if name, ok := strings.CutPrefix(o, "cipher "); ok {
+				offered = []string{name}
+			}
+		}
+		for _, c := range server {
+			for _, o := range offered {
+				if strings.EqualFold(o, c.String()) {
+					return c, true
+				}
+			}
+		}
+		return fallback, fallback != 0
 	}
 	for _, c := range server {
 		for _, o := range offered {
@@ -31,7 +49,7 @@ func negotiateCipher(server []data.Cipher, pi peerInfo) (data.Cipher, bool) {
 
 // setup runs once per client after its first key_method_2: cipher and
 // feature negotiation, the common-name policy and the tunnel address.
-func (p *peer) setup(cn string, pi peerInfo) error {
+func (p *peer) setup(cn string, pi peerInfo, occ string) error {
 	s := p.s
 	// The TLS handshake is complete: a new session from a client's
 	// address has proven itself and replaces the old one.
@@ -39,7 +57,7 @@ func (p *peer) setup(cn string, pi peerInfo) error {
 	// Data ciphers, duplicate-cn and the pools are those in force now: a
 	// reload applies them to the sessions set up after it.
 	cfg := &s.live.Load().cfg
-	ciph, ok := negotiateCipher(cfg.DataCiphers, pi)
+	ciph, ok := negotiateCipher(cfg.DataCiphers, cfg.DataCiphersFallback, pi, occ)
 	if !ok {
 		// The key exchange still completes (the client expects our
 		// key_method_2); the refusal follows it.

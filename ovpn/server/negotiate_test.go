@@ -29,7 +29,7 @@ func TestNegotiateCipher(t *testing.T) {
 		{all, "IV_CIPHERS=BF-CBC", 0, false},
 		{all, "", 0, false},
 	} {
-		got, ok := negotiateCipher(tc.server, parsePeerInfo(tc.info))
+		got, ok := negotiateCipher(tc.server, 0, parsePeerInfo(tc.info), "")
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("server %v, peer-info %q: got %v %v, want %v %v", tc.server, tc.info, got, ok, tc.want, tc.ok)
 		}

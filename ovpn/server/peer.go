@@ -107,7 +107,7 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 	p.cfg.Store(cfg)
 	p.bornTLS.Store(l.tls)
 	p.kx = control.Exchange{Channel: p.ctrl, TLS: s.tlsCfg, Timeout: s.handWindow, RenegSec: cfg.RenegSec,
-		Done: p.closed, Keys: &p.keys, Side: side{p}}
+		Done: p.closed, Keys: &p.keys, Side: side{p}, Auth: s.dataAuth}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

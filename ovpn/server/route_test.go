@@ -30,7 +30,7 @@ func TestDataV1ClientByAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.setup("v1client", parsePeerInfo("IV_PROTO=0\nIV_NCP=2\n")); err != nil {
+	if err := p.setup("v1client", parsePeerInfo("IV_PROTO=0\nIV_NCP=2\n"), ""); err != nil {
 		t.Fatal(err)
 	}
 	opts := strings.Join(p.pushOptions(), ",")

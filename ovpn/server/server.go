@@ -36,6 +36,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"hash"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -130,6 +131,9 @@ type Server struct {
 	cookies    *cookieJar
 	handWindow time.Duration // immutable (hand-window is not reloaded)
 	reloadMu   sync.Mutex    // serialises PlanReload/ApplyReload
+	// dataAuth is `auth`'s digest for the HMAC of CBC data channels;
+	// immutable (auth is not reloaded).
+	dataAuth func() hash.Hash
 
 	// bind is the UDP transport (conn.StdBind: batched receive and send,
 	// GSO and GRO, one route per peer); nil for TCP. Immutable.
@@ -267,6 +271,9 @@ func New(cfg *Config, opts Options) (*Server, error) {
 	} else if c.TLSCryptV2AllowFile != "" || c.TLSCryptV2MaxAge != 0 {
 		return nil, errors.New("server: tls-crypt-v2-metadata-allow and tls-crypt-v2-max-age need tls-crypt-v2")
 	} else if _, err := s.newWrapper(); err != nil {
+		return nil, err
+	}
+	if s.dataAuth, err = wrap.DigestByName(c.Auth); err != nil {
 		return nil, err
 	}
 	if s.cookies, err = newCookieJar(s.handWindow); err != nil {

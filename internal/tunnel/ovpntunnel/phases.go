@@ -153,8 +153,18 @@ const maxNamed = 8
 // (details with -v) and, when the file has up or down scripts, where the
 // DNS they usually set comes from instead.
 func warningsSummary(file string, ws []config.Diagnostic, dns DNSMode) []string {
+	var out []string
+	var rest []config.Diagnostic
+	for _, w := range ws {
+		if w.Weakens {
+			out = append(out, fmt.Sprintf("%s:%d: %s: %s", file, w.Line, w.Directive, w.Message))
+		} else {
+			rest = append(rest, w)
+		}
+	}
+	ws = rest
 	if len(ws) == 0 {
-		return nil
+		return out
 	}
 	var names []string
 	scripts := false
@@ -172,8 +182,8 @@ func warningsSummary(file string, ws []config.Diagnostic, dns DNSMode) []string 
 	if len(names) == 1 {
 		what = "directive"
 	}
-	out := []string{fmt.Sprintf("%s: ignored or not fully honoured: %d %s (%s); run with -v for details",
-		file, len(names), what, strings.Join(listed, ", "))}
+	out = append(out, fmt.Sprintf("%s: ignored or not fully honoured: %d %s (%s); run with -v for details",
+		file, len(names), what, strings.Join(listed, ", ")))
 	if scripts {
 		hint := "up/down scripts are not run; such scripts usually set the pushed DNS servers, which wirelane applies itself (--dns)"
 		if dns == DNSOff {
