@@ -61,16 +61,27 @@ func TestThroughputVsOpenVPN(t *testing.T) {
 
 	tb := newTestbed(t, testbedConfig{ca: "Wirelane Bench CA", client: "client", srvNS: "ots", cliNS: "otc",
 		srvIf: "t2", cliIf: "t1", net: "192.168.83", need: []string{"openvpn", "iperf3", "ping"}})
-	creds := serverCreds + "data-ciphers AES-256-GCM\nkeepalive 10 60\n"
+	// WIRELANE_OVPN_BENCH_CIPHER picks the data cipher of all four ends
+	// (default AES-256-GCM; AES-256-CBC measures the legacy channel, with
+	// WIRELANE_OVPN_BENCH_AUTH as its HMAC, default SHA1).
+	ciph := "AES-256-GCM"
+	if c := os.Getenv("WIRELANE_OVPN_BENCH_CIPHER"); c != "" {
+		ciph = c
+	}
+	cipherLines := "data-ciphers " + ciph + "\n"
+	if a := os.Getenv("WIRELANE_OVPN_BENCH_AUTH"); a != "" {
+		cipherLines += "auth " + a + "\n"
+	}
+	creds := serverCreds + cipherLines + "keepalive 10 60\n"
 	tb.write(t, map[string]string{
 		"wl-server.conf": "port 1194\nproto " + proto + "4\ndev wlsrv0\ntun-mtu 1400\ntopology subnet\nserver 10.9.0.0 255.255.255.0\n" + creds,
-		"wl-client.ovpn": "client\ndev tun\nremote 192.168.83.1 1194 " + proto + "\nnobind\nremote-cert-tls server\ndata-ciphers AES-256-GCM\n" +
+		"wl-client.ovpn": "client\ndev tun\nremote 192.168.83.1 1194 " + proto + "\nnobind\nremote-cert-tls server\n" + cipherLines +
 			tb.clientInline(),
 		"ov-server.conf": "port 1195\nproto " + proto + "4" + map[string]string{"udp": "", "tcp": "-server"}[proto] +
 			"\nlocal 192.168.83.1\ndev ovs0\ndev-type tun\ntopology subnet\n" +
 			"server 10.10.0.0 255.255.255.0\ndisable-dco\nverb 3\n" + creds,
 		"ov-client.ovpn": "client\ndev ovc0\ndev-type tun\nremote 192.168.83.1 1195 " + proto + "4\nnobind\nremote-cert-tls server\n" +
-			"data-ciphers AES-256-GCM\ndisable-dco\nverb 3\n" + tb.clientInline(),
+			cipherLines + "disable-dco\nverb 3\n" + tb.clientInline(),
 	})
 
 	srv := startHelper(t, tb.srvNS, "serve", tb.path("wl-server.conf"))
