@@ -3,8 +3,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/wirelane/wirelane/ovpn/data"
 )
 
 // <connection> blocks become the remote list in order, each from the
@@ -73,5 +76,26 @@ func TestConnectionBlockErrors(t *testing.T) {
 		if errors.Is(err, ErrUnsupported) != tc.unsupported {
 			t.Errorf("%q: errors.Is(ErrUnsupported) = %v", tc.body, !tc.unsupported)
 		}
+	}
+}
+
+// docs/examples/ovpn-provider.ovpn parses (its placeholder tls-crypt key
+// replaced by a real one) into two connections with auth-user-pass,
+// auth-nocache and stub-v2 framing.
+func TestExampleProviderProfile(t *testing.T) {
+	b, err := os.ReadFile("../../docs/examples/ovpn-provider.ovpn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i, j := strings.Index(text, "<tls-crypt>\n"), strings.Index(text, "</tls-crypt>")
+	text = text[:i] + "<tls-crypt>\n" + staticKeyText() + text[j:]
+	cfg, err := Parse([]byte(text), "ovpn-provider.ovpn", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Remotes) != 2 || cfg.Remotes[1].Port != 443 || cfg.Remotes[1].Proto != TCP || cfg.Remotes[0].PollTimeout != 0 ||
+		!cfg.AuthUserPass || !cfg.AuthNoCache || cfg.Compress != data.FramingV2 || cfg.ServerPollTimeout != 10 {
+		t.Fatalf("%+v", cfg)
 	}
 }
