@@ -14,7 +14,6 @@ import (
 // tunnel; ignoring them silently would weaken it, so they are errors.
 var securityDirectives = map[string]string{
 	"secret":                   "static-key mode",
-	"pkcs12":                   "PKCS#12 credentials",
 	"pkcs11-providers":         "PKCS#11 tokens",
 	"pkcs11-id":                "PKCS#11 tokens",
 	"cryptoapicert":            "Windows certificate store",
@@ -284,7 +283,7 @@ func (e *clientExt) Finish(p *Parser) error {
 	if (len(c.Cert) == 0) != (len(c.Key) == 0) {
 		return p.Errorf("cert", "cert and key must be given together")
 	}
-	if len(c.Cert) == 0 && !c.AuthUserPass {
+	if len(c.Cert) == 0 && !c.AuthUserPass && !c.KeyLocked() {
 		return p.Errorf("cert", "no client certificate and no auth-user-pass")
 	}
 	var err error
@@ -326,7 +325,7 @@ func (e *clientExt) Inline(p *Parser, tag, body string) error {
 		return e.userPass(p, body, "<auth-user-pass>")
 	case "connection":
 		return e.connection(p, body)
-	case "secret", "pkcs12", "extra-certs", "http-proxy-user-pass":
+	case "secret", "extra-certs", "http-proxy-user-pass":
 		return p.Errorf("<"+tag+">", "inline %w", ErrUnsupported)
 	case "dh":
 		p.Warn("<dh>", "ignored (client)")

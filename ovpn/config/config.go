@@ -151,6 +151,11 @@ type Common struct {
 	// "asym" or "yes"; Wirelane behaves as "no" whatever it says.
 	AllowCompression string
 
+	// keyLocked: Key is an encrypted PEM key, or pkcs12 holds a PKCS#12
+	// file, still waiting for its passphrase (privkey.go).
+	keyLocked bool
+	pkcs12    []byte
+
 	// Warnings lists ignored directives.
 	Warnings []Diagnostic
 	// SecretFiles are the files read for secrets (key, tls-auth,

@@ -55,8 +55,12 @@ type Parser struct {
 
 	c       *Common
 	ext     Extension
-	ciphers string      // the data-ciphers list as written ("" when unset); see Ciphers
-	cipher  data.Cipher // the file's supported `cipher` (0: none); see finishLegacy
+	ciphers string // the data-ciphers list as written ("" when unset); see Ciphers
+	// askpass is the passphrase read from `askpass FILE` ("" = none);
+	// hasAskpass says whether the file had the directive with a file.
+	askpass    string
+	hasAskpass bool
+	cipher     data.Cipher // the file's supported `cipher` (0: none); see finishLegacy
 	// seen is the last line of each directive and inline block by name
 	// ("ca" for both `ca FILE` and <ca>), so that a check made after the
 	// walk (Finish) can name the line it is about.
@@ -72,7 +76,7 @@ type Directives interface {
 // sharedNames are the directives and inline blocks the shared table
 // handles.
 var sharedNames = []string{"ca", "cert", "key", "tls-auth", "tls-crypt", "key-direction", "auth", "tls-version-min", "data-ciphers", "ncp-ciphers", "crl-verify",
-	"tls-crypt-v2", "peer-fingerprint", "compress", "comp-lzo", "allow-compression", "cipher", "data-ciphers-fallback"}
+	"tls-crypt-v2", "peer-fingerprint", "compress", "comp-lzo", "allow-compression", "cipher", "data-ciphers-fallback", "pkcs12", "askpass"}
 
 // Run parses text into c (the shared directives) and ext (the rest),
 // then runs ext.Finish. c holds the side's defaults; its KeyDirection
@@ -174,10 +178,13 @@ func (p *Parser) checkRole(name, label string) error {
 // (peer says whose certificate it verifies, for the message) and at most
 // one of tls-auth and tls-crypt.
 func (p *Parser) CheckCommon(peer string) error {
-	if len(p.c.CA) == 0 && len(p.c.PeerFingerprints) == 0 {
+	if err := p.unlock(); err != nil {
+		return err
+	}
+	if len(p.c.CA) == 0 && len(p.c.PeerFingerprints) == 0 && !(p.c.keyLocked && p.c.pkcs12 != nil) {
 		return p.Errorf("ca", "no CA certificate given; %s cannot be verified (give ca, or peer-fingerprint for a self-signed certificate)", peer)
 	}
-	if len(p.c.CA) == 0 && p.c.CRLVerify != "" {
+	if len(p.c.CA) == 0 && p.c.CRLVerify != "" && !(p.c.keyLocked && p.c.pkcs12 != nil) {
 		return p.Errorf("crl-verify", "crl-verify needs a CA (with peer-fingerprint alone there is no issuer to check)")
 	}
 	if p.c.TLSAuth != nil && p.c.TLSCrypt != nil {
@@ -283,7 +290,7 @@ func (p *Parser) ReadFile(directive, name string) ([]byte, error) {
 		return nil, p.Errorf(directive, "%v", err)
 	}
 	switch directive {
-	case "key", "tls-auth", "tls-crypt", "tls-crypt-v2", "auth-user-pass":
+	case "key", "tls-auth", "tls-crypt", "tls-crypt-v2", "auth-user-pass", "pkcs12", "askpass":
 		p.c.SecretFiles = append(p.c.SecretFiles, path)
 	}
 	return b, nil
@@ -415,6 +422,27 @@ func (p *Parser) sharedDirective(args []string) (bool, error) {
 		return true, p.tlsCryptV2(args)
 	case "peer-fingerprint":
 		return true, p.peerFingerprint(args)
+	case "pkcs12":
+		if err := p.Want(args, 1, 1); err != nil {
+			return true, err
+		}
+		b, err := p.ReadFile(name, args[1])
+		if err == nil && b != nil {
+			c.pkcs12 = b
+		}
+		return true, err
+	case "askpass":
+		if err := p.Want(args, 0, 1); err != nil {
+			return true, err
+		}
+		if len(args) == 2 {
+			b, err := p.ReadFile(name, args[1])
+			if err != nil {
+				return true, err
+			}
+			pass, _, _ := strings.Cut(strings.ReplaceAll(string(b), "\r", ""), "\n")
+			p.askpass, p.hasAskpass = pass, true
+		}
 	default:
 		return false, nil
 	}
@@ -439,6 +467,13 @@ func (p *Parser) sharedInline(tag, body string) (bool, error) {
 		return true, p.peerFingerprintBlock(body)
 	case "crl-verify":
 		return true, p.Errorf("<crl-verify>", "inline CRLs are %w; use crl-verify FILE (it is read again when it changes)", ErrUnsupported)
+	case "pkcs12":
+		p.c.InlineSecrets = true
+		b, err := pkcs12Inline(body)
+		if err != nil {
+			return true, p.Errorf("<pkcs12>", "%v", err)
+		}
+		p.c.pkcs12 = b
 	default:
 		return false, nil
 	}

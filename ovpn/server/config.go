@@ -126,7 +126,7 @@ var serverUnsupported = map[string]string{
 	"client-cert-not-required": "optional client certificates", "tls-verify": "verification scripts",
 	"fragment": "fragmentation (changes the data framing)", "ifconfig-ipv6": "explicit IPv6 tunnel addresses (use server-ipv6)",
 	"ifconfig-ipv6-pool": "explicit IPv6 pools (use server-ipv6)", "server-bridge": "bridged (tap) servers", "ifconfig-pool": "explicit pools (use server)",
-	"pkcs12": "PKCS#12 credentials", "tls-cipher": "TLS cipher restrictions", "tls-ciphersuites": "TLS cipher restrictions",
+	"tls-cipher": "TLS cipher restrictions", "tls-ciphersuites": "TLS cipher restrictions",
 	"tls-groups":       "TLS group restrictions",
 	"verify-x509-name": "client name checks", "remote-cert-ku": "key-usage checks", "remote-cert-eku": "extended-key-usage checks by OID",
 	"x509-username-field": "username fields", "auth-gen-token": "auth tokens", "learn-address": "scripts",
@@ -481,7 +481,7 @@ func (e *serverExt) Finish(p *config.Parser) error {
 	if c.Compress != data.FramingNone && e.pushFramingLine == 0 {
 		p.Warn(c.CompressDirective[:strings.IndexByte(c.CompressDirective+" ", ' ')], "clients need the same line in their files (or push it: push \""+c.CompressDirective+"\")")
 	}
-	if len(c.Cert) == 0 || len(c.Key) == 0 {
+	if (len(c.Cert) == 0 || len(c.Key) == 0) && !c.KeyLocked() {
 		return p.Errorf("cert", "the server needs both cert and key")
 	}
 	if c.TLSAuth != nil && c.KeyDirection == wrap.Direction1 {

@@ -64,6 +64,9 @@ type live struct {
 
 // serverTLS builds the TLS settings of c (reading its CRL file now).
 func serverTLS(c *Config) (*tls.Config, error) {
+	if c.KeyLocked() {
+		return nil, errors.New("server: the private key is encrypted and was not unlocked (askpass FILE, or Config.Unlock)")
+	}
 	minTLS := uint16(tls.VersionTLS12)
 	if c.TLSVersionMin == "1.3" {
 		minTLS = tls.VersionTLS13

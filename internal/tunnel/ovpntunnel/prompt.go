@@ -17,6 +17,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelane/wirelane/ovpn/config"
 )
 
 // stdin is where credentials are read from; tests replace it.
@@ -139,4 +141,32 @@ var ErrNotTerminal = errNotTerminal
 // challenge is not "". The CLI uses it to answer a service's auth event.
 func PromptCredentials(needUser bool, challenge string, echo bool) (user, pass, response string, err error) {
 	return promptCredentials(stdin, stderr, needUser, challenge, echo)
+}
+
+// unlockKey asks on the terminal for the passphrase of an encrypted
+// private key or PKCS#12 file that askpass did not unlock, as OpenVPN
+// does ("Enter Private Key Password:"). It returns an exit status: 0
+// unlocked (or nothing to unlock), 1 a wrong passphrase, 2 no terminal.
+func unlockKey(cmd, file string, c *config.Common) int {
+	if !c.KeyLocked() {
+		return 0
+	}
+	p, err := newCredentialPrompt(stdin, stderr)
+	if errors.Is(err, errNotTerminal) {
+		fmt.Fprintf(stderr, "wirelane ovpn %s: %s: the private key is encrypted: add `askpass FILE` (a file with the passphrase) or run on a terminal to type it\n", cmd, file)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "wirelane ovpn %s: %v\n", cmd, err)
+		return 1
+	}
+	pass, err := p.ask("Enter Private Key Password: ", false)
+	if err == nil {
+		err = c.Unlock(pass)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "wirelane ovpn %s: %s: private key: %v\n", cmd, file, err)
+		return 1
+	}
+	return 0
 }

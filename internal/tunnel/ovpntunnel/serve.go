@@ -49,6 +49,9 @@ func Serve(o ServeOptions) int {
 		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
 		return 1
 	}
+	if code := unlockKey("serve", file, &cfg.Common); code != 0 {
+		return code
+	}
 	for _, w := range secretWarnings(file, &cfg.Common) {
 		warnf("%s", w)
 	}
