@@ -175,6 +175,19 @@ func (e *clientExt) Directive(p *Parser, args []string) error {
 		default:
 			p.Warn(name, kind+" has no meaning on Linux; ignored")
 		}
+	case "dns":
+		// OpenVPN 2.6's dns option, as pushed (control/dnsoption.go);
+		// the caller applies it with the pushed one.
+		opt := strings.Join(args, " ")
+		r, err := control.ParsePushOptions([]string{opt})
+		if err != nil || len(r.Ignored) > 0 {
+			why := "malformed"
+			if err == nil {
+				why = strings.Join(r.Ignored, "; ")
+			}
+			return p.Errorf(name, "%s", why)
+		}
+		c.DHCPOptions = append(c.DHCPOptions, opt)
 	case "block-ipv6":
 		if err := p.Want(args, 0, 0); err != nil {
 			return err
@@ -312,7 +325,7 @@ func (e *clientExt) Role() Role { return ClientRole }
 // Directives lists the directives Directive handles (for suggestions).
 func (e *clientExt) Directives() []string {
 	return []string{"client", "tls-client", "dev", "proto", "port", "rport", "remote", "remote-random", "dhcp-option",
-		"block-ipv6", "nobind", "auth-nocache", "auth-user-pass", "remote-cert-tls", "verify-x509-name", "reneg-sec",
+		"dns", "block-ipv6", "nobind", "auth-nocache", "auth-user-pass", "remote-cert-tls", "verify-x509-name", "reneg-sec",
 		"reneg-bytes", "reneg-pkts", "ping", "ping-restart", "keepalive"}
 }
 

@@ -187,8 +187,9 @@ type Config struct {
 	VerifyX509Typ string // subject (default), name, name-prefix
 
 	// DHCPOptions are the file's own `dhcp-option DNS|DNS6|DOMAIN|
-	// DOMAIN-SEARCH VALUE` lines, validated, in the pushed form ("dhcp-option
-	// DNS 10.8.0.1"); the caller applies them before the pushed ones.
+	// DOMAIN-SEARCH VALUE` and `dns ...` lines, validated, in the pushed
+	// form ("dhcp-option DNS 10.8.0.1"); the caller applies them before
+	// the pushed ones.
 	DHCPOptions []string
 
 	// BlockIPv6 is `block-ipv6`: IPv6 packets into the tunnel are answered

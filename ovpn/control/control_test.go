@@ -470,6 +470,7 @@ func FuzzPushReply(f *testing.F) {
 	f.Add("PUSH_REPLY,ifconfig 10.0.0.2 255.255.255.0,topology subnet,peer-id 1,push-continuation 1")
 	f.Add("PUSH_REPLY,route 1.2.3.0 255.255.255.0,ifconfig-ipv6 ::1/64 ::2")
 	f.Add("PUSH_REPLY,route-ipv6 2000::/4 fd00::1,redirect-gateway def1 ipv6,ifconfig-ipv6 fd00::2/64 fd00::1")
+	f.Add("PUSH_REPLY,dns server 0 address 10.8.0.1 [fd00::53]:53,dns server 1 resolve-domains x.example,dns search-domains a.example b.example")
 	f.Add("PUSH_REPLY,dhcp-option DNS 10.8.0.1,dhcp-option DNS6 fd00::53,dhcp-option DOMAIN corp.example,dhcp-option DOMAIN-SEARCH lab.example,dhcp-option DNS x,block-ipv6")
 	f.Fuzz(func(t *testing.T, s string) {
 		var a PushAccumulator

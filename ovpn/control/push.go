@@ -87,6 +87,7 @@ func (a *PushAccumulator) Reply() (*PushReply, error) { return ParsePushOptions(
 func ParsePushOptions(opts []string) (*PushReply, error) {
 	r := &PushReply{Options: opts, PeerID: 0xFFFFFF}
 	var ifLocal, ifSecond string
+	var dns dnsOptions
 	for _, o := range opts {
 		f := strings.Fields(o)
 		if len(f) == 0 {
@@ -155,6 +156,8 @@ func ParsePushOptions(opts []string) (*PushReply, error) {
 			}
 		case "dhcp-option":
 			r.addDHCPOption(o, f[1:])
+		case "dns":
+			dns.add(r, o, f)
 		case "block-ipv6":
 			if len(f) != 1 {
 				r.Ignored = append(r.Ignored, fmt.Sprintf("%q: takes no argument", o))
@@ -222,6 +225,7 @@ func ParsePushOptions(opts []string) (*PushReply, error) {
 			r.AuthTokenUser = string(u)
 		}
 	}
+	dns.apply(r)
 	if ifLocal != "" {
 		local, err := netip.ParseAddr(ifLocal)
 		if err != nil {

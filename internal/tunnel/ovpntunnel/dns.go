@@ -116,7 +116,7 @@ func withLocalDNS(local []string, push *control.PushReply) *control.PushReply {
 	}
 	opts := slices.Clone(local)
 	for _, o := range push.Options {
-		if strings.HasPrefix(o, "dhcp-option ") {
+		if strings.HasPrefix(o, "dhcp-option ") || strings.HasPrefix(o, "dns ") {
 			opts = append(opts, o)
 		}
 	}
