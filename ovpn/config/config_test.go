@@ -21,7 +21,10 @@ func staticKeyText() string {
 	return string(k.Format())
 }
 
-const pem = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+// pem is a real certificate (testdata/ca.crt, its base64 on one line so
+// that it stays three lines long): the parser checks the certificates it
+// reads.
+const pem = "-----BEGIN CERTIFICATE-----\nMIIBnjCCAUOgAwIBAgIUL/02EWGaamHnQEOJMirmfGNIvfwwCgYIKoZIzj0EAwIwIzEhMB8GA1UEAwwYV2lyZWxhbmUgVGVzdCBGaXh0dXJlIENBMCAXDTI2MTIwMTIzMDczOVoYDzIxMjYxMTA3MjMwNzM5WjAjMSEwHwYDVQQDDBhXaXJlbGFuZSBUZXN0IEZpeHR1cmUgQ0EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAATlc2SBPOZT636xk/l9p85wsnBi3JgU98bViXH2VPjYv8eU/Prk1c036TfoB0ymypv+Vi4ZVp/D8TmHLb6tXrfdo1MwUTAdBgNVHQ4EFgQUt/UvjEr+n68sEzRCJOOZBafsXNUwHwYDVR0jBBgwFoAUt/UvjEr+n68sEzRCJOOZBafsXNUwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEA3Uk9SGfbx3WOK5paONKR/6J6wCOEMQhra5DTdfRrIxgCIQC7X8eGwuqt2PZ0gDNjThF1Moub28uqVScgJzLp7PE7kQ==\n-----END CERTIFICATE-----\n"
 
 func TestParseProviderStyleConfig(t *testing.T) {
 	text := `# a typical provider profile

@@ -79,8 +79,8 @@ func TestConnectionBlockErrors(t *testing.T) {
 	}
 }
 
-// docs/examples/ovpn-provider.ovpn parses (its placeholder tls-crypt key
-// replaced by a real one) into two connections with auth-user-pass,
+// docs/examples/ovpn-provider.ovpn parses (its placeholder CA and
+// tls-crypt key replaced by real ones) into two connections with auth-user-pass,
 // auth-nocache and stub-v2 framing.
 func TestExampleProviderProfile(t *testing.T) {
 	b, err := os.ReadFile("../../docs/examples/ovpn-provider.ovpn")
@@ -90,6 +90,8 @@ func TestExampleProviderProfile(t *testing.T) {
 	text := string(b)
 	i, j := strings.Index(text, "<tls-crypt>\n"), strings.Index(text, "</tls-crypt>")
 	text = text[:i] + "<tls-crypt>\n" + staticKeyText() + text[j:]
+	i, j = strings.Index(text, "<ca>\n"), strings.Index(text, "</ca>")
+	text = text[:i] + "<ca>\n" + pem + text[j:]
 	cfg, err := Parse([]byte(text), "ovpn-provider.ovpn", "")
 	if err != nil {
 		t.Fatal(err)

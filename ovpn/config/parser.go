@@ -368,7 +368,7 @@ func (p *Parser) sharedDirective(args []string) (bool, error) {
 		}
 		b, err := p.ReadFile(name, args[1])
 		if err == nil && b != nil {
-			p.setPEM(name, b)
+			err = p.setPEM(name, name, b)
 		}
 		return true, err
 	case "tls-auth", "tls-crypt":
@@ -456,7 +456,7 @@ func (p *Parser) sharedInline(tag, body string) (bool, error) {
 	switch tag {
 	case "ca", "cert", "key":
 		p.c.InlineSecrets = p.c.InlineSecrets || tag == "key"
-		p.setPEM(tag, []byte(body))
+		return true, p.setPEM(tag, "<"+tag+">", []byte(body))
 	case "tls-auth", "tls-crypt":
 		p.c.InlineSecrets = true
 		return true, p.setStatic(tag, "<"+tag+">", []byte(body))
@@ -512,7 +512,13 @@ func (p *Parser) crlVerify(args []string) error {
 	return nil
 }
 
-func (p *Parser) setPEM(which string, b []byte) {
+// setPEM keeps a ca, cert or key after checking it (checkPEM); label
+// names it in the error (the directive, or the inline block at its
+// opening line).
+func (p *Parser) setPEM(which, label string, b []byte) error {
+	if err := checkPEM(which, b); err != nil {
+		return p.Errorf(label, "%v", err)
+	}
 	switch which {
 	case "ca":
 		p.c.CA = b
@@ -521,6 +527,7 @@ func (p *Parser) setPEM(which string, b []byte) {
 	default:
 		p.c.Key = b
 	}
+	return nil
 }
 
 func (p *Parser) setStatic(which, label string, b []byte) error {

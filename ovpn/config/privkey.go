@@ -353,3 +353,48 @@ func pemDecode(b []byte) ([]byte, error) {
 	}
 	return blk.Bytes, nil
 }
+
+// checkPEM checks a ca, cert or key that holds PEM armour: every block
+// decodes (armour, base64, an END line), nothing but blank lines is left
+// over, certificates parse, and a key parses unless it is encrypted.
+// Content without any "-----BEGIN" line is left to the TLS set-up, which
+// refuses it without a location.
+func checkPEM(which string, b []byte) error {
+	if !bytes.Contains(b, []byte("-----BEGIN")) {
+		return nil
+	}
+	rest := b
+	n := 0
+	for {
+		blk, r := pemenc.Decode(rest)
+		if blk == nil {
+			break
+		}
+		rest = r
+		n++
+		switch which {
+		case "ca", "cert":
+			if blk.Type != "CERTIFICATE" {
+				continue // OpenVPN's files may hold other blocks (keys, parameters) beside the certificates
+			}
+			if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+				return fmt.Errorf("certificate %d: %v", n, err)
+			}
+		case "key":
+			//lint:ignore SA1019 legacy encrypted PEM keys are what old files hold
+			if blk.Type == "ENCRYPTED PRIVATE KEY" || x509.IsEncryptedPEMBlock(blk) { //nolint:staticcheck
+				continue
+			}
+			if !strings.HasSuffix(blk.Type, "PRIVATE KEY") {
+				continue
+			}
+			if _, err := parsePrivateKey(blk.Type, blk.Bytes); err != nil {
+				return fmt.Errorf("private key: %v", err)
+			}
+		}
+	}
+	if n == 0 || bytes.Contains(rest, []byte("-----BEGIN")) {
+		return errors.New("malformed PEM (a block whose armour, base64 or END line is broken)")
+	}
+	return nil
+}

@@ -162,3 +162,27 @@ func FuzzPKCS12(f *testing.F) {
 		_ = c.Unlock("")
 	})
 }
+
+// A malformed inline (or file) certificate or key is an error at the
+// line of its block or directive, not a TLS failure later.
+func TestMalformedPEMNamesTheLine(t *testing.T) {
+	broken := strings.Replace(pem, "MII", "M!I", 1)
+	for _, tc := range []struct{ text, want string }{
+		{"client\nremote h\n<ca>\n" + broken + "</ca>\n", "x.ovpn:3: <ca>: malformed PEM"},
+		{"client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n</cert>\n", "x.ovpn:8: <cert>: certificate 1: x509"},
+		{"client\nremote h\n<ca>\n" + pem + "</ca>\n<key>\n-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n</key>\n", "x.ovpn:8: <key>: private key"},
+		{"client\nremote h\n<ca>\n-----BEGIN CERTIFICATE-----\n" + "QUFB\n" + "</ca>\n", "x.ovpn:3: <ca>: malformed PEM"},
+	} {
+		_, err := Parse([]byte(tc.text), "x.ovpn", "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v, want %q", err, tc.want)
+		}
+	}
+	abs, _ := os.Getwd()
+	os.WriteFile(t.TempDir()+"/x", nil, 0o600)
+	dir := t.TempDir()
+	os.WriteFile(dir+"/bad.crt", []byte(broken), 0o600)
+	if _, err := Parse([]byte("client\nremote h\nca "+abs+"/testdata/ca.crt\ncert bad.crt\n"), "x.ovpn", dir); err == nil || !strings.Contains(err.Error(), "x.ovpn:4: cert: malformed PEM") {
+		t.Errorf("file: %v", err)
+	}
+}
