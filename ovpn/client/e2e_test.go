@@ -530,3 +530,22 @@ func TestE2EServerShutdown(t *testing.T) {
 		t.Fatal("client not told about the server's shutdown")
 	}
 }
+
+// An openvpn server with explicit-exit-notify 2 sends RESTART,[N] at
+// shutdown: the session ends with ErrRestartNext.
+func TestE2EServerShutdownToNextServer(t *testing.T) {
+	e := newEnv(t)
+	srv := e.startServer(t, false, "explicit-exit-notify 2")
+	s := dial(t, e.clientConfig(t, srv, ""), srv.options(t))
+	defer s.Close()
+	ping(t, s, 1)
+	srv.cmd.Process.Signal(unix.SIGTERM)
+	select {
+	case <-s.Done():
+		if !errors.Is(s.Err(), ErrRestartNext) {
+			t.Fatalf("session ended with %v, want the next server", s.Err())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("client not told about the server's shutdown")
+	}
+}

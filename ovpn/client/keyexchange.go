@@ -317,6 +317,10 @@ func (x side) Message(_ *control.Active, m string) bool {
 		}
 		s.fail(fmt.Errorf("%w: %s", ErrAuthFailed, m))
 	case "RESTART":
+		if strings.HasPrefix(m, "RESTART,[N]") {
+			s.fail(fmt.Errorf("%w: %s", ErrRestartNext, m))
+			return true
+		}
 		s.fail(fmt.Errorf("%w: %s", ErrRestart, m))
 	case "HALT":
 		s.fail(fmt.Errorf("%w: %s", ErrHalt, m))

@@ -90,9 +90,12 @@ type Options struct {
 
 // Errors a Session reports.
 var (
-	ErrAuthFailed  = errors.New("client: authentication failed (AUTH_FAILED)")
-	ErrServerExit  = errors.New("client: server ended the session")
-	ErrRestart     = errors.New("client: server asked for a restart")
+	ErrAuthFailed = errors.New("client: authentication failed (AUTH_FAILED)")
+	ErrServerExit = errors.New("client: server ended the session")
+	ErrRestart    = errors.New("client: server asked for a restart")
+	// ErrRestartNext is a restart to the next server (RESTART,[N], from
+	// a server with explicit-exit-notify 2); errors.Is(ErrRestart) holds.
+	ErrRestartNext = fmt.Errorf("%w at the next server", ErrRestart)
 	ErrHalt        = errors.New("client: server asked the client to stop (HALT)")
 	ErrPingRestart = errors.New("client: nothing received within ping-restart")
 	ErrClosed      = errors.New("client: session closed")
@@ -117,7 +120,8 @@ type Session struct {
 	kx       control.Exchange // the key-exchange loop, with side{s}
 	tlsCfg   *tls.Config
 	remote   string
-	keys     control.Keys // primary and lame-duck key states, next key id
+	entry    config.Remote // the remote (of the configuration's list) dialled
+	keys     control.Keys  // primary and lame-duck key states, next key id
 
 	data atomic.Pointer[data.Channel] // stored once, when the first push is processed
 
@@ -184,7 +188,7 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, opts: opts, log: opts.Logger.With("remote", r.Address()), ev: ev, tr: tr, tlsCfg: tlsCfg, remote: r.Address(),
+	s := &Session{cfg: cfg, opts: opts, log: opts.Logger.With("remote", r.Address()), ev: ev, tr: tr, tlsCfg: tlsCfg, remote: r.Address(), entry: r,
 		rx: pktqueue.New(rxQueue, rxBufLen), closed: make(chan struct{})}
 	s.txPool.New = func() any { b := make([]byte, sendHeadroom+data.Headroom+maxPkt+data.Tailroom); return &b }
 	s.batches.New = func() any { return new(txBatch) }
@@ -535,6 +539,10 @@ func (s *Session) ReadPackets(bufs [][]byte, sizes []int, offset int) (int, erro
 // RemoteAddr returns the transport address of the server that answered
 // (the remote Dial connected to).
 func (s *Session) RemoteAddr() netip.AddrPort { return s.tr.remote() }
+
+// RemoteEntry returns the entry of the configuration's remote list (a
+// remote line or <connection> block) the session was dialled from.
+func (s *Session) RemoteEntry() config.Remote { return s.entry }
 
 // Transport names the transport: UDPv4, UDPv6, TCPv4_CLIENT or
 // TCPv6_CLIENT.

@@ -102,6 +102,11 @@ type Config struct {
 	ClientConfigDir string
 	CCDExclusive    bool
 	ClientConfigs   map[string]*config.ClientConfig
+	// ExplicitExitNotify is explicit-exit-notify: at shutdown, cc-exit
+	// clients are told RESTART (0 or 1, Wirelane tells them even without
+	// the directive), or with 2 RESTART,[N]: reconnect to the next
+	// server of their list.
+	ExplicitExitNotify int
 }
 
 // Diagnostic is a warning about one line of a configuration file.
@@ -145,7 +150,7 @@ const privDrop = "dropping privileges (the server would keep running as root; re
 var serverIgnored = map[string]string{
 	"persist-key": "", "persist-tun": "", "verb": "", "mute": "", "status": "", "status-version": "", "log": "",
 	"log-append": "", "daemon": "", "writepid": "", "ifconfig-pool-persist": "addresses are assigned per connection",
-	"explicit-exit-notify": "clients are always told", "mute-replay-warnings": "", "sndbuf": "", "rcvbuf": "", "txqueuelen": "",
+	"mute-replay-warnings": "", "sndbuf": "", "rcvbuf": "", "txqueuelen": "",
 	"script-security": "scripts are not run", "up": "scripts are not run", "down": "scripts are not run", "dh": "ECDHE is used",
 	"ecdh-curve": "", "tls-timeout": "", "replay-window": "", "mssfix": "", "float": "", "multihome": "", "management": "",
 	"suppress-timestamps": "", "machine-readable-output": "", "cd": "", "setenv": "",
@@ -199,7 +204,7 @@ func (e *serverExt) Directives() []string {
 	return []string{"dh", "mode", "tls-server", "port", "lport", "local", "proto", "dev", "tun-mtu", "topology",
 		"server", "server-ipv6", "remote-cert-tls", "push", "route", "route-ipv6", "keepalive", "ping",
 		"ping-restart", "reneg-sec", "hand-window", "max-clients", "client-to-client", "duplicate-cn",
-		"tls-crypt-v2-max-age", "tls-crypt-v2-metadata-allow", "client-config-dir", "ccd-exclusive"}
+		"tls-crypt-v2-max-age", "tls-crypt-v2-metadata-allow", "client-config-dir", "ccd-exclusive", "explicit-exit-notify"}
 }
 
 // Inline refuses the blocks a server does not implement.
@@ -443,6 +448,15 @@ func (e *serverExt) Directive(p *config.Parser, args []string) error {
 		c.TLSCryptV2AllowFile = path
 	case "client-config-dir", "ccd-exclusive", "ifconfig-push", "ifconfig-ipv6-push", "iroute", "iroute-ipv6", "push-remove", "disable":
 		return e.ccdDirective(p, args) // ccd.go
+	case "explicit-exit-notify":
+		c.ExplicitExitNotify = 1
+		if len(args) > 1 {
+			v, err := p.NumberArg(args, 1, 2)
+			if err != nil {
+				return err
+			}
+			c.ExplicitExitNotify = v
+		}
 	case "client-to-client":
 		c.ClientToClient = true
 	case "duplicate-cn":

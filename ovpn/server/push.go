@@ -138,7 +138,11 @@ func (p *peer) notifyRestart(d time.Duration) {
 	if kc == nil || !cc {
 		return
 	}
-	if err := control.WriteMessage(kc.Conn, "RESTART"); err != nil {
+	msg := "RESTART"
+	if p.s.cfg.ExplicitExitNotify == 2 {
+		msg = "RESTART,[N]" // reconnect to the next server, not this one
+	}
+	if err := control.WriteMessage(kc.Conn, msg); err != nil {
 		return
 	}
 	deadline := time.Now().Add(d)

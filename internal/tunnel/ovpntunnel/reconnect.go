@@ -112,7 +112,7 @@ func (r *reconnector) run(teardown func()) int {
 		}
 		r.ph.restart()
 		r.ph.report(client.StateReconnect, fmt.Sprintf("session ended: %v; reconnecting", err), nil)
-		next, err := r.redial()
+		next, err := r.redial(nextServer(r.cfg, sess, err))
 		if next == nil {
 			if r.ctx.Err() != nil {
 				r.ph.report(client.StateExiting, "interrupted while reconnecting", nil)
@@ -145,7 +145,7 @@ func (r *reconnector) run(teardown func()) int {
 
 // redial dials until a session with an address comes up: nil and why
 // when interrupted or when the retry directives give up.
-func (r *reconnector) redial() (*client.Session, error) {
+func (r *reconnector) redial(cfg *config.Config) (*client.Session, error) {
 	opts := r.opts
 	if r.routes {
 		rd := parseRedirect(r.applied)
@@ -180,7 +180,7 @@ func (r *reconnector) redial() (*client.Session, error) {
 				return nil, errors.New("auth-nocache: the credentials are needed again to reconnect")
 			}
 		}
-		s, err := client.Dial(r.ctx, r.cfg, dialOpts)
+		s, err := client.Dial(r.ctx, cfg, dialOpts)
 		if err != nil {
 			return nil, err
 		}
@@ -191,6 +191,27 @@ func (r *reconnector) redial() (*client.Session, error) {
 		s.Close()
 		progress("the server pushed no address (ifconfig or ifconfig-ipv6); reconnecting")
 	}
+}
+
+// nextServer is the configuration to redial with after a session ended
+// with err: for RESTART,[N] (the server's explicit-exit-notify 2) its
+// remote list starts after the one that session used, as OpenVPN's client
+// moves on; otherwise cfg itself.
+func nextServer(cfg *config.Config, ended *client.Session, err error) *config.Config {
+	return nextServerFrom(cfg, ended.RemoteEntry(), err)
+}
+
+func nextServerFrom(cfg *config.Config, used config.Remote, err error) *config.Config {
+	if !errors.Is(err, client.ErrRestartNext) || len(cfg.Remotes) < 2 {
+		return cfg
+	}
+	i := slices.Index(cfg.Remotes, used)
+	if i < 0 {
+		return cfg
+	}
+	c := *cfg
+	c.Remotes = append(slices.Clone(cfg.Remotes[i+1:]), cfg.Remotes[:i+1]...)
+	return &c
 }
 
 // keepOutside adds a host route outside the tunnel for a, a remote's
