@@ -117,7 +117,7 @@ func (x side) Hello(local *control.KeyMethod2, _ *control.Agreement) {
 			s.tokenSent.Store(true)
 		} else {
 			s.tokenSent.Store(false)
-			if s.cfg.StaticChallenge != "" {
+			if s.cfg.StaticChallenge != "" && !strings.HasPrefix(local.Password, "CRV1::") {
 				local.Password = staticChallengePassword(local.Password, s.opts.ChallengeResponse)
 			}
 		}
@@ -215,6 +215,12 @@ func (s *Session) pull(tc *tls.Conn, mr *control.MessageReader) error {
 			s.ev.emit(StateGetConfig, "pushed options: "+pushSummary(r), nil)
 			return nil
 		case "AUTH_FAILED":
+			if ch, ok, err := parseCRV1(strings.TrimPrefix(strings.TrimPrefix(m, "AUTH_FAILED"), ",")); ok {
+				if err != nil {
+					return fmt.Errorf("%w: %v", ErrAuthFailed, err)
+				}
+				return ch
+			}
 			if reason := strings.TrimPrefix(strings.TrimPrefix(m, "AUTH_FAILED"), ","); reason != "" {
 				return fmt.Errorf("%w: %s", ErrAuthFailed, reason)
 			}

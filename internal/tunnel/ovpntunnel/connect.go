@@ -157,6 +157,18 @@ func Connect(o ConnectOptions) int {
 	defer stop()
 	ph.restart()
 	sess, err := client.Dial(ctx, cfg, opts)
+	for round := 0; round < maxChallenges; round++ {
+		var ch *client.ChallengeError
+		if !errors.As(err, &ch) {
+			break
+		}
+		// A dynamic challenge (CRV1): ask, and dial again with the answer.
+		if code := answerChallenge(o, cfg, &opts, ch); code != 0 {
+			return code
+		}
+		ph.restart()
+		sess, err = client.Dial(ctx, cfg, opts)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			ph.report(client.StateExiting, "interrupted", nil)
@@ -279,6 +291,35 @@ func Connect(o ConnectOptions) int {
 		blockCfg: cfgBlock, block: &block, blockCmd: o.BlockIPv6, file: file, reloads: reloads,
 		reask: func(opts *client.Options) int { return credentials(o, cfg, opts) }}
 	return r.run(func() { pub.close(); teardown() })
+}
+
+// maxChallenges bounds the dynamic challenges answered in a row.
+const maxChallenges = 3
+
+// answerChallenge asks the response to a dynamic challenge (the
+// terminal, or ConnectOptions.Credentials: the service's auth event) and
+// makes the next Dial send it (as the file's or the typed credentials).
+// It returns an exit status (0: answered).
+func answerChallenge(o ConnectOptions, cfg *config.Config, opts *client.Options, ch *client.ChallengeError) int {
+	ask := func() (string, string, string, error) { return promptCredentials(stdin, stderr, false, ch.Text, ch.Echo) }
+	if o.Credentials != nil {
+		ask = func() (string, string, string, error) { return o.Credentials(false, ch.Text, ch.Echo) }
+	}
+	_, _, resp, err := ask()
+	if errors.Is(err, errNotTerminal) {
+		fmt.Fprintf(stderr, "wirelane ovpn connect: the server asks a challenge (%q); run on a terminal to answer it\n", ch.Text)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "wirelane ovpn connect: reading the challenge response: %v\n", err)
+		return 1
+	}
+	user, pass := ch.Answer(resp)
+	if cfg.Username != "" {
+		cfg.Username, cfg.Password = user, pass
+	}
+	opts.Username, opts.Password = user, pass
+	return 0
 }
 
 // forgetPassword returns opts without the typed (or --auth-file)
