@@ -301,7 +301,9 @@ const maxChallenges = 3
 // makes the next Dial send it (as the file's or the typed credentials).
 // It returns an exit status (0: answered).
 func answerChallenge(o ConnectOptions, cfg *config.Config, opts *client.Options, ch *client.ChallengeError) int {
-	ask := func() (string, string, string, error) { return promptCredentials(stdin, stderr, false, ch.Text, ch.Echo) }
+	ask := func() (string, string, string, error) {
+		return promptCredentials(stdin, stderr, false, ch.Text, ch.Echo)
+	}
 	if o.Credentials != nil {
 		ask = func() (string, string, string, error) { return o.Credentials(false, ch.Text, ch.Echo) }
 	}
