@@ -139,7 +139,7 @@ func (p *peer) notifyRestart(d time.Duration) {
 		return
 	}
 	msg := "RESTART"
-	if p.s.cfg.ExplicitExitNotify == 2 {
+	if p.s.live.Load().cfg.ExplicitExitNotify == 2 {
 		msg = "RESTART,[N]" // reconnect to the next server, not this one
 	}
 	if err := control.WriteMessage(kc.Conn, msg); err != nil {

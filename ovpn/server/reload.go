@@ -389,6 +389,18 @@ func (p *ReloadPlan) diff(a, b *live) {
 	if o.RenegSec != n.RenegSec {
 		line("reneg-sec: %d -> %d (new sessions)", o.RenegSec, n.RenegSec)
 	}
+	if o.DataCiphersFallback != n.DataCiphersFallback {
+		line("data-ciphers-fallback: %v -> %v (new sessions)", o.DataCiphersFallback, n.DataCiphersFallback)
+	}
+	if o.Compress != n.Compress || o.CompressDirective != n.CompressDirective {
+		line("compression framing: %q -> %q (new sessions; connected clients keep theirs)", o.CompressDirective, n.CompressDirective)
+	}
+	if o.AllowCompression != n.AllowCompression {
+		line("allow-compression: %q -> %q (no effect: nothing is compressed or decompressed)", o.AllowCompression, n.AllowCompression)
+	}
+	if o.ExplicitExitNotify != n.ExplicitExitNotify {
+		line("explicit-exit-notify: %d -> %d (at shutdown)", o.ExplicitExitNotify, n.ExplicitExitNotify)
+	}
 	if o.ClientToClient != n.ClientToClient {
 		line("client-to-client: %v -> %v", o.ClientToClient, n.ClientToClient)
 	}
