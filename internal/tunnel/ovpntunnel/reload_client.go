@@ -28,6 +28,10 @@ func (r *reconnector) reload(dry bool) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.KeyLocked() {
+		// A reload cannot ask on the terminal.
+		return nil, fmt.Errorf("reload: %s: the private key is encrypted; only askpass FILE unlocks it on a reload (nothing changed)", r.file)
+	}
 	p := &Plan{DryRun: dry}
 	dnsChanged := !slices.Equal(cfg.DHCPOptions, r.cfg.DHCPOptions)
 	blockChanged := cfg.BlockIPv6 != r.cfg.BlockIPv6 && !r.blockCmd
@@ -109,6 +113,9 @@ func collect(a, b reflect.Value, out *[]string) {
 	t := a.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if !f.IsExported() {
+			continue // the parser's own state (an encrypted key's); the fields it fills are compared
+		}
 		if f.Anonymous && f.Type.Kind() == reflect.Struct {
 			collect(a.Field(i), b.Field(i), out)
 			continue
