@@ -8,8 +8,9 @@ package ovpntunnel
 //	  c1 192.168.88.2  ==========veth==========  s1 192.168.88.1
 //
 // Both ends `data-ciphers AES-256-CBC` with auth SHA256 (and AES-128-CBC
-// with the default SHA1), tls-crypt; ping and a short iperf3 upload and
-// download through the tunnel, and OpenVPN's log names the CBC cipher.
+// with the default SHA1), tls-crypt, reneg-sec 2; ping and a short
+// iperf3 upload and download through the tunnel (renegotiating under
+// it), and OpenVPN's log names the CBC cipher and a renegotiation.
 
 import (
 	"fmt"
@@ -39,8 +40,22 @@ func TestE2ECBCInterop(t *testing.T) {
 			t.Logf("iperf3 reverse=%v: %.0f Mbit/s", reverse, r.Mbps)
 		}
 	}
+	// renegotiated waits until OpenVPN's log shows a key renegotiation (a
+	// second TLS handshake: a new key state with new CBC keys), then
+	// pings through the tunnel again.
+	renegotiated := func(t *testing.T, ovpn *helper, addr string) {
+		t.Helper()
+		netns.Eventually(t, 8*time.Second, "a renegotiation (reneg-sec 2)", func() error {
+			if n := strings.Count(ovpn.out.String(), "Control Channel: TLS"); n < 2 {
+				return fmt.Errorf("%d TLS handshake(s) so far", n)
+			}
+			return nil
+		})
+		netns.Run(t, tb.cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", addr)
+	}
 	for i, tc := range []struct{ cipher, auth string }{{"AES-256-CBC", "SHA256"}, {"AES-128-CBC", ""}} {
-		lines := "data-ciphers " + tc.cipher + "\ntls-crypt tc.key\n"
+		// reneg-sec 2: the keys are renegotiated during the traffic.
+		lines := "data-ciphers " + tc.cipher + "\ntls-crypt tc.key\nreneg-sec 2\n"
 		if tc.auth != "" {
 			lines += "auth " + tc.auth + "\n"
 		}
@@ -62,6 +77,7 @@ func TestE2ECBCInterop(t *testing.T) {
 			}
 			ovs.waitFor(t, want, 5*time.Second)
 			traffic(t, net+".1")
+			renegotiated(t, ovs, net+".1")
 			cli.interrupt(t)
 		})
 		net = fmt.Sprintf("10.13.%d", 2*i+1)
@@ -83,6 +99,7 @@ func TestE2ECBCInterop(t *testing.T) {
 			}
 			ovc.waitFor(t, want, 5*time.Second)
 			traffic(t, net+".1")
+			renegotiated(t, ovc, net+".1")
 			srv.interrupt(t)
 		})
 	}
