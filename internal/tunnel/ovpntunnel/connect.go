@@ -108,7 +108,7 @@ func Connect(o ConnectOptions) int {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
-	if code := unlockKey("connect", file, &cfg.Common); code != 0 {
+	if code := unlockKeyWith("connect", file, &cfg.Common, o.Credentials); code != 0 {
 		return code
 	}
 	for _, w := range secretWarnings(file, &cfg.Common, o.AuthFile) {

@@ -148,7 +148,25 @@ func PromptCredentials(needUser bool, challenge string, echo bool) (user, pass, 
 // does ("Enter Private Key Password:"). It returns an exit status: 0
 // unlocked (or nothing to unlock), 1 a wrong passphrase, 2 no terminal.
 func unlockKey(cmd, file string, c *config.Common) int {
+	return unlockKeyWith(cmd, file, c, nil)
+}
+
+// unlockKeyWith is unlockKey asking ask instead of the terminal when it is
+// set (ConnectOptions.Credentials: the service's auth event, with the
+// prompt as the challenge text and the answer as the response).
+func unlockKeyWith(cmd, file string, c *config.Common, ask func(needUser bool, challenge string, echo bool) (string, string, string, error)) int {
 	if !c.KeyLocked() {
+		return 0
+	}
+	if ask != nil {
+		_, _, pass, err := ask(false, "Enter Private Key Password:", false)
+		if err == nil {
+			err = c.Unlock(pass)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "wirelane ovpn %s: %s: private key: %v\n", cmd, file, err)
+			return 1
+		}
 		return 0
 	}
 	p, err := newCredentialPrompt(stdin, stderr)
