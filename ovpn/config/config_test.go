@@ -248,6 +248,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("remote 'a b' \"c\nproto tcp6\n"))
 	f.Add([]byte("client\nremote h\nresolv-retry infinite\nconnect-retry 2 9\nconnect-retry-max 3\nserver-poll-timeout 4\nhand-window 5\nstatic-challenge \"OTP\" 1\n"))
 	f.Add([]byte("client\nremote h\ncrl-verify crl.pem\ncrl-verify /x dir\n<crl-verify>\n</crl-verify>\n"))
+	f.Add([]byte("client\n<connection>\nremote a 1 tcp\nproto udp\nserver-poll-timeout 3\n</connection>\ncompress lz4-v2\nallow-compression asym\n"))
+	f.Add([]byte("client\nremote h\n<pkcs12>\nMIIB\n</pkcs12>\naskpass\ndns server 0 address 10.8.0.1\ndata-ciphers-fallback AES-256-CBC\n"))
 	f.Add([]byte("client\nremote h\n<ca>\nx\n</ca>\nauth-user-pass\npush \"route 10.0.0.0\"\nserver 10.8.0.0 255.255.255.0\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b, "f", "")
