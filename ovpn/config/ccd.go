@@ -211,16 +211,11 @@ func (c *ClientConfig) directive(p *Parser, args []string, serverOnly []string) 
 		}
 		return c.addIRoute(p, name, pfx)
 	case "push":
-		if err := p.Want(args, 1, 1); err != nil {
+		opt, err := p.PushOption(args, " (use ifconfig-push for a fixed address)")
+		if err != nil {
 			return err
 		}
-		opt := strings.TrimSpace(args[1])
-		if opt == "" || strings.ContainsAny(opt, ",\x00") {
-			return p.Errorf(name, "bad option %q (empty, or holds a comma or NUL)", args[1])
-		}
 		switch strings.Fields(opt)[0] {
-		case "ifconfig", "ifconfig-ipv6", "peer-id", "cipher", "protocol-flags", "key-derivation", "topology", "route-gateway", "push-continuation":
-			return p.Errorf(name, "%q is pushed by the server itself (use ifconfig-push for a fixed address)", opt)
 		case "compress", "comp-lzo":
 			return p.Errorf(name, "%q: compression %w", opt, ErrUnsupported)
 		}

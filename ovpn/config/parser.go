@@ -308,6 +308,26 @@ func (p *Parser) resolve(directive, name string) (string, error) {
 }
 
 // Want checks that the directive args[0] has min to max arguments.
+// PushOption checks the option of a `push "OPTION"` line (a server's
+// file or a client-config-dir file): one option, no comma or NUL (the
+// push message's separators), and not one the server pushes itself. hint
+// is added to that last error ("" for none). It returns the option
+// trimmed.
+func (p *Parser) PushOption(args []string, hint string) (string, error) {
+	if err := p.Want(args, 1, 1); err != nil {
+		return "", err
+	}
+	opt := strings.TrimSpace(args[1])
+	if opt == "" || strings.ContainsAny(opt, ",\x00") {
+		return "", p.Errorf(args[0], "bad option %q (empty, or holds a comma or NUL)", args[1])
+	}
+	switch strings.Fields(opt)[0] {
+	case "ifconfig", "ifconfig-ipv6", "peer-id", "cipher", "protocol-flags", "key-derivation", "topology", "route-gateway", "push-continuation":
+		return "", p.Errorf(args[0], "%q is pushed by the server itself%s", opt, hint)
+	}
+	return opt, nil
+}
+
 func (p *Parser) Want(args []string, min, max int) error {
 	n := len(args) - 1
 	if n < min || n > max {

@@ -339,16 +339,11 @@ func (e *serverExt) Directive(p *config.Parser, args []string) error {
 		}
 		c.RemoteCertTLS = args[1]
 	case "push":
-		if err := p.Want(args, 1, 1); err != nil {
+		opt, err := p.PushOption(args, "")
+		if err != nil {
 			return err
 		}
-		opt := strings.TrimSpace(args[1])
-		if opt == "" || strings.ContainsAny(opt, ",\x00") {
-			return p.Errorf(name, "bad option %q (empty, or holds a comma or NUL)", args[1])
-		}
 		switch strings.Fields(opt)[0] {
-		case "ifconfig", "ifconfig-ipv6", "peer-id", "cipher", "protocol-flags", "key-derivation", "topology", "route-gateway", "push-continuation":
-			return p.Errorf(name, "%q is pushed by the server itself", opt)
 		case "compress", "comp-lzo":
 			f, _, err := config.CompressFraming(strings.Fields(opt))
 			if err != nil {
