@@ -104,6 +104,9 @@ func (k *Key) NeedsRekey() bool { return k.sendPID.Load() >= RekeyPacketID }
 type Channel struct {
 	peerID  uint32  // immutable; UndefinedPeerID sends DATA_V1
 	framing Framing // immutable: the compression framing of every payload
+	// decomp decompresses what the peer compressed (nil: refused);
+	// set before the channel is shared (decompress.go).
+	decomp *Decompressor
 
 	primary   atomic.Pointer[Key] // used to send; written only under mu
 	secondary atomic.Pointer[Key] // lame duck, receive only; written only under mu
@@ -239,8 +242,9 @@ func (c *Channel) EncryptPayload(buf, p []byte) ([]byte, error) {
 }
 
 // Decrypt opens a DATA_V1 or DATA_V2 packet in place and returns the
-// payload (a sub-slice of pkt) and its kind. cap(pkt) must be at least
-// len(pkt)+Tailroom. The packet's peer-id is not checked here (the client
+// payload (a sub-slice of pkt, or of its spare capacity when the peer
+// compressed it and the channel decompresses) and its kind. cap(pkt)
+// must be at least len(pkt)+Tailroom. The packet's peer-id is not checked here (the client
 // has one peer; a server demultiplexes before).
 func (c *Channel) Decrypt(pkt []byte) ([]byte, Kind, error) {
 	op, kid, _, hdr, err := wire.DecodeDataHeader(pkt)
@@ -302,12 +306,19 @@ func (c *Channel) Decrypt(pkt []byte) ([]byte, Kind, error) {
 	return c.payload(out)
 }
 
-// payload unframes a decrypted payload and says what it holds.
+// payload unframes (and decompresses) a decrypted payload and says what
+// it holds.
 func (c *Channel) payload(out []byte) ([]byte, Kind, error) {
 	if c.framing != FramingNone {
+		var alg algorithm
 		var err error
-		if out, err = c.framing.unframe(out); err != nil {
+		if out, alg, err = c.framing.unframe(out); err != nil {
 			return nil, 0, err
+		}
+		if alg != algNone {
+			if out, err = c.decompress(out, alg); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	switch {

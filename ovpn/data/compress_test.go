@@ -136,7 +136,7 @@ func FuzzUnframe(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, fr := range []Framing{FramingNone, FramingLZO, FramingSwap, FramingV2} {
 			in := append([]byte(nil), b...)
-			out, err := fr.unframe(in)
+			out, _, err := fr.unframe(in)
 			if err == nil && len(out) > len(b) {
 				t.Fatalf("%v: %d bytes out of %d", fr, len(out), len(b))
 			}
