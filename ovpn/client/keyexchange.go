@@ -249,7 +249,7 @@ func (s *Session) applyPush(r *control.PushReply) error {
 		}
 		framing = f
 		if alg {
-			s.log.Warn("the server pushed compression; used as framing only, nothing is compressed, and compressed packets from the server are dropped", "option", r.Compress)
+			s.warnPushedCompression(r.Compress)
 		}
 	}
 	c, err := s.pushedCipher(r)
@@ -266,7 +266,7 @@ func (s *Session) applyPush(r *control.PushReply) error {
 	s.mu.Lock()
 	s.push, s.cipher, s.useEKM = r, c, r.TLSEKM
 	s.mu.Unlock()
-	s.data.Store(data.NewFramedChannel(peerID, framing))
+	s.data.Store(s.newDataChannel(peerID, framing))
 	s.log.Info("pushed", "local", r.Local, "cipher", c.String(), "ekm", r.TLSEKM)
 	return nil
 }

@@ -146,10 +146,12 @@ type Session struct {
 	// dropSummaryEvery.
 	droppedControl, droppedData atomic.Uint64
 	// droppedCompressed counts data packets the server compressed
-	// (authenticated, then dropped: nothing is decompressed);
-	// compressWarned is set once the first was logged.
-	droppedCompressed atomic.Uint64
-	compressWarned    atomic.Bool
+	// (authenticated, then dropped: allow-compression no);
+	// decompressed and decompressFailed count those decompressed
+	// (allow-compression asym) and those that failed to; compressWarned
+	// is set once the first drop was logged (compress.go).
+	droppedCompressed, decompressed, decompressFailed atomic.Uint64
+	compressWarned                                    atomic.Bool
 	// tokenSent is whether the last key_method_2 carried the auth-token
 	// instead of the password.
 	tokenSent     atomic.Bool
@@ -377,8 +379,8 @@ func (s *Session) handlePacket(pkt []byte, rb *rxBatch) {
 	}
 	payload, kind, err := ch.Decrypt(pkt)
 	if err != nil {
-		if errors.Is(err, data.ErrCompressed) {
-			s.dropCompressed()
+		if errors.Is(err, data.ErrCompressed) || errors.Is(err, data.ErrDecompress) {
+			s.dropCompressed(err)
 			return
 		}
 		s.droppedData.Add(1)
@@ -397,19 +399,6 @@ func (s *Session) handlePacket(pkt []byte, rb *rxBatch) {
 		return
 	}
 	s.rx.Put(payload) // a full queue drops, like a NIC ring
-}
-
-// dropCompressed counts a packet the server compressed and says so the
-// first time.
-func (s *Session) dropCompressed() {
-	s.droppedCompressed.Add(1)
-	if !s.compressWarned.Swap(true) {
-		const msg = "the server sends compressed packets; they are dropped (Wirelane never decompresses): the server needs allow-compression no (or asym), or compress stub-v2"
-		s.log.Warn(msg)
-		if s.opts.OnWarning != nil {
-			s.opts.OnWarning(msg)
-		}
-	}
 }
 
 // ReadPacket reads one IP packet from the tunnel into b. It returns the
@@ -559,14 +548,19 @@ type Stats struct {
 	// their checks (authentication, replay, format) and were dropped.
 	DroppedControl, DroppedData uint64
 	// DroppedCompressed counts data packets the server compressed:
-	// authenticated, then dropped, since Wirelane never decompresses.
-	DroppedCompressed uint64
+	// authenticated, then dropped under allow-compression no (the
+	// default). Decompressed counts those decompressed under
+	// allow-compression asym or yes, DecompressFailed those that were
+	// not valid compressed data or would have been larger than the TUN
+	// MTU (dropped, not counted in DroppedCompressed).
+	DroppedCompressed, Decompressed, DecompressFailed uint64
 }
 
 // Stats returns the session's counters.
 func (s *Session) Stats() Stats {
 	return Stats{RxBytes: s.rxBytes.Load(), TxBytes: s.txBytes.Load(), Since: s.since,
-		DroppedControl: s.droppedControl.Load(), DroppedData: s.droppedData.Load(), DroppedCompressed: s.droppedCompressed.Load()}
+		DroppedControl: s.droppedControl.Load(), DroppedData: s.droppedData.Load(), DroppedCompressed: s.droppedCompressed.Load(),
+		Decompressed: s.decompressed.Load(), DecompressFailed: s.decompressFailed.Load()}
 }
 
 // Close ends the session: it tells the server (EXIT control message when

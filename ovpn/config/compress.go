@@ -1,11 +1,13 @@
 package config
 
-// compress, comp-lzo and allow-compression, on both sides: accepted as
-// framing only. Wirelane never compresses what it sends (as OpenVPN
-// 2.6's `allow-compression no`: compression inside the tunnel lets an
-// observer learn plaintext from packet sizes, VORACLE) and drops, with a
-// count, what a peer compressed; the framing the directive implies is
-// what data.Framing puts on the wire.
+// compress, comp-lzo and allow-compression, on both sides. Wirelane never
+// compresses what it sends (as OpenVPN 2.6's `allow-compression no` and
+// `asym`: compression inside the tunnel lets an observer learn plaintext
+// from packet sizes, VORACLE); what a peer compressed is dropped, with a
+// count, under `allow-compression no` (the default, as in OpenVPN 2.6)
+// and decompressed under `asym` (and `yes`, which is treated as asym).
+// The framing the compress or comp-lzo line implies is what data.Framing
+// puts on the wire.
 
 import (
 	"fmt"
@@ -67,8 +69,17 @@ func CompressFraming(args []string) (f data.Framing, algorithm bool, err error) 
 
 // compressNote is the warning for a file that names a real compression
 // algorithm.
-const compressNote = "compression framing only: Wirelane never compresses what it sends (as OpenVPN 2.6's allow-compression no, against VORACLE); " +
-	"packets the peer compresses are dropped and counted (set allow-compression no or compress stub-v2 on the peer)"
+const compressNote = "Wirelane never compresses what it sends (as OpenVPN 2.6's allow-compression asym, against VORACLE); " +
+	"packets the peer compresses are decompressed with allow-compression asym, else dropped and counted"
+
+// allowYesNote is the warning for allow-compression yes.
+const allowYesNote = "yes: Wirelane never compresses what it sends (VORACLE), so this is treated as asym: packets the peer compresses are decompressed"
+
+// Decompresses reports whether allow-compression lets received
+// compressed packets be decompressed (asym or yes; the default is no).
+func (c *Common) Decompresses() bool {
+	return c.AllowCompression == "asym" || c.AllowCompression == "yes"
+}
 
 // compression handles compress, comp-lzo and allow-compression into
 // Common; it reports whether args[0] was one of them.
@@ -89,9 +100,9 @@ func (p *Parser) compression(args []string) (bool, error) {
 			return true, err
 		}
 		switch mode := strings.ToLower(args[1]); mode {
-		case "no":
-		case "asym", "yes":
-			p.Warn(name, mode+": Wirelane neither compresses nor decompresses; packets the peer compresses are dropped and counted")
+		case "no", "asym":
+		case "yes":
+			p.Warn(name, allowYesNote)
 		default:
 			return true, p.Errorf(name, "want no, asym or yes, got %q", args[1])
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -53,10 +54,11 @@ func TestCompressFraming(t *testing.T) {
 	}
 }
 
-// allow-compression is accepted in every mode; asym and yes warn that
-// nothing is decompressed.
+// allow-compression is accepted in every mode; asym and yes decompress
+// (no, and no line at all, do not), and yes warns that it is treated as
+// asym.
 func TestAllowCompression(t *testing.T) {
-	for mode, warns := range map[string]bool{"no": false, "asym": true, "yes": true} {
+	for mode, warns := range map[string]bool{"no": false, "asym": false, "yes": true} {
 		cfg, err := Parse([]byte("client\nremote h\nauth-user-pass\n<ca>\n"+pem+"</ca>\ncompress lz4-v2\nallow-compression "+mode+"\n"), "x.ovpn", "")
 		if err != nil {
 			t.Fatal(err)
@@ -67,6 +69,22 @@ func TestAllowCompression(t *testing.T) {
 		}
 		if cfg.AllowCompression != mode || warned != warns {
 			t.Errorf("%s: %q warned %v", mode, cfg.AllowCompression, warned)
+		}
+		if cfg.Decompresses() != (mode != "no") {
+			t.Errorf("%s: Decompresses %v", mode, cfg.Decompresses())
+		}
+		if warns && !strings.Contains(cfg.Warnings[len(cfg.Warnings)-1].Message, "treated as asym") {
+			t.Errorf("%s: warning %v", mode, cfg.Warnings)
+		}
+	}
+	base := "client\nremote h\nauth-user-pass\n<ca>\n" + pem + "</ca>\n"
+	cfg, err := Parse([]byte(base+"comp-lzo yes\n"), "x.ovpn", "")
+	if err != nil || cfg.Decompresses() {
+		t.Fatalf("default: %v, decompresses %v", err, cfg != nil && cfg.Decompresses())
+	}
+	for _, bad := range []string{"allow-compression", "allow-compression maybe", "allow-compression no yes"} {
+		if _, err := Parse([]byte(base+bad+"\n"), "x.ovpn", ""); err == nil || !strings.Contains(err.Error(), "x.ovpn:"+strconv.Itoa(strings.Count(base, "\n")+1)) {
+			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }

@@ -147,8 +147,10 @@ type Common struct {
 	// that line as written. Nothing is ever compressed (compress.go).
 	Compress          data.Framing
 	CompressDirective string
-	// AllowCompression is allow-compression: "" (not given), "no",
-	// "asym" or "yes"; Wirelane behaves as "no" whatever it says.
+	// AllowCompression is allow-compression: "" (not given, as "no"),
+	// "no", "asym" or "yes" (treated as "asym": nothing is ever
+	// compressed); Decompresses says whether received compressed
+	// packets are decompressed.
 	AllowCompression string
 
 	// keyLocked: Key is an encrypted PEM key, or pkcs12 holds a PKCS#12

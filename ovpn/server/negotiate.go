@@ -122,7 +122,7 @@ func (p *peer) setup(cn string, pi peerInfo, occ string) error {
 		peerID = p.id
 	}
 	p.mu.Unlock()
-	p.data.Store(data.NewFramedChannel(peerID, cfg.Compress))
+	p.data.Store(s.newDataChannel(peerID, cfg))
 	return nil
 }
 

@@ -76,8 +76,9 @@ type peer struct {
 	lastSend atomic.Int64  // unix ns of the last data packet sent
 	rxBytes  atomic.Uint64 // IP bytes received from the client
 	txBytes  atomic.Uint64 // IP bytes sent to the client
-	// compressWarned is set once the client's first compressed packet
-	// was logged (later ones are only counted in Stats.Compressed).
+	// compressWarned is set once the client's first refused or
+	// undecompressable packet was logged (later ones are only counted in
+	// Stats; compress.go).
 	compressWarned atomic.Bool
 
 	closed    chan struct{}

@@ -396,7 +396,7 @@ func (p *ReloadPlan) diff(a, b *live) {
 		line("compression framing: %q -> %q (new sessions; connected clients keep theirs)", o.CompressDirective, n.CompressDirective)
 	}
 	if o.AllowCompression != n.AllowCompression {
-		line("allow-compression: %q -> %q (no effect: nothing is compressed or decompressed)", o.AllowCompression, n.AllowCompression)
+		line("allow-compression: %q -> %q (new sessions; nothing is ever compressed)", o.AllowCompression, n.AllowCompression)
 	}
 	if o.ExplicitExitNotify != n.ExplicitExitNotify {
 		line("explicit-exit-notify: %d -> %d (at shutdown)", o.ExplicitExitNotify, n.ExplicitExitNotify)

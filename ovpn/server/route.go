@@ -37,8 +37,8 @@ func (s *Server) handleData(p *peer, pkt []byte, sink *tun.BatchWriter) bool {
 	}
 	payload, kind, err := ch.Decrypt(pkt)
 	if err != nil {
-		if errors.Is(err, data.ErrCompressed) {
-			s.dropCompressed(p)
+		if errors.Is(err, data.ErrCompressed) || errors.Is(err, data.ErrDecompress) {
+			s.dropCompressed(p, err)
 			return true
 		}
 		s.stats.BadData.Add(1)
@@ -77,19 +77,6 @@ func (s *Server) handleData(p *peer, pkt []byte, sink *tun.BatchWriter) bool {
 	}
 	s.deliver(payload)
 	return true
-}
-
-// dropCompressed counts a packet the client compressed and says so the
-// first time.
-func (s *Server) dropCompressed(p *peer) {
-	s.stats.Compressed.Add(1)
-	if !p.compressWarned.Swap(true) {
-		const msg = "the client sends compressed packets; they are dropped (Wirelane never decompresses): set allow-compression no, or compress stub-v2, in its configuration"
-		s.log.Warn(msg, "client", p.label(), "framing", p.data.Load().Framing().String())
-		if s.opts.Events != nil {
-			s.opts.Events(Event{Kind: ClientWarning, Client: p.info(), Reason: msg})
-		}
-	}
 }
 
 // deliver queues a packet for ReadPacket, dropping it when the queue is

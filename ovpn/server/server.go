@@ -202,9 +202,12 @@ type Stats struct {
 	// tls-crypt-v2-max-age or tls-crypt-v2-metadata-allow.
 	KeyRefused atomic.Uint64
 	// Compressed counts data packets dropped because the client
-	// compressed them (Wirelane never decompresses; they authenticated
-	// and are not counted in BadData).
-	Compressed atomic.Uint64
+	// compressed them under allow-compression no, the default (they
+	// authenticated and are not counted in BadData). Decompressed counts
+	// those decompressed under allow-compression asym or yes, and
+	// DecompressFailed those that were not valid compressed data or would
+	// have been larger than tun-mtu (dropped; compress.go).
+	Compressed, Decompressed, DecompressFailed atomic.Uint64
 }
 
 const (

@@ -1,0 +1,49 @@
+package server
+
+// Compression on the server: nothing is ever compressed on send; what a
+// client compressed is decompressed under allow-compression asym (or
+// yes, treated as asym), bounded by tun-mtu, and dropped under no, the
+// default (as OpenVPN 2.6). Both are counted in Stats, and the first
+// undeliverable compressed packet of each client is reported once.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/wirelane/wirelane/ovpn/data"
+)
+
+// newDataChannel is a client's data channel under cfg: its compression
+// framing, and a decompressor sharing the server's counters when
+// allow-compression lets it decompress.
+func (s *Server) newDataChannel(peerID uint32, cfg *Config) *data.Channel {
+	ch := data.NewFramedChannel(peerID, cfg.Compress)
+	if cfg.Compress != data.FramingNone && cfg.Decompresses() {
+		ch.SetDecompressor(&data.Decompressor{Max: cfg.MTU, Decompressed: &s.stats.Decompressed, Failed: &s.stats.DecompressFailed})
+	}
+	return ch
+}
+
+// msgCompressedRefused is the warning for a client's first compressed
+// packet under allow-compression no.
+const msgCompressedRefused = "the client sends compressed packets; they are dropped (allow-compression is no): set allow-compression asym in the server's configuration to decompress them, or allow-compression no or compress stub-v2 in the client's"
+
+// dropCompressed counts a packet the client compressed that was refused
+// (data.ErrCompressed; decompression failures are counted by the
+// channel's Decompressor) and says so the first time for that client.
+func (s *Server) dropCompressed(p *peer, err error) {
+	refused := errors.Is(err, data.ErrCompressed)
+	if refused {
+		s.stats.Compressed.Add(1)
+	}
+	if !p.compressWarned.Swap(true) {
+		msg := msgCompressedRefused
+		if !refused {
+			msg = fmt.Sprintf("a compressed packet from the client could not be decompressed (corrupt, or larger than tun-mtu %d); such packets are dropped and counted", s.live.Load().cfg.MTU)
+		}
+		s.log.Warn(msg, "client", p.label(), "framing", p.data.Load().Framing().String())
+		if s.opts.Events != nil {
+			s.opts.Events(Event{Kind: ClientWarning, Client: p.info(), Reason: msg})
+		}
+	}
+}
