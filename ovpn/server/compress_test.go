@@ -1,9 +1,12 @@
 package server
 
 import (
+	"encoding/binary"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pierrec/lz4/v4"
 
 	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/ovpn/client"
@@ -70,8 +73,8 @@ func TestCompressionFramingMismatch(t *testing.T) {
 
 // A payload the client compressed (as an OpenVPN client with
 // allow-compression yes sends it: 0x50 0x01 and LZ4 data under stub-v2
-// framing) is dropped, counted in Stats.Compressed, and reported once
-// as a ClientWarning event.
+// framing) is dropped under allow-compression no (the default), counted
+// in Stats.Compressed, and reported once as a ClientWarning event.
 func TestCompressedPacketDroppedAndReported(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.serverConfig(UDP)
@@ -105,5 +108,80 @@ func TestCompressedPacketDroppedAndReported(t *testing.T) {
 	}
 	if s.Stats().BadData.Load() != 0 {
 		t.Fatal("compressed packets counted as bad data")
+	}
+}
+
+// lz4Block compresses p as an OpenVPN peer's LZ4 compressor would (a
+// raw LZ4 block).
+func lz4Block(t *testing.T, p []byte) []byte {
+	t.Helper()
+	var c lz4.Compressor
+	dst := make([]byte, lz4.CompressBlockBound(len(p)))
+	n, err := c.CompressBlock(p, dst)
+	if err != nil || n == 0 || n >= len(p) {
+		t.Fatalf("lz4: %d of %d bytes, %v", n, len(p), err)
+	}
+	return dst[:n]
+}
+
+// With allow-compression asym (and yes) the server decompresses what a
+// client compressed (0x50 0x01 and an LZ4 block under stub-v2 framing)
+// and delivers it: the echo request is answered, and the packet is
+// counted in Stats.Decompressed. A decompression bomb (more than tun-mtu)
+// and junk are dropped, counted in DecompressFailed, and reported once.
+func TestCompressedPacketDecompressed(t *testing.T) {
+	f := newFixture(t)
+	for _, mode := range []string{"asym", "yes"} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := f.serverConfig(UDP)
+			cfg.Compress = data.FramingV2
+			cfg.AllowCompression = mode
+			warnings := make(chan Event, 4)
+			s := startServer(t, cfg, Options{Events: func(e Event) {
+				if e.Kind == ClientWarning {
+					warnings <- e
+				}
+			}})
+			echoResponder(s)
+			// The client frames nothing, so what it writes is what the
+			// server unframes: a stand-in for a compressing peer.
+			c := dialClient(t, f.clientConfig(t, s, "client1", ""), client.Options{})
+			src, dst := c.Pushed().Local.Addr(), s.TunnelAddress().Addr()
+			req := testnet.ICMPEcho(8, src, dst, 0x55, 9, make([]byte, 1200))
+			if err := c.WritePacket(append([]byte{0x50, 0x01}, lz4Block(t, req)...)); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 2048)
+			for {
+				n, err := c.ReadPacket(buf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p := buf[:n]; n == len(req) && p[20] == 0 && binary.BigEndian.Uint16(p[26:]) == 9 {
+					break
+				}
+			}
+			if st := s.Stats(); st.Decompressed.Load() != 1 || st.Compressed.Load()+st.DecompressFailed.Load()+st.BadData.Load() != 0 {
+				t.Fatalf("decompressed %d, refused %d, failed %d, bad %d", st.Decompressed.Load(), st.Compressed.Load(), st.DecompressFailed.Load(), st.BadData.Load())
+			}
+			bomb := append([]byte{0x50, 0x01}, lz4Block(t, make([]byte, s.live.Load().cfg.MTU+1))...)
+			for _, p := range [][]byte{bomb, {0x50, 0x01, 0xf0, 0xff}, bomb} {
+				if err := c.WritePacket(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			eventually(t, 3*time.Second, "three failures counted", func() bool { return s.Stats().DecompressFailed.Load() == 3 })
+			select {
+			case e := <-warnings:
+				if !strings.Contains(e.Reason, "could not be decompressed") {
+					t.Fatalf("warning %+v", e)
+				}
+			case <-time.After(time.Second):
+				t.Fatal("no ClientWarning")
+			}
+			if len(warnings) != 0 || s.Stats().Decompressed.Load() != 1 || s.Stats().BadData.Load() != 0 {
+				t.Fatalf("%d more warnings, %d decompressed, %d bad", len(warnings), s.Stats().Decompressed.Load(), s.Stats().BadData.Load())
+			}
+		})
 	}
 }
