@@ -165,14 +165,12 @@ func lzo1xDecompress(dst, src []byte) (int, error) {
 		if n > len(dst)-op {
 			return 0, ErrDecompressSize
 		}
-		if dist >= n {
-			copy(dst[op:op+n], dst[op-dist:])
-		} else { // overlapping: the match repeats what it writes
-			for i := range n {
-				dst[op+i] = dst[op-dist+i]
-			}
+		// An overlapping match (dist < n) repeats its last dist bytes:
+		// copy what is already there, doubling each time.
+		from, end := op-dist, op+n
+		for op < end {
+			op += copy(dst[op:end], dst[from:op])
 		}
-		op += n
 		if err := literals(next); err != nil {
 			return 0, err
 		}
