@@ -36,7 +36,7 @@ var moreRefused = map[string]string{
 var moreIgnored = map[string]string{
 	"allow-pull-fqdn":         "pushed addresses must be IP addresses",
 	"allow-recursive-routing": "",
-	"comp-noadapt":            "nothing is ever compressed",
+	"comp-noadapt":            "nothing is ever compressed on send, so there is no adaptive compression to turn off",
 	"dev-node":                "the TUN device is created by name",
 	"disable-dco":             "Wirelane has no kernel offload to disable",
 	"disable-occ":             "", "down-pre": "scripts are not run", "route-pre-down": "scripts are not run",

@@ -34,7 +34,7 @@ var moreServerUnsupported = map[string]string{
 
 var moreServerIgnored = map[string]string{
 	"allow-pull-fqdn": "a client directive", "allow-recursive-routing": "", "bind": "the server always binds its port",
-	"block-ipv6": "a client directive (push it: push \"block-ipv6\")", "comp-noadapt": "nothing is ever compressed",
+	"block-ipv6": "a client directive (push it: push \"block-ipv6\")", "comp-noadapt": "nothing is ever compressed on send, so there is no adaptive compression to turn off",
 	"connect-freq-initial": "not honoured: connect-freq and the stateless handshake limit new sessions",
 	"dev-node":             "the TUN device is created by name", "disable-dco": "Wirelane has no kernel offload to disable",
 	"disable-occ": "", "down-pre": "scripts are not run", "echo": "", "engine": "OpenSSL engines mean nothing here (Go's crypto is used)",
