@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,6 +183,69 @@ func TestCompressedPacketDecompressed(t *testing.T) {
 			}
 			if len(warnings) != 0 || s.Stats().Decompressed.Load() != 1 || s.Stats().BadData.Load() != 0 {
 				t.Fatalf("%d more warnings, %d decompressed, %d bad", len(warnings), s.Stats().Decompressed.Load(), s.Stats().BadData.Load())
+			}
+		})
+	}
+}
+
+// The client side, in process: a server without framing sends what a
+// compressing server would put under compress lz4-v2 (0x50 0x01 and an
+// LZ4 block; a stand-in for OpenVPN, which TestE2EDecompressFromOpenVPNServer
+// in ovpn/client uses). A client with allow-compression asym delivers
+// the packet and counts it; a bomb and junk are counted in
+// DecompressFailed and reported once through OnWarning; a client
+// without allow-compression refuses all of them (DroppedCompressed).
+func TestClientDecompressesFromServer(t *testing.T) {
+	f := newFixture(t)
+	s := startServer(t, f.serverConfig(UDP), Options{})
+	for _, mode := range []string{"asym", "no"} {
+		t.Run(mode, func(t *testing.T) {
+			var mu sync.Mutex
+			var warnings []string
+			c := dialClient(t, f.clientConfig(t, s, "client-"+mode, "compress lz4-v2\nallow-compression "+mode+"\n"), client.Options{OnWarning: func(m string) {
+				mu.Lock()
+				warnings = append(warnings, m)
+				mu.Unlock()
+			}})
+			var p *peer
+			for _, q := range s.peers() {
+				if q.vaddrLoad() == c.Pushed().Local.Addr() {
+					p = q
+				}
+			}
+			if p == nil {
+				t.Fatal("no peer for the client")
+			}
+			pkt := testnet.ICMPEcho(0, s.TunnelAddress().Addr(), c.Pushed().Local.Addr(), 0x55, 3, make([]byte, 1000))
+			bomb := append([]byte{0x50, 0x01}, lz4Block(t, make([]byte, 1501))...)
+			for _, w := range [][]byte{append([]byte{0x50, 0x01}, lz4Block(t, pkt)...), bomb, {0x50, 0x01, 0xf0, 0xff}} {
+				if err := p.sendData(w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if mode == "asym" {
+				buf := make([]byte, 2048)
+				n, err := c.ReadPacket(buf)
+				if err != nil || !bytes.Equal(buf[:n], pkt) {
+					t.Fatalf("read %d bytes, %v", n, err)
+				}
+			}
+			eventually(t, 3*time.Second, "three packets counted", func() bool {
+				st := c.Stats()
+				return st.Decompressed+st.DecompressFailed+st.DroppedCompressed == 3
+			})
+			st := c.Stats()
+			mu.Lock()
+			defer mu.Unlock()
+			want := client.Stats{Decompressed: 1, DecompressFailed: 2}
+			if mode == "no" {
+				want = client.Stats{DroppedCompressed: 3}
+			}
+			if st.Decompressed != want.Decompressed || st.DecompressFailed != want.DecompressFailed || st.DroppedCompressed != want.DroppedCompressed || st.DroppedData != 0 {
+				t.Fatalf("stats %+v", st)
+			}
+			if len(warnings) != 1 || (mode == "asym") != strings.Contains(warnings[0], "could not be decompressed") {
+				t.Fatalf("warnings %q", warnings)
 			}
 		})
 	}
