@@ -9,6 +9,7 @@ import (
 // Sections of the suite, in the order Run executes them.
 const (
 	SectionInproc    = "inproc"
+	SectionPeers     = "peers"
 	SectionNetns     = "netns"
 	SectionHandshake = "handshake"
 	SectionMemory    = "memory"
@@ -17,7 +18,7 @@ const (
 )
 
 // AllSections lists every section in run order.
-var AllSections = []string{SectionInproc, SectionNetns, SectionHandshake, SectionMemory, SectionBound, SectionSendPath}
+var AllSections = []string{SectionInproc, SectionPeers, SectionNetns, SectionHandshake, SectionMemory, SectionBound, SectionSendPath}
 
 // Cases and metrics, as they appear in the table.
 const (
@@ -63,6 +64,9 @@ type Config struct {
 	Handshakes int
 	// Peers is the number of peers added for the memory measurement.
 	Peers int
+	// ActivePeers are the peer counts of the many-peers section, each a
+	// case with every peer active at once.
+	ActivePeers []int
 	// Engines compared in process; default wireguard-go, wirelane,
 	// wirelane-ref.
 	Engines []string
@@ -88,13 +92,14 @@ type Config struct {
 // DefaultConfig is a full run: about five minutes on two cores.
 func DefaultConfig() Config {
 	return Config{
-		Duration:   3 * time.Second,
-		Warmup:     500 * time.Millisecond,
-		Repeats:    5,
-		Sections:   AllSections,
-		Handshakes: 2000,
-		Peers:      10000,
-		Engines:    []string{EngineWireguardGo, EngineWirelane, EngineWirelaneRef},
+		Duration:    3 * time.Second,
+		Warmup:      500 * time.Millisecond,
+		Repeats:     5,
+		Sections:    AllSections,
+		Handshakes:  2000,
+		Peers:       10000,
+		ActivePeers: []int{100, 1000},
+		Engines:     []string{EngineWireguardGo, EngineWirelane, EngineWirelaneRef},
 
 		Window:      DefaultWindow,
 		LossTimeout: DefaultLossTimeout,
@@ -153,6 +158,11 @@ func (c Config) Validate() error {
 	}
 	if !c.OpenLoop && c.LossTimeout <= 0 {
 		return fmt.Errorf("loss timeout %v: must be positive", c.LossTimeout)
+	}
+	for _, n := range c.ActivePeers {
+		if n < 1 || n > MaxActivePeers {
+			return fmt.Errorf("active peers %d: must be 1..%d", n, MaxActivePeers)
+		}
 	}
 	if c.Peers < 1 {
 		return fmt.Errorf("peers %d: must be at least 1", c.Peers)

@@ -48,6 +48,12 @@ type genTUN struct {
 	name string
 	mtu  int
 	pkt  []byte // read-only; nil for a device that never generates
+	// multi, when set, replaces pkt by several prepared packets handed
+	// out round robin (the many-peers section: one per destination);
+	// read-only. next is the one the next buffer gets; only Read (one
+	// goroutine, serialised by the engine) touches it.
+	multi [][]byte
+	next  int
 
 	generating atomic.Bool   // the gate: Read produces packets while true
 	gateOpen   chan struct{} // closed by start
@@ -242,8 +248,17 @@ func (g *genTUN) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 			return 0, os.ErrClosed
 		}
 	}
-	for i := 0; i < n; i++ {
-		sizes[i] = copy(bufs[i][offset:], g.pkt)
+	if g.multi != nil {
+		for i := 0; i < n; i++ {
+			sizes[i] = copy(bufs[i][offset:], g.multi[g.next])
+			if g.next++; g.next == len(g.multi) {
+				g.next = 0
+			}
+		}
+	} else {
+		for i := 0; i < n; i++ {
+			sizes[i] = copy(bufs[i][offset:], g.pkt)
+		}
 	}
 	g.txPackets.Add(uint64(n))
 	return n, nil
@@ -336,18 +351,25 @@ func (g *genTUN) Write(bufs [][]byte, offset int) (int, error) {
 			bad++
 		}
 	}
-	rx := g.rxPackets.Add(uint64(len(bufs)))
-	g.rxBytes.Add(bytesIn)
 	if bad != 0 {
 		g.rxBad.Add(bad)
 	}
+	g.delivered(uint64(len(bufs)), bytesIn)
+	return len(bufs), nil
+}
+
+// delivered counts packets that reached this device (from Write, or from
+// a sink outside any engine, see peers.go) and wakes the closed-loop
+// sender if it waits for room.
+func (g *genTUN) delivered(packets, bytes uint64) {
+	rx := g.rxPackets.Add(packets)
+	g.rxBytes.Add(bytes)
 	if s := g.sender; s != nil && rx >= s.loop.wakeAt.Load() {
 		select {
 		case s.loop.wake <- struct{}{}:
 		default:
 		}
 	}
-	return len(bufs), nil
 }
 
 // MTU returns the device's MTU.

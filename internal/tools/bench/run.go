@@ -36,6 +36,9 @@ func plannedSteps(cfg Config) int {
 	if cfg.Has(SectionInproc) {
 		n += cfg.Repeats * len(inprocCases) * len(cfg.Engines)
 	}
+	if cfg.Has(SectionPeers) {
+		n += cfg.Repeats * len(cfg.ActivePeers) * len(peersEngines(cfg))
+	}
 	if cfg.Has(SectionNetns) {
 		n += netnsSetupSteps + cfg.Repeats*len(netnsTests)*len(netnsEngines(cfg))
 	}
@@ -72,6 +75,7 @@ func Run(cfg Config, command string, fn ProgressFunc) (*Report, error) {
 		run  func(*Report, Config, *progress) error
 	}{
 		{SectionInproc, inprocSection},
+		{SectionPeers, peersSection},
 		{SectionNetns, netnsSection},
 		{SectionHandshake, handshakeSection},
 		{SectionMemory, memorySection},
