@@ -1,6 +1,7 @@
 package device
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -74,6 +75,9 @@ type peerRun struct {
 	// pendingIn counts batches queued on inbound and not yet delivered; a
 	// socket's receive goroutine delivers directly only when it is zero.
 	pendingIn atomic.Int32
+	// gathered is set while the TUN reader holds a sealed batch of this
+	// run in its gather (txGather), not yet sent.
+	gathered atomic.Bool
 }
 
 func (d *Device) newPeer(pub noise.PublicKey) *peer {
@@ -123,6 +127,11 @@ func (p *peer) stop() {
 	// Wait out a direct send from the TUN reader (made under stageMu).
 	p.stageMu.Lock()
 	p.stageMu.Unlock() //nolint:staticcheck // empty critical section is the barrier
+	// and out a gathered batch, sent by the TUN reader once its read is
+	// dispatched (txGather).
+	for r.gathered.Load() {
+		runtime.Gosched()
+	}
 	// Likewise a direct delivery from a socket's receive goroutine.
 	p.recvMu.Lock()
 	p.recvMu.Unlock() //nolint:staticcheck // empty critical section is the barrier

@@ -9,8 +9,10 @@ package device
 //	  -> per-peer staging queue (bounded; no session: start a handshake)
 //	  -> nonce assignment: one atomic Add per peer per batch   per peer
 //	  -> small batch (every batch on <= 2 cores) and nothing queued for
-//	     the peer's sender: sealed and sent right here, under stageMu
-//	     (no hand-off, no wake-up), see transmit below
+//	     the peer's sender: sealed right here, under stageMu (no
+//	     hand-off, no wake-up), and gathered: the sealed batches of every
+//	     peer of one TUN read leave together, one SendEach (one sendmmsg)
+//	     per read instead of one per peer (txGather)
 //	  -> otherwise: batch to the peer's ordered queue, then either
 //	     sealed right here (small batches), or handed to the crypto
 //	     workers (runtime.NumCPU goroutines, parallel)
@@ -70,7 +72,7 @@ func (d *Device) runTUNReader() {
 	defer close(d.tunDone)
 	bs := d.batchSize()
 	pkts := make([]*packet, bs)
-	tx := d.newTxState() // for batches sent without the hand-off
+	tx := d.newReaderTxState() // for batches sent without the hand-off
 	defer tx.close()
 	owners := make([]*peer, bs)
 	icmp := newICMPErrors()
@@ -165,6 +167,7 @@ func (d *Device) runTUNReader() {
 			p.flushStagedDirect(tx)
 		}
 		clear(group[:cap(group)])
+		tx.sendGathered(d)
 	}
 	d.pool.putPackets(pkts)
 }
@@ -286,6 +289,10 @@ func (p *peer) flushStagedDirect(tx *txState) {
 			for _, pk := range b.pkts {
 				d.seal(kp, pk, b.nonce[:])
 			}
+			if tx.gather != nil {
+				tx.gatherBatch(d, b, r)
+				continue
+			}
 			p.transmit(b, tx)
 			continue
 		}
@@ -337,11 +344,126 @@ type txState struct {
 	reader  *conn.Reader
 	out     conn.Sender
 	release func()
+	// gather, when not nil, collects the batches the TUN reader seals
+	// inline during one read, for every peer, so that they leave in one
+	// SendEach (txGather); nil for peers' senders, in ref mode, and on a
+	// bind whose Sender cannot send to many routes at once.
+	gather *txGather
+}
+
+// eachSender is a Sender that sends bufs[i] to routes[i] in one call
+// (conn.StdBind's: one sendmmsg for many peers).
+type eachSender interface {
+	SendEach(bufs [][]byte, routes []*conn.Route) error
+}
+
+// txGather is the TUN reader's batches of one read, sealed and waiting
+// for one SendEach. With many peers a read of 128 packets spans up to 128
+// of them; sent batch by batch, each peer's one or two packets cost a
+// system call of their own.
+//
+// Order: a batch is gathered only when nothing is queued for its peer's
+// sender (pending is zero, under stageMu), and run.gathered stays set
+// until the gather is sent, so a batch queued for the peer after it
+// waits in runSender until then; peer.stop waits for it too, so no
+// gathered batch leaves after stop returns.
+type txGather struct {
+	batches []*batch
+	runs    []*peerRun
+	bufs    [][]byte
+	routes  []*conn.Route
+	each    eachSender
+	npkts   int
 }
 
 func (d *Device) newTxState() *txState {
 	out, release := conn.NewSender(d.bind)
 	return &txState{reader: d.rcu.NewReader(), out: out, release: release}
+}
+
+// newReaderTxState is newTxState for the TUN reader: with a gather, unless
+// in ref mode (which keeps the conventional path: a locked route per
+// batch) or the bind cannot send to many routes at once.
+func (d *Device) newReaderTxState() *txState {
+	tx := d.newTxState()
+	if each, ok := tx.out.(eachSender); ok && !d.refMode {
+		bs := conn.IdealBatchSize
+		tx.gather = &txGather{each: each, bufs: make([][]byte, 0, bs), routes: make([]*conn.Route, 0, bs)}
+	}
+	return tx
+}
+
+// gatherBatch adds sealed b (of p's run r) to the gather, sending what
+// is gathered first if b would not fit one SendEach. Called under
+// p.stageMu.
+func (tx *txState) gatherBatch(d *Device, b *batch, r *peerRun) {
+	g := tx.gather
+	if g.npkts+len(b.pkts) > conn.IdealBatchSize {
+		tx.sendGathered(d)
+	}
+	r.gathered.Store(true)
+	g.batches = append(g.batches, b)
+	g.runs = append(g.runs, r)
+	g.npkts += len(b.pkts)
+}
+
+// sendGathered sends every gathered batch in one SendEach, inside one
+// read section, then does for each what transmit does after its send.
+func (tx *txState) sendGathered(d *Device) {
+	g := tx.gather
+	if g == nil || len(g.batches) == 0 {
+		return
+	}
+	tx.reader.Enter()
+	for _, b := range g.batches {
+		rt := b.peer.routes.Borrow()
+		if rt == nil {
+			for _, pk := range b.pkts {
+				pk.n = 0 // no route: not sent, not counted (as transmit)
+			}
+			continue
+		}
+		for _, pk := range b.pkts {
+			if pk.n != 0 {
+				g.bufs = append(g.bufs, pk.buf[:pk.n])
+				g.routes = append(g.routes, rt)
+			}
+		}
+	}
+	var err error
+	if len(g.bufs) > 0 {
+		err = g.each.SendEach(g.bufs, g.routes)
+	}
+	tx.reader.Exit()
+	if err != nil {
+		d.ctr.socketSendErrors.Add(1)
+		d.log.Debug("send failed", "peers", len(g.batches), "err", err)
+	}
+	for i, b := range g.batches {
+		p := b.peer
+		var bytes uint64
+		data := false
+		for _, pk := range b.pkts {
+			bytes += uint64(pk.n)
+			data = data || pk.n > noise.MessageTransportOverhead
+		}
+		d.pool.putBatch(b)
+		g.runs[i].gathered.Store(false)
+		if err != nil || bytes == 0 {
+			continue
+		}
+		p.txBytes.Add(bytes)
+		p.timersAnyAuthenticatedPacketTraversal()
+		p.timersAnyAuthenticatedPacketSent()
+		if data {
+			p.timersDataSent()
+		}
+	}
+	clear(g.batches)
+	clear(g.runs)
+	clear(g.bufs)
+	clear(g.routes)
+	g.batches, g.runs, g.bufs, g.routes, g.npkts = g.batches[:0], g.runs[:0], g.bufs[:0], g.routes[:0], 0
 }
 
 func (t *txState) close() {
@@ -358,6 +480,10 @@ func (p *peer) runSender(r *peerRun) {
 		b := nextBatch(r.outbound, r.stopped)
 		if b == nil {
 			return
+		}
+		// An earlier batch gathered by the TUN reader leaves first.
+		for r.gathered.Load() {
+			runtime.Gosched()
 		}
 		p.transmit(b, tx)
 		r.pending.Add(-1)
