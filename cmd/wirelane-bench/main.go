@@ -2,7 +2,7 @@
 // machine, in one run, and prints a table of medians, ranges and ratios:
 //
 //	go run ./cmd/wirelane-bench [--quick] [--duration 3s] [--repeats 5]
-//	                            [--only inproc,netns,handshake,memory,bound,sendpath]
+//	                            [--only inproc,peers,netns,handshake,memory,bound,sendpath]
 //	                            [--engines wireguard-go,wirelane,wirelane-ref]
 //	                            [--open-loop | --window 2048 --loss-timeout 3ms]
 //	                            [--markdown]
