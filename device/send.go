@@ -296,6 +296,12 @@ func (p *peer) flushStagedDirect(tx *txState) {
 			p.transmit(b, tx)
 			continue
 		}
+		if tx != nil && r.gathered.Load() {
+			// The peer's sender would wait for the gathered batch
+			// before this one: send it now, so that a full queue
+			// cannot leave this goroutine waiting for that sender.
+			tx.sendGathered(d)
+		}
 		d.dispatch(b, r.outbound, &r.pending, r.stopped)
 	}
 	n := copy(p.staged, p.staged[sent:])
