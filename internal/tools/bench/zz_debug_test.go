@@ -22,6 +22,6 @@ func TestPeersDebug(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: %.3f Gbit/s cpu %.2f fair %.3f loss %.2f allocs %.3f wo %d stray %d", name, res.gbps(), res.cpuPerGB(), res.fairness, res.lossPct(), res.allocsPerPacket(), res.writeOffs, res.stray)
+		t.Logf("%s: %.3f Gbit/s cpu %.2f fair %.3f loss %.2f allocs %.3f wo %d stray %d silent %d", name, res.gbps(), res.cpuPerGB(), res.fairness, res.lossPct(), res.allocsPerPacket(), res.writeOffs, res.stray, res.silent)
 	}
 }
