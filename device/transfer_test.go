@@ -25,6 +25,11 @@ func TestTransferCountsLikeTheKernel(t *testing.T) {
 		p.send(p.tb, p.ta, ipB4, ipA4, string(make([]byte, 55))+string(rune(i)))
 	}
 	const initiation, response, echo = 148, 92, 128
+	// A sender counts a message once its send returns, which can be just
+	// after the receiver has delivered it: wait for the last count.
+	waitFor(t, "the last messages counted as sent", func() bool {
+		return status(t, p.a).peers[0].TxBytes >= initiation+10*echo && status(t, p.b).peers[0].TxBytes >= response+10*echo
+	})
 	a, b := status(t, p.a).peers[0], status(t, p.b).peers[0]
 	if a.TxBytes != initiation+10*echo || a.RxBytes != response+10*echo {
 		t.Errorf("initiator: tx %d rx %d, want tx %d rx %d (the kernel's figures)",
