@@ -193,11 +193,16 @@ func (c *peerClients) send(i int, b []byte, gw *net.UDPAddr) error {
 
 // handshake completes a handshake of every client with the gateway at
 // 127.0.0.1:port: at most 64 initiations outstanding, each resent after
-// 250 ms without an answer, cookie replies taken and answered at once
+// 250 ms without an answer (then 500 ms, and so on), cookie replies taken and answered at once
 // with a new initiation (a gateway under load asks for them), and a
 // keepalive after each response to confirm the gateway's session.
 func (c *peerClients) handshake(port uint16, timeout time.Duration) error {
-	const outstanding, resend = 64, 250 * time.Millisecond
+	// A resend replaces the initiation, so a response to the old one no
+	// longer counts: the wait doubles with every resend of a peer, or a
+	// gateway slower than the first wait (a busy machine, the race
+	// detector) would never complete one.
+	const outstanding, firstWait, maxWait = 64, 250 * time.Millisecond, 4 * time.Second
+	wait := make([]time.Duration, c.n)
 	gw := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)}
 	sentAt := make([]time.Time, c.n)
 	done, inFlight, next := 0, 0, 0
@@ -212,6 +217,9 @@ func (c *peerClients) handshake(port uint16, timeout time.Duration) error {
 		msg := m.MarshalTo(out[:0])
 		c.cookie[i].AddMACs(msg, now)
 		sentAt[i] = now
+		if wait[i] == 0 {
+			wait[i] = firstWait
+		}
 		return c.send(i, msg, gw)
 	}
 	deadline := time.Now().Add(timeout)
@@ -226,7 +234,8 @@ func (c *peerClients) handshake(port uint16, timeout time.Duration) error {
 			}
 		}
 		for i := 0; i < next; i++ {
-			if c.sess[i] == nil && now.Sub(sentAt[i]) > resend {
+			if c.sess[i] == nil && now.Sub(sentAt[i]) > wait[i] {
+				wait[i] = min(2*wait[i], maxWait)
 				if err := initiate(i); err != nil {
 					return err
 				}
