@@ -420,6 +420,15 @@ func (tx *txState) sendGathered(d *Device) {
 	if g == nil || len(g.batches) == 0 {
 		return
 	}
+	if len(g.batches) == 1 {
+		// One peer in the read: its own send, as without a gather.
+		b, r := g.batches[0], g.runs[0]
+		b.peer.transmit(b, tx)
+		r.gathered.Store(false)
+		g.batches[0], g.runs[0] = nil, nil
+		g.batches, g.runs, g.npkts = g.batches[:0], g.runs[:0], 0
+		return
+	}
 	tx.reader.Enter()
 	for _, b := range g.batches {
 		rt := b.peer.routes.Borrow()
