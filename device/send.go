@@ -12,7 +12,8 @@ package device
 //	     the peer's sender: sealed right here, under stageMu (no
 //	     hand-off, no wake-up), and gathered: the sealed batches of every
 //	     peer of one TUN read leave together, one SendEach (one sendmmsg)
-//	     per read instead of one per peer (txGather)
+//	     per read instead of one per peer (txGather); a read for one
+//	     peer keeps that peer's own send
 //	  -> otherwise: batch to the peer's ordered queue, then either
 //	     sealed right here (small batches), or handed to the crypto
 //	     workers (runtime.NumCPU goroutines, parallel)
