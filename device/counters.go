@@ -7,7 +7,10 @@ package device
 // summed in the batch's loop first), route publications once per change of
 // a peer's endpoint, error counters once per failed call.
 
-import "sync/atomic"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
 // DropReason is why the device dropped a packet.
 type DropReason uint8
@@ -130,6 +133,11 @@ type Counters struct {
 	SocketSendErrors, SocketReceiveErrors uint64
 	// TUNWriteErrors counts failed writes to the TUN device (batches).
 	TUNWriteErrors uint64
+	// GOMAXPROCS, CryptoWorkers and InlineCrypto are not counters but how
+	// the device runs (internal/sys/procs): the threads running Go code in
+	// the process now, the crypto workers the device started and the
+	// largest batch it seals or opens without them.
+	GOMAXPROCS, CryptoWorkers, InlineCrypto uint64
 }
 
 // Counters returns the device's counters. It only loads atomics.
@@ -145,6 +153,9 @@ func (d *Device) Counters() Counters {
 		SocketSendErrors:      c.socketSendErrors.Load(),
 		SocketReceiveErrors:   c.socketReceiveErrors.Load(),
 		TUNWriteErrors:        c.tunWriteErrors.Load(),
+		GOMAXPROCS:            uint64(runtime.GOMAXPROCS(0)),
+		CryptoWorkers:         uint64(d.cryptoWorkers),
+		InlineCrypto:          uint64(max(d.inlineCrypto.Load(), 0)),
 	}
 	for i := range c.rejected {
 		out.Rejected[i] = c.rejected[i].Load()
@@ -160,7 +171,8 @@ func (d *Device) Counters() Counters {
 // handshakes_completed_initiator, handshakes_completed_responder,
 // handshakes_rejected_REASON, cookie_replies_sent, cookie_replies_received,
 // dropped_REASON, route_publications, socket_send_errors,
-// socket_receive_errors, tun_write_errors.
+// socket_receive_errors, tun_write_errors, and the gauges
+// engine_gomaxprocs, engine_crypto_workers and engine_inline_crypto_batch.
 func (c *Counters) Each(f func(key string, v uint64)) {
 	f("handshake_initiations_sent", c.InitiationsSent)
 	f("handshakes_completed_initiator", c.CompletedInitiator)
@@ -177,6 +189,9 @@ func (c *Counters) Each(f func(key string, v uint64)) {
 	f("socket_send_errors", c.SocketSendErrors)
 	f("socket_receive_errors", c.SocketReceiveErrors)
 	f("tun_write_errors", c.TUNWriteErrors)
+	f("engine_gomaxprocs", c.GOMAXPROCS)
+	f("engine_crypto_workers", c.CryptoWorkers)
+	f("engine_inline_crypto_batch", c.InlineCrypto)
 }
 
 // DropReasons lists the drop reasons' label names, in DropReason order.

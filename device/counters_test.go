@@ -3,9 +3,11 @@ package device
 import (
 	"encoding/binary"
 	"net/netip"
+	"runtime"
 	"testing"
 
 	"github.com/wirelane/wirelane/device/noise"
+	"github.com/wirelane/wirelane/internal/sys/procs"
 )
 
 // TestCountersMove: a handshake counts an initiation sent and a
@@ -60,7 +62,14 @@ func TestCountersMove(t *testing.T) {
 	if keys["handshakes_completed_responder"] != 1 || keys["dropped_unknown_index"] != 1 || keys["handshakes_rejected_mac1"] != 1 {
 		t.Errorf("Each: %v", keys)
 	}
-	if want := 3 + len(RejectReasons()) + 2 + len(DropReasons()) + 4; len(keys) != want {
+	// The plan's gauges: what this process and device run with.
+	plan := procs.Current()
+	if keys["engine_gomaxprocs"] != uint64(runtime.GOMAXPROCS(0)) || keys["engine_crypto_workers"] != uint64(plan.CryptoWorkers) ||
+		keys["engine_inline_crypto_batch"] != uint64(plan.InlineCrypto) || keys["engine_crypto_workers"] == 0 {
+		t.Errorf("Each: engine gauges %d %d %d, want %d %d %d", keys["engine_gomaxprocs"], keys["engine_crypto_workers"], keys["engine_inline_crypto_batch"],
+			runtime.GOMAXPROCS(0), plan.CryptoWorkers, plan.InlineCrypto)
+	}
+	if want := 3 + len(RejectReasons()) + 2 + len(DropReasons()) + 4 + 3; len(keys) != want {
 		t.Errorf("Each gave %d keys, want %d", len(keys), want)
 	}
 }

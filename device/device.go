@@ -12,6 +12,7 @@ import (
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device/allowedips"
 	"github.com/wirelane/wirelane/device/noise"
+	"github.com/wirelane/wirelane/internal/sys/procs"
 	"github.com/wirelane/wirelane/internal/sys/refmode"
 	"github.com/wirelane/wirelane/tun"
 )
@@ -44,6 +45,8 @@ type Device struct {
 	// inlineCrypto is the largest batch sealed or opened by the goroutine
 	// that built it rather than by a crypto worker (send.go).
 	inlineCrypto atomic.Int32
+	// cryptoWorkers is how many crypto workers the device started; immutable.
+	cryptoWorkers int
 	// tunMerges: the TUN device merges written packets of one flow (a
 	// Linux TUN device, which has a file); immutable.
 	tunMerges bool
@@ -163,10 +166,15 @@ func newDevice(t tun.Device, b conn.Bind, opts Options, clk clock, refMode bool)
 	}
 	d.mtu.Store(int64(mtu))
 	d.pool = newPools(mtu)
-	n := runtime.NumCPU()
-	for i := 0; i < n; i++ {
-		d.workersWG.Add(2)
+	// Crypto workers as the process's plan says (internal/sys/procs: one
+	// per thread running Go code); handshake workers one per CPU.
+	d.cryptoWorkers = procs.Current().CryptoWorkers
+	for i := 0; i < d.cryptoWorkers; i++ {
+		d.workersWG.Add(1)
 		go d.runCryptoWorker()
+	}
+	for i := 0; i < runtime.NumCPU(); i++ {
+		d.workersWG.Add(1)
 		go d.runHandshakeWorker()
 	}
 	go d.runTUNReader()

@@ -20,8 +20,8 @@ package device
 //	     opened and delivered right here under peer.recvMu (no hand-off,
 //	     no wake-up; deliverDirect)
 //	  -> otherwise: the peer's ordered queue, then opened right here
-//	     (small batches) or by the crypto workers (runtime.NumCPU
-//	     goroutines, parallel)
+//	     (small batches) or by the crypto workers (one per
+//	     thread running Go code: internal/sys/procs)
 //	peer receiver (one goroutine per peer)                     sequential
 //	  -> wait for the batch (one mutex hand-off per batch)
 //	deliver (under peer.recvMu, from the receiver or deliverDirect)

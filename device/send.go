@@ -8,7 +8,7 @@ package device
 //	     no peer: an ICMP error back into the TUN device (icmp.go)
 //	  -> per-peer staging queue (bounded; no session: start a handshake)
 //	  -> nonce assignment: one atomic Add per peer per batch   per peer
-//	  -> small batch (every batch on <= 2 cores) and nothing queued for
+//	  -> small batch (every batch with <= 2 Go threads) and nothing queued for
 //	     the peer's sender: sealed right here, under stageMu (no
 //	     hand-off, no wake-up), and gathered: the sealed batches of every
 //	     peer of one TUN read leave together, one SendEach (one sendmmsg)
@@ -16,7 +16,7 @@ package device
 //	     peer keeps that peer's own send
 //	  -> otherwise: batch to the peer's ordered queue, then either
 //	     sealed right here (small batches), or handed to the crypto
-//	     workers (runtime.NumCPU goroutines, parallel)
+//	     workers (one per thread running Go code: internal/sys/procs)
 //	  -> pad, seal in place, unlock the batch
 //	peer sender (one goroutine per peer)                       sequential
 //	  -> wait for the batch (one mutex hand-off per batch)
@@ -39,6 +39,7 @@ import (
 
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/device/noise"
+	"github.com/wirelane/wirelane/internal/sys/procs"
 	"github.com/wirelane/wirelane/tun"
 )
 
@@ -579,22 +580,15 @@ func (d *Device) seal(kp *keypair, pk *packet, nonce []byte) {
 	pk.n = end + noise.AEADTagSize
 }
 
-// inlineBatchMax is the largest batch sealed or opened by the goroutine
-// that built it, on machines with more than two cores; larger batches go
-// to the crypto workers so that they run in parallel.
-const inlineBatchMax = 8
-
 // defaultInlineCrypto is the largest batch the producing goroutine seals or
-// opens itself instead of handing it to a crypto worker. On one or two
-// cores the hand-off (a channel send, a worker wake-up, a second wake-up
-// of the peer's goroutine) cost more than the parallelism gained: in
-// process, inline crypto doubled both MTU-size and 64-byte throughput on
-// the 2-core reference machine.
+// opens itself instead of handing it to a crypto worker: the process's
+// plan (internal/sys/procs, which has the model). With one or two threads
+// running Go code every batch is (no thread is free to run a worker in
+// parallel: in process, inline crypto doubled both MTU-size and 64-byte
+// throughput on the 2-core reference machine); with more, batches larger
+// than a few packets go to the workers.
 func defaultInlineCrypto() int32 {
-	if runtime.GOMAXPROCS(0) <= 2 {
-		return conn.IdealBatchSize
-	}
-	return inlineBatchMax
+	return int32(procs.Current().InlineCrypto)
 }
 
 // nextBatch waits for the next batch of a peer's ordered queue and for its

@@ -33,7 +33,7 @@ for c in ip wg iperf3 python3; do
 done
 
 work=$(mktemp -d)
-PAIR_TAG=wlab PAIR_NET=10.78 PAIR_PORT=42000
+PAIR_TAG=${PAIR_TAG:-wlab} PAIR_NET=${PAIR_NET:-10.78} PAIR_PORT=${PAIR_PORT:-42000}
 # shellcheck source=lib/netns-pair.sh
 . "$(dirname "$0")/lib/netns-pair.sh"
 n=0

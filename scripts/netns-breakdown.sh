@@ -24,7 +24,7 @@ done
 [ "$SECS" -ge 4 ] || { echo "SECONDS must be at least 4" >&2; exit 1; }
 
 work=$(mktemp -d)
-PAIR_TAG=wlbd PAIR_NET=10.79 PAIR_PORT=41000
+PAIR_TAG=${PAIR_TAG:-wlbd} PAIR_NET=${PAIR_NET:-10.79} PAIR_PORT=${PAIR_PORT:-41000}
 # shellcheck source=lib/netns-pair.sh
 . "$(dirname "$0")/lib/netns-pair.sh"
 cleanup() {
