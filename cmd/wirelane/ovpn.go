@@ -148,6 +148,10 @@ func ovpnConnect(args []string) int {
 		return 2
 	}
 	procs.Apply()
+	if err := procs.EnvError(); err != nil {
+		fmt.Fprintf(os.Stderr, "wirelane ovpn connect: %v\n", err)
+		return 1
+	}
 	return ovpntunnel.Connect(*o)
 }
 
@@ -163,6 +167,10 @@ func ovpnServe(args []string) int {
 	}
 	o.File = file
 	procs.Apply()
+	if err := procs.EnvError(); err != nil {
+		fmt.Fprintf(os.Stderr, "wirelane ovpn serve: %v\n", err)
+		return 1
+	}
 	return ovpntunnel.Serve(*o)
 }
 

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wirelane/wirelane/internal/crypto/chachapoly"
+	"github.com/wirelane/wirelane/internal/sys/procs"
 )
 
 // Environment variables of the userspace-implementation contract, plus the
@@ -140,6 +141,9 @@ func (c *Config) applyEnv() error {
 		c.Foreground = true
 	}
 	if err := chachapoly.EnvError(); err != nil {
+		return err
+	}
+	if err := procs.EnvError(); err != nil {
 		return err
 	}
 	lvl, err := ParseLogLevel(os.Getenv(EnvLogLevel))

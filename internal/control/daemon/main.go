@@ -44,8 +44,10 @@ is deleted, when the socket file is removed, or on SIGTERM/SIGINT.
                     to the journal under systemd, else to syslog, and says so
 
 Environment: LOG_LEVEL=verbose|info|error|silent, WG_TUN_FD, WG_UAPI_FD,
-WG_PROCESS_FOREGROUND, WIRELANE_AEAD=auto|generic, GOMAXPROCS (default: 1
-on a host with two CPUs, else Go's own choice).
+WG_PROCESS_FOREGROUND, WIRELANE_AEAD=auto|generic, GOMAXPROCS (default:
+the model's share of the CPUs, 1 of 2, 2 of 4, 7 of 16), WIRELANE_INLINE_CRYPTO
+(largest batch sealed without the crypto workers, 0-128; default from the
+model). LOG_LEVEL=info logs the values chosen.
 `
 
 // Main runs the daemon command line. args are the arguments after the
@@ -54,8 +56,10 @@ on a host with two CPUs, else Go's own choice).
 // /proc/self/exe with this process's os.Args, so the program must route
 // that argument vector back into Main. Main returns the exit status.
 //
-// Main also sets how many threads run Go code (internal/sys/procs): one on a
-// host that gives the process two CPUs, unless GOMAXPROCS is set.
+// Main also sets how many threads run Go code (internal/sys/procs, whose
+// model also gives the device's crypto workers and inline-crypto
+// threshold): one on a host that gives the process two CPUs, unless
+// GOMAXPROCS is set.
 func Main(args []string) int {
 	procs.Apply()
 	return mainIO(progName(args), args, os.Stdout, os.Stderr)

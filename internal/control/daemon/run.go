@@ -17,12 +17,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"sync"
 
 	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/crypto/chachapoly"
 	"github.com/wirelane/wirelane/internal/sys/harden"
+	"github.com/wirelane/wirelane/internal/sys/procs"
 	"github.com/wirelane/wirelane/tun"
 )
 
@@ -82,7 +82,8 @@ func runForeground(ctx context.Context, cfg *Config) error {
 	}
 	log = log.With("interface", name)
 	log.Debug("data-path AEAD", "implementation", chachapoly.Mode())
-	log.Debug("threads running Go code", "GOMAXPROCS", runtime.GOMAXPROCS(0))
+	// How the data path uses the CPUs (Main applied it), one Info line.
+	procs.Current().Log(log)
 
 	var ln net.Listener
 	sockPath := ""

@@ -40,3 +40,10 @@ func ovpnDrop(tunnel, reason string, v uint64) EngineCounter {
 	const help = "Packets an OpenVPN tunnel dropped, by reason (a client's since it last connected)."
 	return EngineCounter{Tunnel: tunnel, Name: "openvpn_dropped_packets_total", Help: help, Labels: [][2]string{{"reason", reason}}, Value: float64(v)}
 }
+
+// EngineGOMAXPROCS is wirelane_engine_gomaxprocs{tunnel}, a gauge: the
+// threads running Go code in the process that carries the tunnel (for an
+// OpenVPN tunnel hosted by the service, the service's own).
+func EngineGOMAXPROCS(tunnel string, n int) EngineCounter {
+	return EngineCounter{Tunnel: tunnel, Name: "engine_gomaxprocs", Help: helpGOMAXPROCS, Value: float64(n)}
+}

@@ -133,13 +133,15 @@ func TestOVPNServerCountersExport(t *testing.T) {
 	st.Spoofed.Add(7)
 	st.TUNErrors.Add(2)
 	h := NewFakeHost()
-	h.SetCounters(OVPNServerCounters("ovs", &st))
+	h.SetCounters(append(OVPNServerCounters("ovs", &st), EngineGOMAXPROCS("ovs", 3)))
 	ts := startService(t, h, Config{}, roleRoot)
 	_, body, _ := ts.do("GET", "/metrics", "")
 	for _, want := range []string{
 		`wirelane_openvpn_dropped_packets_total{reason="spoofed",tunnel="ovs"} 7`,
 		`wirelane_openvpn_dropped_packets_total{reason="no_route",tunnel="ovs"} 0`,
 		`wirelane_tun_errors_total{tunnel="ovs"} 2`,
+		"# TYPE wirelane_engine_gomaxprocs gauge",
+		`wirelane_engine_gomaxprocs{tunnel="ovs"} 3`,
 	} {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("the exposition lacks %s", want)

@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/wirelane/wirelane/conn/conntest"
 	"github.com/wirelane/wirelane/device"
 	"github.com/wirelane/wirelane/internal/control/uapi"
+	"github.com/wirelane/wirelane/internal/sys/procs"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 
@@ -144,6 +147,21 @@ func TestUAPIHostReadsRealDevices(t *testing.T) {
 	_, body, _ = ts.do("GET", "/metrics", "")
 	if !strings.Contains(string(body), `wireguard_peer_transmit_bytes_total{device="wla",public_key="`+pubB64+`"}`) {
 		t.Errorf("metrics lack wla's peer:\n%s", body)
+	}
+	// The engine's plan (internal/sys/procs) as gauges, from the device
+	// through the UAPI counters.
+	plan := procs.Current()
+	for _, want := range []string{
+		"# TYPE wirelane_engine_gomaxprocs gauge",
+		fmt.Sprintf(`wirelane_engine_gomaxprocs{tunnel="wla"} %d`, runtime.GOMAXPROCS(0)),
+		"# TYPE wirelane_engine_crypto_workers gauge",
+		fmt.Sprintf(`wirelane_engine_crypto_workers{tunnel="wla"} %d`, plan.CryptoWorkers),
+		"# TYPE wirelane_engine_inline_crypto_batch gauge",
+		fmt.Sprintf(`wirelane_engine_inline_crypto_batch{tunnel="wlb"} %d`, plan.InlineCrypto),
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 	promtool(t, body)
 

@@ -35,6 +35,10 @@ const (
 	helpWGRoutes      = "Routes published to the WireGuard engine's lock-free send path (an endpoint learnt or roamed, a sticky source cleared)."
 	helpSocketErrors  = "Failed UDP socket calls, by operation (send: a batch; receive: one call)."
 	helpTUNErrors     = "Failed writes to the tunnel's TUN device."
+	// The engine's plan (internal/sys/procs), gauges.
+	helpGOMAXPROCS    = "Threads running Go code at once in the process that carries the tunnel's packets (GOMAXPROCS)."
+	helpCryptoWorkers = "Crypto workers the WireGuard device started."
+	helpInlineCrypto  = "Largest batch the WireGuard device seals or opens without its crypto workers, in packets."
 )
 
 // wgCounterMetric says which metric and label a counter key becomes.
@@ -65,6 +69,12 @@ func wgCounterOf(key string) (wgCounterMetric, bool) {
 		return wgCounterMetric{"socket_errors_total", helpSocketErrors, [2]string{"op", "receive"}}, true
 	case "tun_write_errors":
 		return wgCounterMetric{"tun_errors_total", helpTUNErrors, [2]string{}}, true
+	case "engine_gomaxprocs":
+		return wgCounterMetric{"engine_gomaxprocs", helpGOMAXPROCS, [2]string{}}, true
+	case "engine_crypto_workers":
+		return wgCounterMetric{"engine_crypto_workers", helpCryptoWorkers, [2]string{}}, true
+	case "engine_inline_crypto_batch":
+		return wgCounterMetric{"engine_inline_crypto_batch", helpInlineCrypto, [2]string{}}, true
 	}
 	if r, ok := strings.CutPrefix(key, "handshakes_rejected_"); ok && labelValueOK(r) {
 		return wgCounterMetric{"wireguard_handshakes_rejected_total", helpWGRejected, [2]string{"reason", r}}, true

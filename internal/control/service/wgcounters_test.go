@@ -9,6 +9,7 @@ const countersAnswer = "private_key=" + "a8a8a8a8a8a8a8a8a8a8a8a8a8a8a8a8a8a8a8a
 	"wirelane_handshake_initiations_sent=3\nwirelane_handshakes_completed_initiator=2\nwirelane_handshakes_completed_responder=1\n" +
 	"wirelane_handshakes_rejected_mac1=7\nwirelane_cookie_replies_sent=4\nwirelane_dropped_replay=9\nwirelane_route_publications=5\n" +
 	"wirelane_socket_send_errors=1\nwirelane_socket_receive_errors=0\nwirelane_tun_write_errors=6\nwirelane_from_the_future=8\n" +
+	"wirelane_engine_gomaxprocs=7\nwirelane_engine_crypto_workers=7\nwirelane_engine_inline_crypto_batch=3\n" +
 	"public_key=b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1\nprotocol_version=1\nerrno=0\n\n"
 
 // TestParseCounters: the wirelane_ keys become the engine counters with
@@ -42,6 +43,9 @@ func TestParseCounters(t *testing.T) {
 		"socket_errors_total{op=send}":                         1,
 		"socket_errors_total{op=receive}":                      0,
 		"tun_errors_total":                                     6,
+		"engine_gomaxprocs":                                    7,
+		"engine_crypto_workers":                                7,
+		"engine_inline_crypto_batch":                           3,
 	}
 	if len(have) != len(want) {
 		t.Errorf("got %v\nwant %v", have, want)

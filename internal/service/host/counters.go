@@ -6,6 +6,7 @@ package host
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"sync/atomic"
 
@@ -61,7 +62,9 @@ func (c *ovpnCounters) counters(tunnel string, kind service.Kind, st *ovpntunnel
 	hs := func(outcome string, v uint64) service.EngineCounter {
 		return service.EngineCounter{Tunnel: tunnel, Name: "openvpn_handshakes_total", Help: helpOVPNHandshakes, Labels: [][2]string{{"outcome", outcome}}, Value: float64(v)}
 	}
-	out := []service.EngineCounter{hs("completed", c.completed.Load()), hs("failed", c.failed.Load())}
+	out := []service.EngineCounter{hs("completed", c.completed.Load()), hs("failed", c.failed.Load()),
+		// The tunnel runs in this process: its threads are ours.
+		service.EngineGOMAXPROCS(tunnel, runtime.GOMAXPROCS(0))}
 	if kind == service.KindOpenVPNClient && st != nil {
 		out = append(out, service.OVPNClientCounters(tunnel, st.DroppedControl, st.DroppedData)...)
 	}

@@ -32,11 +32,13 @@
 // The operator's GOMAXPROCS environment variable always wins for the
 // threads (the workers and the threshold then follow it), and
 // WIRELANE_INLINE_CRYPTO sets the threshold directly. Apply logs nothing:
-// its caller logs Plan.String.
+// its caller logs the plan (Plan.Log, Plan.LogThreads) once it has a
+// logger.
 package procs
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 	"strconv"
@@ -123,6 +125,40 @@ type Plan struct {
 func (p Plan) String() string {
 	return fmt.Sprintf("cpus=%d gomaxprocs=%d (%s) crypto_workers=%d inline_crypto_batch=%d (%s)",
 		p.CPUs, p.GOMAXPROCS, p.ThreadsWhy, p.CryptoWorkers, p.InlineCrypto, p.InlineWhy)
+}
+
+// Why explains the plan in words, for the log.
+func (p Plan) Why() string {
+	threads := p.ThreadsWhy
+	if threads == "model" {
+		threads = fmt.Sprintf("the daemon's share of the host, %d.%02d x %d CPUs, rounded up", sharePermille/1000, sharePermille%1000/10, p.CPUs)
+	}
+	inline := p.InlineWhy
+	if inline == "model" {
+		if p.GOMAXPROCS <= 2 {
+			inline = "every batch inline: with 2 threads or fewer none is free for a worker"
+		} else {
+			inline = fmt.Sprintf("larger batches to %d workers, where the hand-off costs less than the parallel crypto saves", p.GOMAXPROCS-1)
+		}
+	}
+	return "threads: " + threads + "; inline crypto: " + inline
+}
+
+// Log writes the plan of a WireGuard data path as one Info line.
+func (p Plan) Log(l *slog.Logger) {
+	l.Info("data path plan", "cpus", p.CPUs, "gomaxprocs", p.GOMAXPROCS, "crypto_workers", p.CryptoWorkers,
+		"inline_crypto_batch", p.InlineCrypto, "why", p.Why())
+}
+
+// LogThreads writes the part of the plan an OpenVPN data path uses (it
+// seals and opens where it reads: no workers, no threshold) as one Info
+// line.
+func (p Plan) LogThreads(l *slog.Logger) {
+	why := p.ThreadsWhy
+	if why == "model" {
+		why = fmt.Sprintf("the daemon's share of the host, %d.%02d x %d CPUs, rounded up", sharePermille/1000, sharePermille%1000/10, p.CPUs)
+	}
+	l.Info("data path plan", "cpus", p.CPUs, "gomaxprocs", p.GOMAXPROCS, "why", why)
 }
 
 // Model returns the model's plan for a process that may run on cpus CPUs.

@@ -1,6 +1,8 @@
 package procs
 
 import (
+	"bytes"
+	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
@@ -138,5 +140,38 @@ func TestCurrentWithoutApply(t *testing.T) {
 	runtime.GOMAXPROCS(8)
 	if p := Current(); p.GOMAXPROCS != 8 || p.CryptoWorkers != 8 || p.InlineCrypto != InlineCrypto(8) {
 		t.Errorf("Current() with 8 threads = %+v", p)
+	}
+}
+
+// TestPlanLog: the plan is one Info line with every value and the reason.
+func TestPlanLog(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(slog.NewTextHandler(&buf, nil))
+	Model(16).Log(l)
+	Model(2).LogThreads(l)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("log: %q, want two lines", buf.String())
+	}
+	for _, want := range []string{"level=INFO", `msg="data path plan"`, "cpus=16", "gomaxprocs=7", "crypto_workers=7", "inline_crypto_batch=3",
+		"0.41 x 16 CPUs", "larger batches to 6 workers"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("WireGuard plan line %q lacks %q", lines[0], want)
+		}
+	}
+	for _, want := range []string{"cpus=2", "gomaxprocs=1", "0.41 x 2 CPUs"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("OpenVPN plan line %q lacks %q", lines[1], want)
+		}
+	}
+	if strings.Contains(lines[1], "crypto_workers") {
+		t.Errorf("OpenVPN plan line %q names crypto workers it does not have", lines[1])
+	}
+	if w := Model(2).Why(); !strings.Contains(w, "every batch inline") {
+		t.Errorf("Model(2).Why() = %q", w)
+	}
+	p, _ := Resolve(4, 3, "9")
+	if w := p.Why(); !strings.Contains(w, "GOMAXPROCS set") || !strings.Contains(w, "WIRELANE_INLINE_CRYPTO set") {
+		t.Errorf("operator's plan: Why() = %q", w)
 	}
 }

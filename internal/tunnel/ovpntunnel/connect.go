@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/sys/procs"
 	"github.com/wirelane/wirelane/internal/tunnel/interrupt"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
@@ -102,6 +103,7 @@ type ConnectOptions struct {
 func Connect(o ConnectOptions) int {
 	file := o.File
 	log := protocolLogger(o.Verbose)
+	procs.Current().LogThreads(log)
 	noDump(warn)
 	cfg, err := config.ParseFile(file)
 	if err != nil {

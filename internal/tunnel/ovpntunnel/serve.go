@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/sys/procs"
 	"github.com/wirelane/wirelane/internal/tunnel/interrupt"
 	"github.com/wirelane/wirelane/ovpn/server"
 	"github.com/wirelane/wirelane/tun"
@@ -42,6 +43,7 @@ type ServeOptions struct {
 func Serve(o ServeOptions) int {
 	file := o.File
 	log := protocolLogger(o.Verbose)
+	procs.Current().LogThreads(log)
 	warnf := func(format string, args ...any) { fmt.Fprintf(stderr, "wirelane ovpn serve: "+format+"\n", args...) }
 	noDump(warnf)
 	cfg, err := server.ParseConfigFile(file)
