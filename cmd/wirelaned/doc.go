@@ -76,7 +76,12 @@ WIRELANE_AEAD=auto|generic
  generic forces the portable ChaCha20-Poly1305.
 
 GOMAXPROCS
- threads running Go code (default: 1 on a host with two CPUs).`},
+ threads running Go code (default: the model's share of the CPUs, 1 of 2,
+ 2 of 4, 7 of 16; LOG_LEVEL=info, or the journal, shows the values chosen).
+
+WIRELANE_INLINE_CRYPTO=0..128
+ largest batch sealed or opened without the crypto workers (default: the
+ model's, every batch on up to 4 CPUs).`},
 			{Title: "Files", Text: `/var/run/wireguard/INTERFACE-NAME.sock
  the UAPI socket (mode 0600).
 

@@ -26,8 +26,9 @@
 //     producer, the other the rest of the flow's pipeline), so every batch
 //     is sealed where it was built; with W = threads-1 workers beside the
 //     producer a batch is handed off when n*S*(1-1/W) > H, S being the
-//     crypto of one small (64-byte) packet, the case where the hand-off
-//     pays least.
+//     crypto of one MTU-size packet and H the hand-off to a worker whose
+//     thread sleeps (11 µs): 36 packets with 3 threads, 22 with 7, 19
+//     with 27.
 //
 // The operator's GOMAXPROCS environment variable always wins for the
 // threads (the workers and the threshold then follow it), and
@@ -66,12 +67,18 @@ const (
 	// (applications and kernel work outside the daemons the rest), each
 	// at 41%.
 	sharePermille = 410
-	// handoffNS is H: the CPU a hand-off to a parked worker costs, in
-	// nanoseconds (BenchmarkHandoff, 720-790 CPU ns on two CPUs).
-	handoffNS = 750
-	// smallCryptoNS is S: sealing or opening one 64-byte packet (236 and
-	// 248 CPU ns on one CPU; a 1420-byte one costs 592 and 620).
-	smallCryptoNS = 240
+	// handoffNS is H: the CPU a hand-off costs when the worker's thread
+	// is idle between batches, the only case in which a hand-off can
+	// gain anything (a busy worker has no time to give), in nanoseconds:
+	// BenchmarkHandoff with 20 µs of the producer's own work between
+	// batches, 10-13 µs on two CPUs (the worker's thread is woken, then
+	// spins before it sleeps again; back to back a hand-off costs
+	// 0.6-0.8 µs).
+	handoffNS = 11000
+	// cryptoNS is S: sealing or opening one 1420-byte packet, the bulk
+	// traffic the workers are for (BenchmarkAEADCPU: 592 and 620 CPU ns;
+	// a 64-byte packet costs 236 and 248).
+	cryptoNS = 600
 )
 
 // Threads returns the model's GOMAXPROCS for a process that may run on
@@ -98,7 +105,7 @@ func InlineCrypto(threads int) int {
 		return MaxBatch
 	}
 	// Inline while n*S*(1-1/w) <= H, that is n <= H*w / (S*(w-1)).
-	n := handoffNS * w / (smallCryptoNS * (w - 1))
+	n := handoffNS * w / (cryptoNS * (w - 1))
 	return min(max(n, 1), MaxBatch)
 }
 

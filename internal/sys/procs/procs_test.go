@@ -20,9 +20,9 @@ func TestModelTable(t *testing.T) {
 		{2, 1, 1, MaxBatch},
 		{3, 2, 2, MaxBatch},
 		{4, 2, 2, MaxBatch},
-		{8, 4, 4, 4},
-		{16, 7, 7, 3},
-		{64, 27, 27, 3},
+		{8, 4, 4, 27},
+		{16, 7, 7, 22},
+		{64, 27, 27, 19},
 	} {
 		p := Model(c.cpus)
 		if p.CPUs != c.cpus || p.GOMAXPROCS != c.threads || p.CryptoWorkers != c.workers || p.InlineCrypto != c.inline {
@@ -81,7 +81,7 @@ func TestResolve(t *testing.T) {
 
 func TestPlanString(t *testing.T) {
 	got := Model(16).String()
-	want := "cpus=16 gomaxprocs=7 (model) crypto_workers=7 inline_crypto_batch=3 (model)"
+	want := "cpus=16 gomaxprocs=7 (model) crypto_workers=7 inline_crypto_batch=22 (model)"
 	if got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
@@ -153,7 +153,7 @@ func TestPlanLog(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("log: %q, want two lines", buf.String())
 	}
-	for _, want := range []string{"level=INFO", `msg="data path plan"`, "cpus=16", "gomaxprocs=7", "crypto_workers=7", "inline_crypto_batch=3",
+	for _, want := range []string{"level=INFO", `msg="data path plan"`, "cpus=16", "gomaxprocs=7", "crypto_workers=7", "inline_crypto_batch=22",
 		"0.41 x 16 CPUs", "larger batches to 6 workers"} {
 		if !strings.Contains(lines[0], want) {
 			t.Errorf("WireGuard plan line %q lacks %q", lines[0], want)
