@@ -71,7 +71,7 @@ const (
 	// is idle between batches, the only case in which a hand-off can
 	// gain anything (a busy worker has no time to give), in nanoseconds:
 	// BenchmarkHandoff with 20 µs of the producer's own work between
-	// batches, 10-13 µs on two CPUs (the worker's thread is woken, then
+	// batches, 10-18 µs on two CPUs (the worker's thread is woken, then
 	// spins before it sleeps again; back to back a hand-off costs
 	// 0.6-0.8 µs).
 	handoffNS = 11000

@@ -175,3 +175,24 @@ func TestPlanLog(t *testing.T) {
 		t.Errorf("operator's plan: Why() = %q", w)
 	}
 }
+
+// FuzzResolve: any WIRELANE_INLINE_CRYPTO value and CPU count give a plan
+// within its bounds, or an error naming the variable; never a panic.
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{"", "0", "22", "128", "129", "-1", "x", "1e2", "+5", "0x10", "99999999999999999999"} {
+		f.Add(16, 0, s)
+	}
+	f.Add(2, 2, "")
+	f.Add(-5, -1, "3")
+	f.Fuzz(func(t *testing.T, cpus, threads int, inline string) {
+		cpus %= 1 << 16 // a real machine's count; the model multiplies it
+		threads %= 1 << 16
+		p, err := Resolve(cpus, threads, inline)
+		if err != nil && !strings.Contains(err.Error(), EnvInline) {
+			t.Fatalf("error %v does not name %s", err, EnvInline)
+		}
+		if p.GOMAXPROCS < 1 || p.CryptoWorkers < 1 || p.InlineCrypto < 0 || p.InlineCrypto > MaxBatch || p.CPUs < 1 {
+			t.Fatalf("Resolve(%d, %d, %q) = %+v", cpus, threads, inline, p)
+		}
+	})
+}
