@@ -208,7 +208,9 @@ var envErr atomic.Pointer[error]
 
 // Apply sets this process's GOMAXPROCS to the plan's and returns the plan,
 // which Current returns from then on. Call it once, at the start of a
-// data-path program's main function. A bad EnvInline value is reported by
+// data-path program's main function. Like any call of runtime.GOMAXPROCS
+// it ends the runtime's own updates when a cgroup CPU limit changes: a
+// restarted daemon follows a new limit. A bad EnvInline value is reported by
 // EnvError, for the program to refuse to start; the plan then keeps the
 // model's threshold.
 func Apply() Plan {
