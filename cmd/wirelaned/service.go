@@ -22,6 +22,7 @@ import (
 
 	"github.com/wirelane/wirelane/internal/control/service"
 	"github.com/wirelane/wirelane/internal/service/host"
+	"github.com/wirelane/wirelane/internal/sys/procs"
 	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
 )
 
@@ -78,6 +79,10 @@ func runService(prog string, args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	// The OpenVPN tunnels run in this process: it carries their packets
+	// with the threads a data path gets (internal/sys/procs), as
+	// `wirelane ovpn serve|connect` would.
+	procs.Apply().LogThreads(log)
 	noFW, err := wgtunnel.FirewallFromEnv()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
