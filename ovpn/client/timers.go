@@ -16,7 +16,7 @@ import (
 // timers runs until the session ends.
 func (s *Session) timers() {
 	defer s.wg.Done()
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(s.opts.Timers.Tick())
 	defer t.Stop()
 	for {
 		select {

@@ -106,6 +106,10 @@ type Exchange struct {
 	// RenegSec is the data-key lifetime before this side renegotiates (0:
 	// never); Keys.RenegDue reports it.
 	RenegSec int
+	// RenegEvery, when set, replaces RenegSec with a shorter interval
+	// (the rekey soak's shortened timers, ovpn/internal/testtimers; no
+	// configuration sets it).
+	RenegEvery time.Duration
 	// Done is closed when the session ends; waits give up then.
 	Done <-chan struct{}
 	// Keys tracks the session's key states.
@@ -212,7 +216,11 @@ func (x *Exchange) Run(ctx context.Context, ks *KeyState, initial bool) (*Active
 	}
 	ch.Install(k)
 	act := &Active{KS: ks, Conn: tc, Agreement: a}
-	x.Keys.rotate(x.Channel, act, x.RenegSec)
+	reneg := time.Duration(x.RenegSec) * time.Second
+	if x.RenegEvery > 0 {
+		reneg = x.RenegEvery
+	}
+	x.Keys.rotate(x.Channel, act, reneg)
 	return act, mr, nil
 }
 
@@ -307,7 +315,7 @@ type Keys struct {
 
 // rotate makes a the primary key state and the old primary the lame
 // duck (retired on ch); the lame duck before it is removed from ch.
-func (k *Keys) rotate(ch *Channel, a *Active, renegSec int) {
+func (k *Keys) rotate(ch *Channel, a *Active, reneg time.Duration) {
 	k.mu.Lock()
 	old := k.lame
 	k.lame, k.primary = k.primary, a
@@ -317,8 +325,8 @@ func (k *Keys) rotate(ch *Channel, a *Active, renegSec int) {
 	}
 	k.next = NextKeyID(a.KS.ID)
 	k.renegAt = time.Time{}
-	if renegSec > 0 {
-		k.renegAt = time.Now().Add(time.Duration(renegSec) * time.Second)
+	if reneg > 0 {
+		k.renegAt = time.Now().Add(reneg)
 	}
 	k.mu.Unlock()
 	if old != nil {
