@@ -115,7 +115,9 @@ type handshakeTrace struct {
 func tracedInitiator(key noise.PrivateKey, pub noise.PublicKey, dst netip.AddrPort, timeout time.Duration) (h handshakeTrace) {
 	var trace []byte
 	var start time.Time
-	ev := func(what string) { trace = fmt.Appendf(trace, "%s@%.1f ", what, float64(time.Since(start).Microseconds())/1000) }
+	ev := func(what string) {
+		trace = fmt.Appendf(trace, "%s@%.1f ", what, float64(time.Since(start).Microseconds())/1000)
+	}
 	defer func() { h.trace = string(trace) }()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
