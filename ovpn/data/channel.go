@@ -110,7 +110,13 @@ type Channel struct {
 
 	primary   atomic.Pointer[Key] // used to send; written only under mu
 	secondary atomic.Pointer[Key] // lame duck, receive only; written only under mu
-	mu        sync.Mutex          // serialises key changes
+	// next is a prepared key (receive only) that is not yet the send
+	// key; it has a slot of its own so that preparing it never evicts
+	// the lame duck, which the peer may still be sending with (a
+	// renegotiation that starts before the peer activated the last one).
+	// Written only under mu.
+	next atomic.Pointer[Key]
+	mu   sync.Mutex // serialises key changes
 }
 
 // NewChannel returns a channel that sends DATA_V2 with peerID, or DATA_V1
@@ -131,9 +137,10 @@ func (c *Channel) Framing() Framing { return c.framing }
 func PacketOffset(buf, pkt []byte) int { return cap(buf) - cap(pkt) }
 
 // Prepare makes k usable for receiving before it becomes the send key, by
-// putting it in the secondary slot. A client prepares a renegotiated key,
-// then acknowledges the server's last key-exchange message (which is what
-// activates the key on the server), then installs it for sending.
+// putting it in the next slot (the lame duck stays). A client prepares a
+// renegotiated key, then acknowledges the server's last key-exchange
+// message (which is what activates the key on the server), then installs
+// it for sending.
 func (c *Channel) Prepare(k *Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -141,7 +148,7 @@ func (c *Channel) Prepare(k *Key) {
 		c.primary.Store(k)
 		return
 	}
-	c.secondary.Store(k)
+	c.next.Store(k)
 }
 
 // Install makes k the primary (send) key; the old primary becomes the
@@ -154,6 +161,9 @@ func (c *Channel) Install(k *Key) {
 		c.secondary.Store(old)
 	}
 	c.primary.Store(k)
+	if c.next.Load() == k {
+		c.next.Store(nil)
+	}
 }
 
 // DropSecondary forgets the lame-duck key once it has been retired for
@@ -259,9 +269,12 @@ func (c *Channel) Decrypt(pkt []byte) ([]byte, Kind, error) {
 	}
 	k := c.primary.Load()
 	if k == nil || k.ID != kid {
-		k = c.secondary.Load()
+		k = c.next.Load()
 		if k == nil || k.ID != kid {
-			return nil, 0, fmt.Errorf("%w %d", ErrNoKey, kid)
+			k = c.secondary.Load()
+			if k == nil || k.ID != kid {
+				return nil, 0, fmt.Errorf("%w %d", ErrNoKey, kid)
+			}
 		}
 	}
 	var out []byte

@@ -38,15 +38,28 @@ func TestRekeySoak(t *testing.T) {
 	const (
 		tick   = 20 * time.Millisecond
 		reneg  = 150 * time.Millisecond
-		window = 100 * time.Millisecond // the transition window, both sides
+		// window is the transition window, both sides: how long a
+		// lame duck keeps decrypting after this side moved to the new
+		// key. The peer may still send under it until it has the ack of
+		// its last key-exchange message, so the window must cover that
+		// wait on a loaded machine (a shorter one loses packets, as a
+		// too-short tran-window does in OpenVPN).
+		window = time.Second
 	)
 	for _, tc := range []struct {
 		name           string
 		server, client *testtimers.Timers
+		// dropEvery: every n-th control datagram lost (0: none), so that
+		// key-exchange acks come late and a renegotiation overlaps the
+		// peer's activation of the last one; each loss waits out the
+		// retransmission timer, so fewer rekeys.
+		dropEvery, rekeys int
 	}{
-		{"server renegotiates", testtimers.New(tick, reneg), testtimers.New(tick, 0)},
-		{"client renegotiates", testtimers.New(tick, 0), testtimers.New(tick, reneg)},
+		{"server renegotiates", testtimers.New(tick, reneg), testtimers.New(tick, 0), 0, rekeys},
+		{"client renegotiates", testtimers.New(tick, 0), testtimers.New(tick, reneg), 0, rekeys},
+		{"client renegotiates, lossy control", testtimers.New(tick, 0), testtimers.New(tick, reneg), 23, max(rekeys/4, 4)},
 	} {
+		rekeys := tc.rekeys
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			cfg := f.serverConfig(UDP)
@@ -60,11 +73,12 @@ func TestRekeySoak(t *testing.T) {
 			ccfg := f.clientConfig(t, s, "soak", "reneg-sec 0\n")
 			ccfg.Remotes[0].Port = relay.Addr().Port()
 			c := dialClient(t, ccfg, client.Options{TransitionWindow: window, Timers: tc.client})
+			relay.SetDropControlEvery(tc.dropEvery)
 			traffic := rekeysoak.StartTraffic(c, c.Pushed().Local.Addr(), s.TunnelAddress().Addr(), 2*time.Millisecond)
 
 			var goroutines10 int
 			var heap10 uint64
-			deadline := time.Now().Add(time.Duration(rekeys) * time.Second)
+			deadline := time.Now().Add(time.Duration(rekeys) * 4 * time.Second)
 			for relay.Rekeys() < rekeys && time.Now().Before(deadline) && c.Err() == nil {
 				if relay.Rekeys() >= 10 && goroutines10 == 0 {
 					goroutines10, heap10 = runtime.NumGoroutine(), heapAfterGC()
@@ -72,22 +86,24 @@ func TestRekeySoak(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			traffic.Stop()
-			eventually(t, 5*time.Second, "the last echo replies", func() bool {
-				sent, answered := traffic.Counts()
-				return answered >= sent
-			})
+			for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+				if sent, answered := traffic.Counts(); answered >= sent {
+					break // the last echo replies are in
+				}
+			}
 			goroutinesEnd, heapEnd := runtime.NumGoroutine(), heapAfterGC()
 			sent, answered := traffic.Counts()
 			up, down := relay.Report(rekeysoak.ClientToServer), relay.Report(rekeysoak.ServerToClient)
 			t.Logf("client to server: %v", up)
 			t.Logf("server to client: %v", down)
+			t.Logf("%d control datagrams dropped by the relay", relay.DroppedControl())
 			t.Logf("%d echo requests, %d answered; goroutines %d -> %d, heap %d -> %d KiB from the tenth rekey",
 				sent, answered, goroutines10, goroutinesEnd, heap10>>10, heapEnd>>10)
 			if err := c.Err(); err != nil {
 				t.Fatalf("session lost: %v", err)
 			}
 			if got := relay.Rekeys(); got < rekeys {
-				t.Fatalf("only %d rekeys in %v", got, time.Duration(rekeys)*time.Second)
+				t.Fatalf("only %d rekeys in %v", got, time.Duration(rekeys)*4*time.Second)
 			}
 			for _, rep := range []rekeysoak.Report{up, down} {
 				if rep.Expired != 0 {
@@ -98,7 +114,9 @@ func TestRekeySoak(t *testing.T) {
 				}
 			}
 			if answered < sent {
-				t.Errorf("%d of %d echo requests unanswered", sent-answered, sent)
+				st := s.Stats()
+				t.Errorf("%d of %d echo requests unanswered (server: bad data %d, rx queue full %d, no route %d; client: %+v)",
+					sent-answered, sent, st.BadData.Load(), st.RxFull.Load(), st.NoRoute.Load(), c.Stats())
 			}
 			if st := c.Stats(); st.DroppedData != 0 {
 				t.Errorf("client dropped %d data packets", st.DroppedData)
@@ -108,6 +126,9 @@ func TestRekeySoak(t *testing.T) {
 			}
 			if cl := s.Clients(); len(cl) != 1 || s.peerCount() != 1 {
 				t.Errorf("server holds %d sessions, lists %d clients; want the one session", s.peerCount(), len(cl))
+			}
+			if goroutines10 == 0 {
+				return // fewer than ten rekeys: nothing to compare with
 			}
 			if goroutinesEnd > goroutines10+4 {
 				t.Errorf("goroutines grew from %d at the tenth rekey to %d", goroutines10, goroutinesEnd)

@@ -70,6 +70,10 @@ type Relay struct {
 	done   chan struct{}
 	wg     sync.WaitGroup
 
+	dropEvery      atomic.Int64 // SetDropControlEvery
+	control        atomic.Int64
+	droppedControl atomic.Int64
+
 	mu   sync.Mutex
 	dirs [2]dirState
 }
@@ -151,7 +155,9 @@ func (r *Relay) run(dir int) {
 			}
 			continue
 		}
-		r.observe(dir, buf[:n], time.Now())
+		if !r.observe(dir, buf[:n], time.Now()) {
+			continue // dropped
+		}
 		if dir == ClientToServer {
 			_, _ = r.back.Write(buf[:n])
 		} else if to := r.client.Load(); to != nil {
@@ -169,14 +175,27 @@ func nextKeyID(id uint8) uint8 {
 	return id
 }
 
-// observe checks one datagram's key id.
-func (r *Relay) observe(dir int, pkt []byte, now time.Time) {
+// SetDropControlEvery makes the relay drop every n-th control-channel
+// datagram from now on (either direction; 0: none): lost acks and
+// key-exchange messages, which the reliability layer must retransmit
+// while data keeps flowing under the old key.
+func (r *Relay) SetDropControlEvery(n int) { r.dropEvery.Store(int64(n)) }
+
+// DroppedControl is the number of control datagrams dropped on purpose.
+func (r *Relay) DroppedControl() int64 { return r.droppedControl.Load() }
+
+// observe checks one datagram's key id, and reports whether to forward it.
+func (r *Relay) observe(dir int, pkt []byte, now time.Time) bool {
 	if len(pkt) < 1 {
-		return
+		return true
 	}
 	op, kid := pkt[0]>>3, pkt[0]&7
 	if op != 6 && op != 9 { // P_DATA_V1, P_DATA_V2
-		return
+		if n := r.dropEvery.Load(); n > 0 && r.control.Add(1)%n == 0 {
+			r.droppedControl.Add(1)
+			return false
+		}
+		return true
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -205,6 +224,7 @@ func (r *Relay) observe(dir int, pkt []byte, now time.Time) {
 			d.r.IDs = append(d.r.IDs, kid)
 		}
 	}
+	return true
 }
 
 // Report returns what the relay saw in direction dir so far.
