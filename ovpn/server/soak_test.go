@@ -36,8 +36,8 @@ func soakRekeys(def int) int {
 func TestRekeySoak(t *testing.T) {
 	rekeys := soakRekeys(20)
 	const (
-		tick   = 20 * time.Millisecond
-		reneg  = 150 * time.Millisecond
+		tick  = 20 * time.Millisecond
+		reneg = 150 * time.Millisecond
 		// window is the transition window, both sides: how long a
 		// lame duck keeps decrypting after this side moved to the new
 		// key. The peer may still send under it until it has the ack of
