@@ -167,6 +167,18 @@ func (x *Exchange) Run(ctx context.Context, ks *KeyState, initial bool) (*Active
 	defer local.Wipe()
 	if x.Client {
 		x.Side.Hello(local, nil)
+		if !initial {
+			// In a renegotiation the server's key_method_2 is
+			// acknowledged only once its data key is ready here:
+			// OpenVPN's server sends with the new key as soon as that
+			// ack arrives (ovpn/client TestE2ERekeySoak lost packets
+			// when the ack went out first). Nothing else is read in
+			// between; the acks due so far go out first, so the
+			// server's send window is free for its key_method_2.
+			x.Channel.Flush()
+			ks.HoldAcks(true)
+			defer ks.HoldAcks(false)
+		}
 		if _, err := tc.Write(local.Marshal(true)); err != nil {
 			return nil, nil, fmt.Errorf("sending key_method_2: %w", err)
 		}
@@ -210,6 +222,7 @@ func (x *Exchange) Run(ctx context.Context, ks *KeyState, initial bool) (*Active
 	// key when the client acknowledges the server's key_method_2, and the
 	// client has the key once it has the server's key_method_2.
 	if x.Client {
+		ks.HoldAcks(false)
 		x.Channel.Flush()
 	} else if !initial {
 		x.waitAcked(ks, 5*time.Second)
