@@ -6,11 +6,12 @@
 //
 // What the relay holds a sender to, per direction, from OpenVPN's
 // key-state rules: data goes under the primary key; after a
-// renegotiation the new key's id is the old one's successor (1..7, never
-// 0 again), and the old key (the lame duck) may still be seen only
-// within the transition window after the first packet under the new
+// renegotiation the new key's id follows the old one's (1..7, never 0
+// again; a renegotiation overlapped by the next may carry no data, so an
+// id may be skipped), and the old key (the lame duck) may still be seen
+// only within the transition window after the first packet under the new
 // one, as the receiver keeps it that long and no longer. A packet under
-// any other key, or under the lame duck later, was sent under an expired
+// any older key, or under the lame duck later, was sent under an expired
 // key.
 //
 // Only tests use it (it lives under ovpn/internal).
@@ -40,11 +41,11 @@ type Report struct {
 	Packets int // data packets
 	Rekeys  int // changes of the key id
 	// Expired counts data packets under a key that was neither the
-	// current one nor the lame duck within its window.
+	// current one, nor a newer one, nor the lame duck within its window.
 	Expired int
-	// OutOfOrder counts key changes to an id that is not the current
-	// one's successor (a skipped or repeated renegotiation).
-	OutOfOrder int
+	// Skipped counts key ids that never carried data in this direction
+	// (a renegotiation overlapped by the next one): not an error.
+	Skipped int
 	// LateLame is the longest time after a key change that a packet
 	// under the lame duck was seen.
 	LateLame time.Duration
@@ -166,6 +167,24 @@ func (r *Relay) run(dir int) {
 	}
 }
 
+// maxSkip is the most key ids a change may skip and still count as a
+// newer key (renegotiations overlapping each other); further ahead in the
+// cycle of seven ids is behind.
+const maxSkip = 2
+
+// keySteps is how many renegotiations lead from key id from to key id to
+// (8 when never: key 0 is only the first exchange's).
+func keySteps(from, to uint8) int {
+	id := from
+	for n := 1; n <= 7; n++ {
+		id = nextKeyID(id)
+		if id == to {
+			return n
+		}
+	}
+	return 8
+}
+
 // nextKeyID is the key id a renegotiation after id takes (1..7, then 1).
 func nextKeyID(id uint8) uint8 {
 	id = (id + 1) & 7
@@ -214,10 +233,13 @@ func (r *Relay) observe(dir int, pkt []byte, now time.Time) bool {
 		if late > r.window {
 			d.r.Expired++
 		}
-	default: // a new key
-		if kid != nextKeyID(d.cur) {
-			d.r.OutOfOrder++
+	default:
+		steps := keySteps(d.cur, kid)
+		if steps > maxSkip+1 {
+			d.r.Expired++ // behind the current key: an old one
+			return true
 		}
+		d.r.Skipped += steps - 1
 		d.prev, d.cur, d.switched = int(d.cur), kid, now
 		d.r.Rekeys++
 		if len(d.r.IDs) < 16 {
@@ -246,8 +268,8 @@ func (r *Relay) Rekeys() int {
 
 // String summarises a report.
 func (rep Report) String() string {
-	return fmt.Sprintf("%d data packets, %d rekeys (ids %v...), %d under an expired key, %d out of order, lame duck seen up to %v after a change",
-		rep.Packets, rep.Rekeys, rep.IDs, rep.Expired, rep.OutOfOrder, rep.LateLame.Round(time.Microsecond))
+	return fmt.Sprintf("%d data packets, %d rekeys (ids %v...), %d under an expired key, %d key ids skipped, lame duck seen up to %v after a change",
+		rep.Packets, rep.Rekeys, rep.IDs, rep.Expired, rep.Skipped, rep.LateLame.Round(time.Microsecond))
 }
 
 // Tunnel is one side of a tunnel the traffic runs over: a client
