@@ -79,8 +79,20 @@ type Key struct {
 	sendPID atomic.Uint32 // last packet-id used
 	retired atomic.Int64  // unix nanoseconds when it stopped being the send key; 0 while it never was replaced
 
-	mu     sync.Mutex   // guards replay
+	mu     sync.Mutex   // guards replay and heard
 	replay replayWindow // guarded by mu
+	heard  bool         // a packet under this key was accepted; guarded by mu
+}
+
+// Heard reports whether a packet from the peer under this key was
+// accepted: the peer has the key and sends with it. A side that
+// renegotiates waits for it before starting the next renegotiation, so
+// that renegotiations never overlap a peer that is slow to activate the
+// last one.
+func (k *Key) Heard() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.heard
 }
 
 // NewKey builds a key slot from raw key bytes and implicit IVs.
@@ -311,6 +323,7 @@ func (c *Channel) Decrypt(pkt []byte) ([]byte, Kind, error) {
 	ok = k.replay.check(pid)
 	if ok {
 		k.replay.update(pid)
+		k.heard = true
 	}
 	k.mu.Unlock()
 	if !ok {

@@ -40,3 +40,29 @@ func TestPrepareKeepsTheLameDuck(t *testing.T) {
 		t.Fatalf("slots after Install: primary %d, lame duck %v, next %v", ours.Primary().ID, ours.secondary.Load(), ours.next.Load())
 	}
 }
+
+// TestKeyHeard: a key is heard once a packet under it decrypts and passes
+// the replay window, not before, and not by a forgery.
+func TestKeyHeard(t *testing.T) {
+	peer, ours := pair(t, AES256GCM, 0, 0)
+	k := ours.Primary()
+	if k.Heard() {
+		t.Fatal("heard before any packet")
+	}
+	pkt := seal(t, peer, []byte("hello"))
+	bad := make([]byte, len(pkt), len(pkt)+Tailroom)
+	copy(bad, pkt)
+	bad[len(bad)-1] ^= 1
+	if _, _, err := ours.Decrypt(bad); err == nil {
+		t.Fatal("a forged packet decrypted")
+	}
+	if k.Heard() {
+		t.Fatal("heard after a forged packet")
+	}
+	if _, _, err := ours.Decrypt(pkt); err != nil {
+		t.Fatal(err)
+	}
+	if !k.Heard() {
+		t.Fatal("not heard after a packet")
+	}
+}
