@@ -5,7 +5,8 @@
 # - WireGuard (device TestRekeySoak): rekeys under traffic both ways; every
 #   packet delivered, none sent under a session past RejectAfterTime.
 # - OpenVPN, our client and our server (ovpn/server TestRekeySoak):
-#   renegotiations driven by the server, then by the client, under echo
+#   renegotiations driven by the server, then by the client (and REKEYS/4
+#   with every 23rd control datagram lost), under echo
 #   traffic through a relay that reads every data packet's key id; none
 #   under an expired key (outside the lame duck's transition window), ids
 #   in sequence, every echo answered, the session kept.
