@@ -50,10 +50,14 @@ const (
 	// buffers dropped because every large buffer was in use (the device
 	// never allocates beyond its budget of them).
 	DropNoBuffer
+	// DropNoEndpoint: a packet read from the TUN device for a peer that
+	// has no endpoint (none configured, none learnt from the peer);
+	// answered with an ICMP error (icmp.go) as the kernel does.
+	DropNoEndpoint
 	numDropReasons
 )
 
-var dropNames = [numDropReasons]string{"malformed", "unknown_index", "decrypt", "replay", "expired", "not_allowed", "no_peer", "too_big", "handshake_queue_full", "staged_overflow", "no_buffer"}
+var dropNames = [numDropReasons]string{"malformed", "unknown_index", "decrypt", "replay", "expired", "not_allowed", "no_peer", "too_big", "handshake_queue_full", "staged_overflow", "no_buffer", "no_endpoint"}
 
 // String returns the reason as the metrics label has it.
 func (r DropReason) String() string {

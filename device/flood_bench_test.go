@@ -7,9 +7,13 @@ package device
 // The initiator is the same for both: it retries every 250 ms (as in the
 // measurement of issue #21), answers cookie replies by sending its
 // initiation again at once with mac2, and is done when the response
-// arrives. Twenty handshakes per implementation, alternated; the
-// distribution is logged and its median, 90th percentile and maximum
-// reported as metrics.
+// arrives. Twenty handshakes per implementation; the distribution is
+// logged and its median, 90th percentile and maximum reported as metrics,
+// with the handshakes past the retry budget (more than one timed retry,
+// the issue's 500 ms in the initiator's own clock), the datagrams the
+// kernel dropped at the responder's socket (its buffer full: the
+// responder fell behind), and the trace of every handshake that needed a
+// retry (udpSocketDrops, tracedInitiator).
 //
 //	go test ./device -run '^$' -bench HandshakeUnderFlood -benchtime 1x -v
 //
@@ -42,7 +46,7 @@ type udpFlood struct {
 	wg   sync.WaitGroup
 }
 
-func startUDPFlood(b *testing.B, dst netip.AddrPort, msgs [][]byte, rate int) *udpFlood {
+func startUDPFlood(b testing.TB, dst netip.AddrPort, msgs [][]byte, rate int) *udpFlood {
 	f := &udpFlood{stop: make(chan struct{})}
 	var socks []*net.UDPConn
 	for i := 0; i < 64; i++ {
@@ -85,16 +89,47 @@ func (f *udpFlood) halt() { close(f.stop); f.wg.Wait() }
 // from a fresh key and no cookie, and returns how long it took (or an
 // error after timeout).
 func timedInitiator(key noise.PrivateKey, pub noise.PublicKey, dst netip.AddrPort, timeout time.Duration) (time.Duration, error) {
+	h := tracedInitiator(key, pub, dst, timeout)
+	return h.elapsed, h.err
+}
+
+// initiatorRetry is the legitimate initiator's retry interval: the 250 ms
+// of the issue's measurement (the protocol's own RekeyTimeout is 5 s).
+const initiatorRetry = 250 * time.Millisecond
+
+// handshakeTrace is one legitimate handshake under a flood.
+type handshakeTrace struct {
+	elapsed time.Duration
+	err     error
+	// retries counts initiations sent because initiatorRetry passed
+	// without an answer (not the resend after a cookie reply): each
+	// one is a message of this handshake lost, or answered too late.
+	retries int
+	// trace says what happened when (ms since the first initiation):
+	// i = initiation, t = timed retry, c = cookie reply received, i2 =
+	// initiation resent with mac2, r = response.
+	trace string
+}
+
+// tracedInitiator is timedInitiator with what happened on the way.
+func tracedInitiator(key noise.PrivateKey, pub noise.PublicKey, dst netip.AddrPort, timeout time.Duration) (h handshakeTrace) {
+	var trace []byte
+	var start time.Time
+	ev := func(what string) {
+		trace = fmt.Appendf(trace, "%s@%.1f ", what, float64(time.Since(start).Microseconds())/1000)
+	}
+	defer func() { h.trace = string(trace) }()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
-		return 0, err
+		h.err = err
+		return
 	}
 	defer c.Close()
 	l := noise.NewLocal(key)
 	hs := noise.NewHandshake(l, pub, noise.PresharedKey{})
 	gen := noise.NewCookieGenerator(pub)
 	idx := uint32(0x1000)
-	send := func() error {
+	send := func(what string) error {
 		idx++
 		now := time.Now()
 		m, err := hs.CreateInitiation(idx, now)
@@ -104,44 +139,54 @@ func timedInitiator(key noise.PrivateKey, pub noise.PublicKey, dst netip.AddrPor
 		msg := m.MarshalTo(nil)
 		gen.AddMACs(msg, now)
 		_, err = c.WriteToUDPAddrPort(msg, dst)
+		if hasMAC2(msg) && what == "i" {
+			what = "i2"
+		}
+		ev(what)
 		return err
 	}
-	start := time.Now()
-	if err := send(); err != nil {
-		return 0, err
+	start = time.Now()
+	if h.err = send("i"); h.err != nil {
+		return
 	}
-	next := start.Add(250 * time.Millisecond)
+	next := start.Add(initiatorRetry)
 	buf := make([]byte, 2048)
 	for time.Since(start) < timeout {
 		c.SetReadDeadline(next)
 		n, _, err := c.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				if err := send(); err != nil {
-					return 0, err
+				h.retries++
+				if h.err = send("t"); h.err != nil {
+					return
 				}
-				next = time.Now().Add(250 * time.Millisecond)
+				next = time.Now().Add(initiatorRetry)
 				continue
 			}
-			return 0, err
+			h.err = err
+			return
 		}
 		msg := buf[:n]
 		switch noise.MessageType(msg) {
 		case noise.MessageCookieReplyType:
 			var m noise.MessageCookieReply
 			if m.Unmarshal(msg) == nil && m.Receiver == idx && gen.ConsumeReply(&m, time.Now()) {
-				if err := send(); err != nil {
-					return 0, err
+				ev("c")
+				if h.err = send("i"); h.err != nil {
+					return
 				}
-				next = time.Now().Add(250 * time.Millisecond)
+				next = time.Now().Add(initiatorRetry)
 			}
 		case noise.MessageResponseType:
 			if n == noise.MessageResponseSize && binary.LittleEndian.Uint32(msg[8:12]) == idx {
-				return time.Since(start), nil
+				ev("r")
+				h.elapsed = time.Since(start)
+				return
 			}
 		}
 	}
-	return 0, fmt.Errorf("no handshake within %v", timeout)
+	h.err = fmt.Errorf("no handshake within %v", timeout)
+	return
 }
 
 func BenchmarkHandshakeUnderFlood(b *testing.B) {
@@ -181,18 +226,20 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 	refEP := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ref.port)
 
 	type target struct {
-		name  string
-		pub   noise.PublicKey
-		ep    netip.AddrPort
-		times []time.Duration
-		fails int
+		name    string
+		pub     noise.PublicKey
+		ep      netip.AddrPort
+		port    uint16
+		times   []time.Duration
+		fails   int
+		retried int    // handshakes that needed a timed retry
+		over    int    // handshakes past the retry budget (more than one timed retry)
+		kdrops  uint64 // datagrams the kernel dropped at the responder's socket
+		traces  []string
 	}
 	targets := []*target{
-		{name: "wireguard-go", pub: ref.key.PublicKey(), ep: refEP},
-		{name: "wirelane", pub: ourKey.PublicKey(), ep: ourEP},
-	}
-	for _, tg := range targets {
-		tg.times = nil
+		{name: "wireguard-go", pub: ref.key.PublicKey(), ep: refEP, port: ref.port},
+		{name: "wirelane", pub: ourKey.PublicKey(), ep: ourEP, port: ourEP.Port()},
 	}
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
@@ -200,15 +247,32 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 			fl := startUDPFlood(b, tg.ep, floodInitiations(b, tg.pub, 1024), rate)
 			time.Sleep(300 * time.Millisecond) // let the flood put it under load
 			start := time.Now()
+			drops0, _ := udpSocketDrops(tg.port)
 			for r := 0; r < runs; r++ {
-				el, err := timedInitiator(keys[r], tg.pub, tg.ep, 5*time.Second)
-				if err != nil {
+				d0, _ := udpSocketDrops(tg.port)
+				h := tracedInitiator(keys[r], tg.pub, tg.ep, 5*time.Second)
+				d1, _ := udpSocketDrops(tg.port)
+				el := h.elapsed
+				if h.err != nil {
 					tg.fails++
 					el = 5 * time.Second
 				}
+				if h.retries > 0 {
+					tg.retried++
+				}
+				if h.err != nil || h.retries > 1 {
+					tg.over++
+				}
+				if h.retries > 0 || h.err != nil {
+					tg.traces = append(tg.traces, fmt.Sprintf("%v (kernel drops %d): %s", el.Round(time.Millisecond), d1-d0, h.trace))
+				}
 				tg.times = append(tg.times, el)
-				time.Sleep(25 * time.Millisecond) // past the responder's per-peer initiation rate
+				// Past the responder's per-source rate limit (20 a second,
+				// burst 5; every initiator here is 127.0.0.1).
+				time.Sleep(60 * time.Millisecond)
 			}
+			drops1, _ := udpSocketDrops(tg.port)
+			tg.kdrops += drops1 - drops0
 			sent := fl.sent.Load()
 			fl.halt()
 			b.Logf("%s: flood %.0f initiations/s", tg.name, float64(sent)/(time.Since(start).Seconds()+0.3))
@@ -219,12 +283,16 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 	for _, tg := range targets {
 		s := append([]time.Duration(nil), tg.times...)
 		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-		b.Logf("%s: %d handshakes under flood: median %v, p90 %v, max %v, %d over 500 ms, %d failed (5 s); all: %v",
+		b.Logf("%s: %d handshakes under flood: median %v, p90 %v, max %v, %d over 500 ms, %d past the retry budget (more than one timed retry), %d with a retry, %d failed (5 s); kernel drops at its socket %d; all: %v",
 			tg.name, len(s), percentile(s, 50).Round(time.Microsecond), percentile(s, 90).Round(time.Microsecond),
-			s[len(s)-1].Round(time.Microsecond), countOver(s, 500*time.Millisecond), tg.fails, roundAll(tg.times))
+			s[len(s)-1].Round(time.Microsecond), countOver(s, 500*time.Millisecond), tg.over, tg.retried, tg.fails, tg.kdrops, roundAll(tg.times))
+		for _, tr := range tg.traces {
+			b.Logf("%s: retried: %s", tg.name, tr)
+		}
 		b.ReportMetric(float64(percentile(s, 50).Microseconds())/1000, tg.name+"-p50-ms")
 		b.ReportMetric(float64(percentile(s, 90).Microseconds())/1000, tg.name+"-p90-ms")
 		b.ReportMetric(float64(s[len(s)-1].Microseconds())/1000, tg.name+"-max-ms")
+		b.ReportMetric(float64(tg.over), tg.name+"-over-budget")
 	}
 }
 

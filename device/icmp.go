@@ -4,8 +4,9 @@ package device
 // TUN device whose destination is in no peer's allowed IPs, or whose peer
 // has no endpoint, is answered with an ICMP "host unreachable" (ICMPv6
 // "address unreachable") written back into the TUN device, as the kernel's
-// WireGuard does. The sender sees the error at once instead of waiting for
-// a timeout.
+// WireGuard does (for the second case the kernel returns -EDESTADDRREQ
+// from wg_xmit, then sends the same error). The sender sees the error at
+// once instead of waiting for a timeout.
 //
 // The error's source address is the unreachable destination: the device
 // has no address of its own on the interface it can know of (the address

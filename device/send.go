@@ -118,7 +118,7 @@ func (d *Device) runTUNReader() {
 			sizes[0] = -1 // dropped
 			d.drop(DropTooBig, 1)
 		}
-		noPeer := 0
+		noPeer, noEndpoint := 0, 0
 		peers = peers[:0]
 		d.allowedMu.RLock()
 		for i := 0; i < n; i++ {
@@ -143,6 +143,15 @@ func (d *Device) runTUNReader() {
 				sizes[i] = -2 // no peer: answered below, outside the lock
 				continue
 			}
+			if p.routes.Borrow() == nil {
+				// A peer with no endpoint (none configured, none learnt):
+				// dropped and answered like no peer, as the kernel does
+				// (-EDESTADDRREQ and the same ICMP error). Only the
+				// pointer is looked at, so no RCU section is needed.
+				noEndpoint++
+				sizes[i] = -2
+				continue
+			}
 			owners[i] = p
 			pkts[i].n = sizes[i]
 			if len(peers) == 0 || (peers[len(peers)-1] != p && !containsPeer(peers, p)) {
@@ -151,7 +160,8 @@ func (d *Device) runTUNReader() {
 		}
 		d.allowedMu.RUnlock()
 		d.drop(DropNoPeer, noPeer)
-		for i := 0; noPeer > 0 && i < n; i++ {
+		d.drop(DropNoEndpoint, noEndpoint)
+		for i := 0; noPeer+noEndpoint > 0 && i < n; i++ {
 			if sizes[i] == -2 {
 				d.sendUnreachable(icmp, rd.Packet(i))
 			}

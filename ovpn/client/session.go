@@ -36,6 +36,7 @@ import (
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/internal/pktqueue"
+	"github.com/wirelane/wirelane/ovpn/internal/testtimers"
 	"github.com/wirelane/wirelane/ovpn/wire"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
@@ -86,6 +87,10 @@ type Options struct {
 	// ChallengeResponse answers the file's static-challenge; it is sent
 	// with the password as OpenVPN does (SCRV1).
 	ChallengeResponse string
+	// Timers shortens the session's timers for the rekey soak; only
+	// packages under ovpn/ can make one (ovpn/internal/testtimers), so it
+	// is nil in the product.
+	Timers *testtimers.Timers
 }
 
 // Errors a Session reports.
@@ -226,7 +231,7 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 		return nil, err
 	}
 	s.kx = control.Exchange{Channel: s.ctrl, TLS: tlsCfg, Client: true, Timeout: opts.HandshakeTimeout,
-		RenegSec: cfg.RenegSec, Done: s.closed, Keys: &s.keys, Side: side{s}, Auth: digest}
+		RenegSec: cfg.RenegSec, RenegEvery: s.opts.Timers.Reneg(), Done: s.closed, Keys: &s.keys, Side: side{s}, Auth: digest}
 	now := time.Now().UnixNano()
 	s.lastRecv.Store(now)
 	s.lastSend.Store(now)

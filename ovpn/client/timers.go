@@ -16,7 +16,7 @@ import (
 // timers runs until the session ends.
 func (s *Session) timers() {
 	defer s.wg.Done()
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(s.opts.Timers.Tick())
 	defer t.Stop()
 	for {
 		select {
@@ -52,8 +52,17 @@ func (s *Session) tick(now time.Time) {
 	}
 	if ch := s.data.Load(); ch != nil {
 		ch.DropSecondary(now, s.opts.TransitionWindow)
-		if k := ch.Primary(); k != nil && k.NeedsRekey() {
+		k := ch.Primary()
+		if k != nil && k.NeedsRekey() {
 			reneg = true
+		}
+		if reneg && k != nil && !k.Heard() {
+			// Not before the server sends under the last key (it
+			// activates it on our ack): a renegotiation overlapping
+			// the server's activation of the last one would push out
+			// the key the server still sends with. Its keepalive
+			// comes within ping seconds.
+			reneg = false
 		}
 	}
 	s.keys.ExpireLame(s.ctrl, now, s.opts.TransitionWindow)

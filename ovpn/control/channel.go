@@ -372,6 +372,17 @@ func (ks *KeyState) closeLocked(err error) {
 	ks.cond.Broadcast()
 }
 
+// HoldAcks holds back (on) or releases (off) the acks of this key state's
+// received messages (reliable.Layer.SetHoldAcks); releasing sends them.
+func (ks *KeyState) HoldAcks(on bool) {
+	ks.ch.mu.Lock()
+	ks.rel.SetHoldAcks(on)
+	ks.ch.mu.Unlock()
+	if !on {
+		ks.ch.Kick()
+	}
+}
+
 // Idle reports whether every message sent on this key state was acked.
 func (ks *KeyState) Idle() bool {
 	ks.ch.mu.Lock()

@@ -106,6 +106,10 @@ type Exchange struct {
 	// RenegSec is the data-key lifetime before this side renegotiates (0:
 	// never); Keys.RenegDue reports it.
 	RenegSec int
+	// RenegEvery, when set, replaces RenegSec with a shorter interval
+	// (the rekey soak's shortened timers, ovpn/internal/testtimers; no
+	// configuration sets it).
+	RenegEvery time.Duration
 	// Done is closed when the session ends; waits give up then.
 	Done <-chan struct{}
 	// Keys tracks the session's key states.
@@ -163,6 +167,18 @@ func (x *Exchange) Run(ctx context.Context, ks *KeyState, initial bool) (*Active
 	defer local.Wipe()
 	if x.Client {
 		x.Side.Hello(local, nil)
+		if !initial {
+			// In a renegotiation the server's key_method_2 is
+			// acknowledged only once its data key is ready here:
+			// OpenVPN's server sends with the new key as soon as that
+			// ack arrives (ovpn/client TestE2ERekeySoak lost packets
+			// when the ack went out first). Nothing else is read in
+			// between; the acks due so far go out first, so the
+			// server's send window is free for its key_method_2.
+			x.Channel.Flush()
+			ks.HoldAcks(true)
+			defer ks.HoldAcks(false)
+		}
 		if _, err := tc.Write(local.Marshal(true)); err != nil {
 			return nil, nil, fmt.Errorf("sending key_method_2: %w", err)
 		}
@@ -206,13 +222,18 @@ func (x *Exchange) Run(ctx context.Context, ks *KeyState, initial bool) (*Active
 	// key when the client acknowledges the server's key_method_2, and the
 	// client has the key once it has the server's key_method_2.
 	if x.Client {
+		ks.HoldAcks(false)
 		x.Channel.Flush()
 	} else if !initial {
 		x.waitAcked(ks, 5*time.Second)
 	}
 	ch.Install(k)
 	act := &Active{KS: ks, Conn: tc, Agreement: a}
-	x.Keys.rotate(x.Channel, act, x.RenegSec)
+	reneg := time.Duration(x.RenegSec) * time.Second
+	if x.RenegEvery > 0 {
+		reneg = x.RenegEvery
+	}
+	x.Keys.rotate(x.Channel, act, reneg)
 	return act, mr, nil
 }
 
@@ -307,7 +328,7 @@ type Keys struct {
 
 // rotate makes a the primary key state and the old primary the lame
 // duck (retired on ch); the lame duck before it is removed from ch.
-func (k *Keys) rotate(ch *Channel, a *Active, renegSec int) {
+func (k *Keys) rotate(ch *Channel, a *Active, reneg time.Duration) {
 	k.mu.Lock()
 	old := k.lame
 	k.lame, k.primary = k.primary, a
@@ -317,8 +338,8 @@ func (k *Keys) rotate(ch *Channel, a *Active, renegSec int) {
 	}
 	k.next = NextKeyID(a.KS.ID)
 	k.renegAt = time.Time{}
-	if renegSec > 0 {
-		k.renegAt = time.Now().Add(time.Duration(renegSec) * time.Second)
+	if reneg > 0 {
+		k.renegAt = time.Now().Add(reneg)
 	}
 	k.mu.Unlock()
 	if old != nil {

@@ -196,6 +196,7 @@ func decryptCBC(k *Key, pkt []byte, hdr int) ([]byte, error) {
 	ok := k.replay.check(pid)
 	if ok {
 		k.replay.update(pid)
+		k.heard = true
 	}
 	k.mu.Unlock()
 	if !ok {

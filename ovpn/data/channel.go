@@ -79,8 +79,20 @@ type Key struct {
 	sendPID atomic.Uint32 // last packet-id used
 	retired atomic.Int64  // unix nanoseconds when it stopped being the send key; 0 while it never was replaced
 
-	mu     sync.Mutex   // guards replay
+	mu     sync.Mutex   // guards replay and heard
 	replay replayWindow // guarded by mu
+	heard  bool         // a packet under this key was accepted; guarded by mu
+}
+
+// Heard reports whether a packet from the peer under this key was
+// accepted: the peer has the key and sends with it. A side that
+// renegotiates waits for it before starting the next renegotiation, so
+// that renegotiations never overlap a peer that is slow to activate the
+// last one.
+func (k *Key) Heard() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.heard
 }
 
 // NewKey builds a key slot from raw key bytes and implicit IVs.
@@ -110,7 +122,13 @@ type Channel struct {
 
 	primary   atomic.Pointer[Key] // used to send; written only under mu
 	secondary atomic.Pointer[Key] // lame duck, receive only; written only under mu
-	mu        sync.Mutex          // serialises key changes
+	// next is a prepared key (receive only) that is not yet the send
+	// key; it has a slot of its own so that preparing it never evicts
+	// the lame duck, which the peer may still be sending with (a
+	// renegotiation that starts before the peer activated the last one).
+	// Written only under mu.
+	next atomic.Pointer[Key]
+	mu   sync.Mutex // serialises key changes
 }
 
 // NewChannel returns a channel that sends DATA_V2 with peerID, or DATA_V1
@@ -131,9 +149,10 @@ func (c *Channel) Framing() Framing { return c.framing }
 func PacketOffset(buf, pkt []byte) int { return cap(buf) - cap(pkt) }
 
 // Prepare makes k usable for receiving before it becomes the send key, by
-// putting it in the secondary slot. A client prepares a renegotiated key,
-// then acknowledges the server's last key-exchange message (which is what
-// activates the key on the server), then installs it for sending.
+// putting it in the next slot (the lame duck stays). A client prepares a
+// renegotiated key, then acknowledges the server's last key-exchange
+// message (which is what activates the key on the server), then installs
+// it for sending.
 func (c *Channel) Prepare(k *Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -141,7 +160,7 @@ func (c *Channel) Prepare(k *Key) {
 		c.primary.Store(k)
 		return
 	}
-	c.secondary.Store(k)
+	c.next.Store(k)
 }
 
 // Install makes k the primary (send) key; the old primary becomes the
@@ -154,6 +173,9 @@ func (c *Channel) Install(k *Key) {
 		c.secondary.Store(old)
 	}
 	c.primary.Store(k)
+	if c.next.Load() == k {
+		c.next.Store(nil)
+	}
 }
 
 // DropSecondary forgets the lame-duck key once it has been retired for
@@ -259,9 +281,12 @@ func (c *Channel) Decrypt(pkt []byte) ([]byte, Kind, error) {
 	}
 	k := c.primary.Load()
 	if k == nil || k.ID != kid {
-		k = c.secondary.Load()
+		k = c.next.Load()
 		if k == nil || k.ID != kid {
-			return nil, 0, fmt.Errorf("%w %d", ErrNoKey, kid)
+			k = c.secondary.Load()
+			if k == nil || k.ID != kid {
+				return nil, 0, fmt.Errorf("%w %d", ErrNoKey, kid)
+			}
 		}
 	}
 	var out []byte
@@ -298,6 +323,7 @@ func (c *Channel) Decrypt(pkt []byte) ([]byte, Kind, error) {
 	ok = k.replay.check(pid)
 	if ok {
 		k.replay.update(pid)
+		k.heard = true
 	}
 	k.mu.Unlock()
 	if !ok {

@@ -69,6 +69,9 @@ type Layer struct {
 	pending  []uint32       // acks not yet sent
 	recent   []uint32       // acks sent recently, most recent first
 	stats    Stats
+	// holdAcks keeps acks pending (none piggybacked, no ack-only
+	// packet) while set; see SetHoldAcks.
+	holdAcks bool
 }
 
 // Stats counts events, for tests and diagnostics.
@@ -81,6 +84,14 @@ func New() *Layer { return &Layer{recvBuf: make(map[uint32]Msg)} }
 
 // Stats returns the counters.
 func (l *Layer) Stats() Stats { return l.stats }
+
+// SetHoldAcks holds back the acks of received messages while on: Poll
+// still sends (and retransmits) queued messages, without acks, and the
+// acks go out once it is off again. A client holds them while it derives
+// a renegotiated data key, because a peer such as OpenVPN 2.6 starts
+// sending with the new key as soon as its last key-exchange message is
+// acknowledged.
+func (l *Layer) SetHoldAcks(on bool) { l.holdAcks = on }
 
 // Queue adds a message to send and returns its id. payload is kept, not
 // copied.
@@ -232,10 +243,12 @@ func (l *Layer) Poll(now time.Time) (out []Out, next time.Time) {
 		}
 		m.due = now.Add(m.timeout)
 		o := Out{Op: m.op, HasID: true, ID: m.id, Payload: m.payload}
-		o.NumAcks = l.takeAcks(&o.Acks, MaxPiggyAcks)
+		if !l.holdAcks {
+			o.NumAcks = l.takeAcks(&o.Acks, MaxPiggyAcks)
+		}
 		out = append(out, o)
 	}
-	for len(l.pending) > 0 {
+	for len(l.pending) > 0 && !l.holdAcks {
 		o := Out{Op: wire.AckV1}
 		o.NumAcks = l.takeAcks(&o.Acks, MaxAckOnly)
 		l.stats.AckOnly++

@@ -107,7 +107,7 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 	cfg := &l.cfg
 	p.cfg.Store(cfg)
 	p.bornTLS.Store(l.tls)
-	p.kx = control.Exchange{Channel: p.ctrl, TLS: s.tlsCfg, Timeout: s.handWindow, RenegSec: cfg.RenegSec,
+	p.kx = control.Exchange{Channel: p.ctrl, TLS: s.tlsCfg, Timeout: s.handWindow, RenegSec: cfg.RenegSec, RenegEvery: s.opts.Timers.Reneg(),
 		Done: p.closed, Keys: &p.keys, Side: side{p}, Auth: s.dataAuth}
 	s.mu.Lock()
 	if s.closed {

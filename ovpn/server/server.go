@@ -47,6 +47,7 @@ import (
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/internal/pktqueue"
+	"github.com/wirelane/wirelane/ovpn/internal/testtimers"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
@@ -69,6 +70,10 @@ type Options struct {
 	// TransitionWindow is how long an old key keeps decrypting after a
 	// renegotiation (default 60 s).
 	TransitionWindow time.Duration
+	// Timers shortens every client's timers for the rekey soak; only
+	// packages under ovpn/ can make one (ovpn/internal/testtimers), so it
+	// is nil in the product.
+	Timers *testtimers.Timers
 }
 
 // EventKind says what happened to a client.

@@ -15,7 +15,7 @@ import (
 // run runs the timers until the peer closes.
 func (p *peer) run() {
 	defer p.s.wg.Done()
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(p.s.opts.Timers.Tick())
 	defer tick.Stop()
 	for {
 		select {
