@@ -221,14 +221,14 @@ func TestServerDirectivesInAClientFileAreErrors(t *testing.T) {
 }
 
 func TestSharedDirectivesFillCommon(t *testing.T) {
-	text := "client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n" + pem + "</cert>\n<key>\nK\n</key>\n" +
+	text := "client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n" + certPEM + "</cert>\n<key>\n" + keyPEM + "</key>\n" +
 		"<tls-crypt>\n" + staticKeyText() + "</tls-crypt>\ntls-version-min 1.3\ndata-ciphers CHACHA20-POLY1305\nauth SHA512\n"
 	c, err := Parse([]byte(text), "c.ovpn", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm := c.Common
-	if string(cm.CA) != pem || string(cm.Cert) != pem || string(cm.Key) != "K\n" || cm.TLSCrypt == nil || cm.TLSCrypt[7] != 7 ||
+	if string(cm.CA) != pem || string(cm.Cert) != certPEM || string(cm.Key) != keyPEM || cm.TLSCrypt == nil || cm.TLSCrypt[7] != 7 ||
 		cm.TLSVersionMin != "1.3" || cm.Auth != "SHA512" || cm.KeyDirection != wrap.Bidirectional ||
 		!slices.Equal(cm.DataCiphers, []data.Cipher{data.ChaCha20Poly1305}) || cm.RenegSec != 3600 {
 		t.Fatalf("common part: %+v", cm)
@@ -272,8 +272,8 @@ func TestChecksAfterTheLastLineNameTheirLine(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
 		{"data-ciphers", base + "verb 3\ndata-ciphers BF-CBC\n", "x.ovpn:10: data-ciphers: data: unsupported cipher \"BF-CBC\" (supported: AES-256-GCM, AES-128-GCM, CHACHA20-POLY1305; AES-256-CBC, AES-128-CBC for old servers)"},
 		{"ncp-ciphers", base + "ncp-ciphers BF-CBC\n", "x.ovpn:9: data-ciphers: data: unsupported cipher \"BF-CBC\" (supported: AES-256-GCM, AES-128-GCM, CHACHA20-POLY1305; AES-256-CBC, AES-128-CBC for old servers)"},
-		{"cert without key", base + "<cert>\n" + pem + "</cert>\n", "x.ovpn:9: cert: cert and key must be given together"},
-		{"key without cert", base + "verb 3\n<key>\nk\n</key>\n", "x.ovpn: cert: cert and key must be given together"},
+		{"cert without key", base + "<cert>\n" + certPEM + "</cert>\n", "x.ovpn:9: cert: cert and key must be given together"},
+		{"key without cert", base + "verb 3\n<key>\n" + keyPEM + "</key>\n", "x.ovpn: cert: cert and key must be given together"},
 		{"no CA", "client\nremote h\nauth-user-pass\n", "x.ovpn: ca: no CA certificate given; the server cannot be verified (give ca, or peer-fingerprint for a self-signed certificate)"},
 		{"no remote", "client\n<ca>\n" + pem + "</ca>\n", "x.ovpn: remote: no remote given"},
 		{"not a client", "remote h\n<ca>\n" + pem + "</ca>\n", "x.ovpn: not a client configuration (add `client`); server mode is not supported"},
