@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
@@ -251,14 +252,28 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("client\n<connection>\nremote a 1 tcp\nproto udp\nserver-poll-timeout 3\n</connection>\ncompress lz4-v2\nallow-compression asym\n"))
 	f.Add([]byte("client\nremote h\n<pkcs12>\nMIIB\n</pkcs12>\naskpass\ndns server 0 address 10.8.0.1\ndata-ciphers-fallback AES-256-CBC\n"))
 	f.Add([]byte("client\nremote h\n<ca>\nx\n</ca>\nauth-user-pass\npush \"route 10.0.0.0\"\nserver 10.8.0.0 255.255.255.0\n"))
+	// Credentials, real and broken (#18: checked at load time).
+	f.Add([]byte("client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n" + certPEM + "</cert>\n<key>\n" + keyPEM + "</key>\n<dh>\n-----BEGIN DH PARAMETERS-----\nMAYCAQUCAQI=\n-----END DH PARAMETERS-----\n</dh>\n"))
+	f.Add([]byte("client\nremote h\n<ca>\nhello\n</ca>\n<cert>\n" + keyPEM + "</cert>\n<key>\n" + certPEM + "</key>\n"))
+	f.Add([]byte("client\nremote h\nauth-user-pass\n<ca>\n" + pem[:60] + "\n</ca>\n<tls-auth>\n-----BEGIN OpenVPN Static key V1-----\n00\n</tls-auth>\n"))
+	if b, err := os.ReadFile("testdata/client-aes-nopass.p12"); err == nil {
+		f.Add([]byte("client\nremote h\n<pkcs12>\n" + wrap64(b) + "</pkcs12>\n"))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b, "f", "")
-		if err == nil && (len(c.Remotes) == 0 || len(c.CA) == 0) {
+		if err == nil && (len(c.Remotes) == 0 || len(c.CA) == 0 && len(c.PeerFingerprints) == 0 && !c.KeyLocked()) {
 			t.Fatal("accepted a config without remote or CA")
 		}
 		var ce *Error
 		if err != nil && !errors.As(err, &ce) {
 			t.Fatalf("error %v has no location", err)
+		}
+		// What the parser accepts, the TLS set-up accepts: no credential
+		// error is left for later, without a location.
+		if err == nil && !c.KeyLocked() {
+			if _, err := control.TLSConfig(control.TLSParams{CA: c.CA, Cert: c.Cert, Key: c.Key, PeerFingerprints: c.PeerFingerprints}); err != nil {
+				t.Fatalf("accepted by the parser, refused by TLS: %v", err)
+			}
 		}
 	})
 }

@@ -516,6 +516,9 @@ func checkPEM(which string, b []byte) error {
 			if which == "key" {
 				continue // a key file may hold its certificate too
 			}
+			if len(blk.Headers) != 0 {
+				return fmt.Errorf("certificate %d: PEM headers in a certificate block", certs)
+			}
 			if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
 				return fmt.Errorf("certificate %d: %v", certs, err)
 			}

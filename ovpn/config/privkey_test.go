@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/asn1"
 	"errors"
 	"os"
@@ -281,4 +282,25 @@ func TestPKCS12IterationBound(t *testing.T) {
 	if err := c.Unlock("s3cret"); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Fatalf("Unlock: %v", err)
 	}
+}
+
+// FuzzCheckPEM: the credential checks never panic, and what they accept
+// the TLS set-up accepts (a ca makes a certificate pool, a cert and key
+// that pass checkPEM and checkKeyPair make a TLS certificate).
+func FuzzCheckPEM(f *testing.F) {
+	f.Add([]byte(pem), []byte(certPEM), []byte(keyPEM))
+	f.Add([]byte("hello\n"), []byte(keyPEM), []byte(certPEM))
+	f.Add([]byte(pem[:50]), []byte("Certificate:\n"+certPEM), []byte(certPEM+keyPEM))
+	f.Add([]byte("-----BEGIN DH PARAMETERS-----\nMAYCAQUCAQI=\n-----END DH PARAMETERS-----\n"), []byte{}, []byte{})
+	f.Fuzz(func(t *testing.T, ca, cert, key []byte) {
+		if checkPEM("ca", ca) == nil && !x509.NewCertPool().AppendCertsFromPEM(ca) {
+			t.Fatalf("ca accepted, but no certificate for the pool: %q", ca)
+		}
+		_ = checkDH(ca)
+		if checkPEM("cert", cert) == nil && checkPEM("key", key) == nil && !keyEncrypted(key) && checkKeyPair(cert, key) == nil {
+			if _, err := tls.X509KeyPair(cert, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }
