@@ -225,7 +225,7 @@ func TestMalformedPEMNamesTheLine(t *testing.T) {
 	abs, _ := os.Getwd()
 	dir := t.TempDir()
 	for name, b := range map[string]string{"bad.crt": broken, "hello.crt": "hello\n", "key-as-cert.crt": keyPEM, "ta.key": "hello\n", "dh.pem": "hello\n",
-		"other.key": otherKey} {
+		"other.key": otherKey, "empty.txt": ""} {
 		os.WriteFile(dir+"/"+name, []byte(b), 0o600)
 	}
 	ca := "client\nremote h\nauth-user-pass\nca " + abs + "/testdata/ca.crt\n"
@@ -238,6 +238,7 @@ func TestMalformedPEMNamesTheLine(t *testing.T) {
 		{ca + "tls-crypt-v2 ta.key\n", "x.ovpn:5: tls-crypt-v2: " + dir + "/ta.key:"},
 		{ca + "dh dh.pem\n", "x.ovpn:5: dh: " + dir + "/dh.pem: not PEM"},
 		{ca + "dh missing.pem\n", "x.ovpn:5: dh: open " + dir + "/missing.pem"},
+		{ca + "auth-user-pass empty.txt\n", "x.ovpn:5: auth-user-pass: " + dir + "/empty.txt: want a username line and a password line"},
 		{ca + "cert " + abs + "/testdata/client.crt\nkey other.key\n", "x.ovpn:6: key: the certificate and key do not make a pair"},
 	} {
 		_, err := Parse([]byte(tc.text), "x.ovpn", dir)
