@@ -339,7 +339,7 @@ func (e *clientExt) Inline(p *Parser, tag, body string) error {
 		return e.userPass(p, body, "<auth-user-pass>")
 	case "connection":
 		return e.connection(p, body)
-	case "secret", "extra-certs", "http-proxy-user-pass":
+	case "secret", "http-proxy-user-pass":
 		return p.Errorf("<"+tag+">", "inline %w", ErrUnsupported)
 	case "dh":
 		p.Warn("<dh>", "ignored (client)")

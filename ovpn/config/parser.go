@@ -69,6 +69,9 @@ type Parser struct {
 	// ("" for none), named in errors about its content (CredentialError);
 	// pkcs12From is the pkcs12 file, checked after the walk.
 	from, pkcs12From string
+	// extraCerts are the extra-certs certificates (PEM), appended to the
+	// certificate's chain once the certificate is known (CheckCommon).
+	extraCerts []byte
 }
 
 // Directives is implemented by an Extension that can list the directive
@@ -80,7 +83,8 @@ type Directives interface {
 // sharedNames are the directives and inline blocks the shared table
 // handles.
 var sharedNames = []string{"ca", "cert", "key", "tls-auth", "tls-crypt", "key-direction", "auth", "tls-version-min", "data-ciphers", "ncp-ciphers", "crl-verify",
-	"tls-crypt-v2", "peer-fingerprint", "compress", "comp-lzo", "allow-compression", "cipher", "data-ciphers-fallback", "pkcs12", "askpass"}
+	"tls-crypt-v2", "peer-fingerprint", "compress", "comp-lzo", "allow-compression", "cipher", "data-ciphers-fallback", "pkcs12", "askpass",
+	"extra-certs"}
 
 // Run parses text into c (the shared directives) and ext (the rest),
 // then runs ext.Finish. c holds the side's defaults; its KeyDirection
@@ -210,6 +214,12 @@ func (p *Parser) CheckCommon(peer string) error {
 	}
 	if len(p.c.CA) == 0 && p.c.CRLVerify != "" && !(p.c.keyLocked && p.c.pkcs12 != nil) {
 		return p.Errorf("crl-verify", "crl-verify needs a CA (with peer-fingerprint alone there is no issuer to check)")
+	}
+	if len(p.extraCerts) > 0 {
+		if len(p.c.Cert) == 0 && !p.c.keyLocked {
+			return p.Errorf("extra-certs", "extra-certs completes the chain of a certificate: give cert (or pkcs12)")
+		}
+		p.c.ExtraCerts = p.extraCerts
 	}
 	if len(p.c.Cert) > 0 && len(p.c.Key) > 0 && !p.c.keyLocked {
 		if err := checkKeyPair(p.c.Cert, p.c.Key); err != nil {
@@ -426,7 +436,7 @@ func (p *Parser) sharedDirective(args []string) (bool, error) {
 	c := p.c
 	name := args[0]
 	switch name {
-	case "ca", "cert", "key":
+	case "ca", "cert", "key", "extra-certs":
 		if err := p.Want(args, 1, 1); err != nil {
 			return true, err
 		}
@@ -521,7 +531,7 @@ func (p *Parser) sharedDirective(args []string) (bool, error) {
 // them.
 func (p *Parser) sharedInline(tag, body string) (bool, error) {
 	switch tag {
-	case "ca", "cert", "key":
+	case "ca", "cert", "key", "extra-certs":
 		p.c.InlineSecrets = p.c.InlineSecrets || tag == "key"
 		return true, p.setPEM(tag, "<"+tag+">", []byte(body))
 	case "tls-auth", "tls-crypt":
@@ -594,6 +604,8 @@ func (p *Parser) setPEM(which, label string, b []byte) error {
 		p.c.CA = b
 	case "cert":
 		p.c.Cert = b
+	case "extra-certs":
+		p.extraCerts = append(p.extraCerts, b...)
 	default:
 		p.c.Key = b
 	}

@@ -305,3 +305,34 @@ func FuzzCheckPEM(f *testing.F) {
 		}
 	})
 }
+
+// extra-certs (a file or an inline block) is checked like a ca and
+// completes the certificate's chain: the TLS certificate carries both.
+func TestExtraCerts(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(dir+"/chain.pem", []byte(pem), 0o600)
+	os.WriteFile(dir+"/bad.pem", []byte(keyPEM), 0o600)
+	base := "client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n" + certPEM + "</cert>\n<key>\n" + keyPEM + "</key>\n" // 17 lines
+	for _, text := range []string{base + "extra-certs chain.pem\n", base + "<extra-certs>\n" + pem + "</extra-certs>\n"} {
+		c, err := Parse([]byte(text), "x.ovpn", dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(c.ExtraCerts) != pem || string(c.CertChain()) != certPEM+pem || string(c.Cert) != certPEM {
+			t.Fatalf("chain %q", c.CertChain())
+		}
+		tc, err := tls.X509KeyPair(c.CertChain(), c.Key)
+		if err != nil || len(tc.Certificate) != 2 {
+			t.Fatalf("TLS certificate: %v, %d in the chain", err, len(tc.Certificate))
+		}
+	}
+	for text, want := range map[string]string{
+		base + "extra-certs bad.pem\n":                                                      "x.ovpn:18: extra-certs: " + dir + "/bad.pem: no certificate",
+		base + "<extra-certs>\nhello\n</extra-certs>\n":                                     "x.ovpn:18: <extra-certs>: not PEM",
+		"client\nremote h\nauth-user-pass\n<ca>\n" + pem + "</ca>\nextra-certs chain.pem\n": "x.ovpn:9: extra-certs: extra-certs completes the chain of a certificate",
+	} {
+		if _, err := Parse([]byte(text), "x.ovpn", dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v, want %q", err, want)
+		}
+	}
+}

@@ -71,7 +71,7 @@ func serverTLS(c *Config) (*tls.Config, error) {
 	if c.TLSVersionMin == "1.3" {
 		minTLS = tls.VersionTLS13
 	}
-	return control.TLSConfig(control.TLSParams{CA: c.CA, Cert: c.Cert, Key: c.Key, Server: true,
+	return control.TLSConfig(control.TLSParams{CA: c.CA, Cert: c.CertChain(), Key: c.Key, Server: true,
 		RemoteCertTLS: c.RemoteCertTLS, MinVersion: minTLS, CRLFile: c.CRLVerify, PeerFingerprints: c.PeerFingerprints})
 }
 
