@@ -256,6 +256,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n" + certPEM + "</cert>\n<key>\n" + keyPEM + "</key>\n<dh>\n-----BEGIN DH PARAMETERS-----\nMAYCAQUCAQI=\n-----END DH PARAMETERS-----\n</dh>\n"))
 	f.Add([]byte("client\nremote h\n<ca>\nhello\n</ca>\n<cert>\n" + keyPEM + "</cert>\n<key>\n" + certPEM + "</key>\n"))
 	f.Add([]byte("client\nremote h\nauth-user-pass\n<ca>\n" + pem[:60] + "\n</ca>\n<tls-auth>\n-----BEGIN OpenVPN Static key V1-----\n00\n</tls-auth>\n"))
+	f.Add([]byte("client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n" + certPEM + "</cert>\n<key>\n" + keyPEM + "</key>\n<extra-certs>\n" + pem + "</extra-certs>\n"))
 	if b, err := os.ReadFile("testdata/client-aes-nopass.p12"); err == nil {
 		f.Add([]byte("client\nremote h\n<pkcs12>\n" + wrap64(b) + "</pkcs12>\n"))
 	}
@@ -271,7 +272,7 @@ func FuzzParse(f *testing.F) {
 		// What the parser accepts, the TLS set-up accepts: no credential
 		// error is left for later, without a location.
 		if err == nil && !c.KeyLocked() {
-			if _, err := control.TLSConfig(control.TLSParams{CA: c.CA, Cert: c.Cert, Key: c.Key, PeerFingerprints: c.PeerFingerprints}); err != nil {
+			if _, err := control.TLSConfig(control.TLSParams{CA: c.CA, Cert: c.CertChain(), Key: c.Key, PeerFingerprints: c.PeerFingerprints}); err != nil {
 				t.Fatalf("accepted by the parser, refused by TLS: %v", err)
 			}
 		}
