@@ -20,6 +20,7 @@ package ovpntunnel
 
 import (
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -70,8 +71,15 @@ func matrixFeatures(t *testing.T, tb *testbed) []matrixFeature {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// extra-certs: both ends' certificates are issued by an intermediate
+	// CA that only the extra-certs file holds; each end trusts the root
+	// alone, so the tunnel comes up only when both send the chain.
+	inter := tb.pki.Intermediate(t, "Wirelane Matrix Intermediate")
+	isrv, isrvKey := inter.Valid(t, "server", x509.ExtKeyUsageServerAuth)
+	icli, icliKey := inter.Valid(t, "cli1", x509.ExtKeyUsageClientAuth)
 	tb.write(t, map[string]string{"ta.key": string(ta.Format()), "tc.key": string(tc.Format()),
-		"v2s.key": string(sk.Format()), "v2c.key": string(ck.Format())})
+		"v2s.key": string(sk.Format()), "v2c.key": string(ck.Format()),
+		"int.crt": string(inter.CAPEM), "isrv.crt": string(isrv), "isrv.key": string(isrvKey), "icli.crt": string(icli), "icli.key": string(icliKey)})
 	return []matrixFeature{
 		{name: "AES-256-GCM", srv: "data-ciphers AES-256-GCM\n", cli: "", want: "AES-256-GCM", coveredBy: "TestE2EConnectToOpenVPNServerIperf"},
 		{name: "CHACHA20-POLY1305", srv: "data-ciphers CHACHA20-POLY1305\n", cli: "data-ciphers CHACHA20-POLY1305\n", want: "CHACHA20-POLY1305", coveredBy: "TestE2EConnectToOpenVPNServerIperf"},
@@ -83,6 +91,8 @@ func matrixFeatures(t *testing.T, tb *testbed) []matrixFeature {
 		{name: "AES-256-CBC (legacy)", srv: "data-ciphers AES-256-CBC\nauth SHA256\n", cli: "data-ciphers AES-256-CBC\nauth SHA256\n",
 			want: "AES-256-CBC", coveredBy: "TestE2ECBCInterop"},
 		{name: "compress stub-v2 (framing)", srv: "compress stub-v2\npush \"compress stub-v2\"\n", cli: "", coveredBy: "TestE2ECompressionFramingInterop"},
+		{name: "extra-certs (intermediate CA)", srvCreds: "ca ca.crt\ncert isrv.crt\nkey isrv.key\nextra-certs int.crt\ndh none\n",
+			cliCreds: "ca ca.crt\ncert icli.crt\nkey icli.key\nextra-certs int.crt\n", coveredBy: "TestExtraCerts (ovpn/config)"},
 		{name: "PKCS#12 (OpenSSL 3 default)", srvCreds: "pkcs12 server.p12\naskpass pass.txt\ndh none\n", cliCreds: "pkcs12 cli1.p12\naskpass pass.txt\n",
 			coveredBy: "TestE2EEncryptedKeysInterop"},
 	}
