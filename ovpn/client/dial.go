@@ -70,7 +70,7 @@ func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, erro
 	if cfg.KeyLocked() {
 		return nil, errors.New("client: the private key is encrypted and was not unlocked (askpass FILE, or Config.Unlock)")
 	}
-	tlsCfg, err := control.TLSConfig(control.TLSParams{CA: cfg.CA, Cert: cfg.Cert, Key: cfg.Key,
+	tlsCfg, err := control.TLSConfig(control.TLSParams{CA: cfg.CA, Cert: cfg.CertChain(), Key: cfg.Key,
 		RemoteCertTLS: cfg.RemoteCertTLS, VerifyX509: cfg.VerifyX509, VerifyX509Typ: cfg.VerifyX509Typ,
 		MinVersion: tlsVersion(cfg.TLSVersionMin), CRLFile: cfg.CRLVerify, PeerFingerprints: cfg.PeerFingerprints})
 	if err != nil {

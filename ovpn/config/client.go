@@ -5,6 +5,7 @@ package config
 // file is read.
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/wirelane/wirelane/ovpn/control"
@@ -338,7 +339,7 @@ func (e *clientExt) Inline(p *Parser, tag, body string) error {
 		return e.userPass(p, body, "<auth-user-pass>")
 	case "connection":
 		return e.connection(p, body)
-	case "secret", "extra-certs", "http-proxy-user-pass":
+	case "secret", "http-proxy-user-pass":
 		return p.Errorf("<"+tag+">", "inline %w", ErrUnsupported)
 	case "dh":
 		p.Warn("<dh>", "ignored (client)")
@@ -351,7 +352,7 @@ func (e *clientExt) Inline(p *Parser, tag, body string) error {
 func (e *clientExt) userPass(p *Parser, body, where string) error {
 	lines := strings.Split(strings.ReplaceAll(body, "\r", ""), "\n")
 	if len(lines) < 2 || lines[0] == "" {
-		return p.Errorf(where, "want a username line and a password line")
+		return p.CredentialError(where, errors.New("want a username line and a password line"))
 	}
 	e.cfg.AuthUserPass = true
 	e.cfg.Username, e.cfg.Password = lines[0], lines[1]

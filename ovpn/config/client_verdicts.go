@@ -12,7 +12,6 @@ import "maps"
 
 var moreRefused = map[string]string{
 	"capath":              "CA directories (give ca FILE)",
-	"extra-certs":         "extra chain certificates (append them to the cert file after the certificate)",
 	"config":              "including other configuration files",
 	"http-proxy-option":   "HTTP proxies",
 	"socks-proxy-retry":   "SOCKS proxies",

@@ -101,6 +101,10 @@ type Common struct {
 
 	// CA, Cert and Key are PEM.
 	CA, Cert, Key []byte
+	// ExtraCerts (extra-certs) are PEM certificates that complete the
+	// local certificate's chain: sent after Cert in the TLS handshake
+	// (CertChain).
+	ExtraCerts []byte
 	// TLSAuth and TLSCrypt are the control-channel static keys (at most
 	// one).
 	TLSAuth, TLSCrypt *wrap.StaticKey
@@ -167,6 +171,19 @@ type Common struct {
 	// such files are readable beyond their owner.
 	SecretFiles   []string
 	InlineSecrets bool
+}
+
+// CertChain returns the certificate followed by the extra-certs
+// certificates: what the TLS handshake sends.
+func (c *Common) CertChain() []byte {
+	if len(c.ExtraCerts) == 0 {
+		return c.Cert
+	}
+	out := append([]byte(nil), c.Cert...)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	return append(out, c.ExtraCerts...)
 }
 
 // Config is a parsed client configuration: Common and the client's

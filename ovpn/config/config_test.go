@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
@@ -221,14 +222,14 @@ func TestServerDirectivesInAClientFileAreErrors(t *testing.T) {
 }
 
 func TestSharedDirectivesFillCommon(t *testing.T) {
-	text := "client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n" + pem + "</cert>\n<key>\nK\n</key>\n" +
+	text := "client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n" + certPEM + "</cert>\n<key>\n" + keyPEM + "</key>\n" +
 		"<tls-crypt>\n" + staticKeyText() + "</tls-crypt>\ntls-version-min 1.3\ndata-ciphers CHACHA20-POLY1305\nauth SHA512\n"
 	c, err := Parse([]byte(text), "c.ovpn", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm := c.Common
-	if string(cm.CA) != pem || string(cm.Cert) != pem || string(cm.Key) != "K\n" || cm.TLSCrypt == nil || cm.TLSCrypt[7] != 7 ||
+	if string(cm.CA) != pem || string(cm.Cert) != certPEM || string(cm.Key) != keyPEM || cm.TLSCrypt == nil || cm.TLSCrypt[7] != 7 ||
 		cm.TLSVersionMin != "1.3" || cm.Auth != "SHA512" || cm.KeyDirection != wrap.Bidirectional ||
 		!slices.Equal(cm.DataCiphers, []data.Cipher{data.ChaCha20Poly1305}) || cm.RenegSec != 3600 {
 		t.Fatalf("common part: %+v", cm)
@@ -251,14 +252,29 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("client\n<connection>\nremote a 1 tcp\nproto udp\nserver-poll-timeout 3\n</connection>\ncompress lz4-v2\nallow-compression asym\n"))
 	f.Add([]byte("client\nremote h\n<pkcs12>\nMIIB\n</pkcs12>\naskpass\ndns server 0 address 10.8.0.1\ndata-ciphers-fallback AES-256-CBC\n"))
 	f.Add([]byte("client\nremote h\n<ca>\nx\n</ca>\nauth-user-pass\npush \"route 10.0.0.0\"\nserver 10.8.0.0 255.255.255.0\n"))
+	// Credentials, real and broken (#18: checked at load time).
+	f.Add([]byte("client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n" + certPEM + "</cert>\n<key>\n" + keyPEM + "</key>\n<dh>\n-----BEGIN DH PARAMETERS-----\nMAYCAQUCAQI=\n-----END DH PARAMETERS-----\n</dh>\n"))
+	f.Add([]byte("client\nremote h\n<ca>\nhello\n</ca>\n<cert>\n" + keyPEM + "</cert>\n<key>\n" + certPEM + "</key>\n"))
+	f.Add([]byte("client\nremote h\nauth-user-pass\n<ca>\n" + pem[:60] + "\n</ca>\n<tls-auth>\n-----BEGIN OpenVPN Static key V1-----\n00\n</tls-auth>\n"))
+	f.Add([]byte("client\nremote h\n<ca>\n" + pem + "</ca>\n<cert>\n" + certPEM + "</cert>\n<key>\n" + keyPEM + "</key>\n<extra-certs>\n" + pem + "</extra-certs>\n"))
+	if b, err := os.ReadFile("testdata/client-aes-nopass.p12"); err == nil {
+		f.Add([]byte("client\nremote h\n<pkcs12>\n" + wrap64(b) + "</pkcs12>\n"))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b, "f", "")
-		if err == nil && (len(c.Remotes) == 0 || len(c.CA) == 0) {
+		if err == nil && (len(c.Remotes) == 0 || len(c.CA) == 0 && len(c.PeerFingerprints) == 0 && !c.KeyLocked()) {
 			t.Fatal("accepted a config without remote or CA")
 		}
 		var ce *Error
 		if err != nil && !errors.As(err, &ce) {
 			t.Fatalf("error %v has no location", err)
+		}
+		// What the parser accepts, the TLS set-up accepts: no credential
+		// error is left for later, without a location.
+		if err == nil && !c.KeyLocked() {
+			if _, err := control.TLSConfig(control.TLSParams{CA: c.CA, Cert: c.CertChain(), Key: c.Key, PeerFingerprints: c.PeerFingerprints}); err != nil {
+				t.Fatalf("accepted by the parser, refused by TLS: %v", err)
+			}
 		}
 	})
 }
@@ -272,8 +288,8 @@ func TestChecksAfterTheLastLineNameTheirLine(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
 		{"data-ciphers", base + "verb 3\ndata-ciphers BF-CBC\n", "x.ovpn:10: data-ciphers: data: unsupported cipher \"BF-CBC\" (supported: AES-256-GCM, AES-128-GCM, CHACHA20-POLY1305; AES-256-CBC, AES-128-CBC for old servers)"},
 		{"ncp-ciphers", base + "ncp-ciphers BF-CBC\n", "x.ovpn:9: data-ciphers: data: unsupported cipher \"BF-CBC\" (supported: AES-256-GCM, AES-128-GCM, CHACHA20-POLY1305; AES-256-CBC, AES-128-CBC for old servers)"},
-		{"cert without key", base + "<cert>\n" + pem + "</cert>\n", "x.ovpn:9: cert: cert and key must be given together"},
-		{"key without cert", base + "verb 3\n<key>\nk\n</key>\n", "x.ovpn: cert: cert and key must be given together"},
+		{"cert without key", base + "<cert>\n" + certPEM + "</cert>\n", "x.ovpn:9: cert: cert and key must be given together"},
+		{"key without cert", base + "verb 3\n<key>\n" + keyPEM + "</key>\n", "x.ovpn: cert: cert and key must be given together"},
 		{"no CA", "client\nremote h\nauth-user-pass\n", "x.ovpn: ca: no CA certificate given; the server cannot be verified (give ca, or peer-fingerprint for a self-signed certificate)"},
 		{"no remote", "client\n<ca>\n" + pem + "</ca>\n", "x.ovpn: remote: no remote given"},
 		{"not a client", "remote h\n<ca>\n" + pem + "</ca>\n", "x.ovpn: not a client configuration (add `client`); server mode is not supported"},

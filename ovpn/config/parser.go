@@ -65,6 +65,13 @@ type Parser struct {
 	// ("ca" for both `ca FILE` and <ca>), so that a check made after the
 	// walk (Finish) can name the line it is about.
 	seen map[string]int
+	// from is the credential file the current line's directive read
+	// ("" for none), named in errors about its content (CredentialError);
+	// pkcs12From is the pkcs12 file, checked after the walk.
+	from, pkcs12From string
+	// extraCerts are the extra-certs certificates (PEM), appended to the
+	// certificate's chain once the certificate is known (CheckCommon).
+	extraCerts []byte
 }
 
 // Directives is implemented by an Extension that can list the directive
@@ -76,7 +83,8 @@ type Directives interface {
 // sharedNames are the directives and inline blocks the shared table
 // handles.
 var sharedNames = []string{"ca", "cert", "key", "tls-auth", "tls-crypt", "key-direction", "auth", "tls-version-min", "data-ciphers", "ncp-ciphers", "crl-verify",
-	"tls-crypt-v2", "peer-fingerprint", "compress", "comp-lzo", "allow-compression", "cipher", "data-ciphers-fallback", "pkcs12", "askpass"}
+	"tls-crypt-v2", "peer-fingerprint", "compress", "comp-lzo", "allow-compression", "cipher", "data-ciphers-fallback", "pkcs12", "askpass",
+	"extra-certs"}
 
 // Run parses text into c (the shared directives) and ext (the rest),
 // then runs ext.Finish. c holds the side's defaults; its KeyDirection
@@ -97,6 +105,7 @@ func (p *Parser) walk(text []byte) error {
 	lines := strings.Split(string(text), "\n")
 	for i := 0; i < len(lines); i++ {
 		p.Line = i + 1
+		p.from = ""
 		raw := strings.TrimSpace(strings.TrimSuffix(lines[i], "\r"))
 		if strings.HasPrefix(raw, "<") && strings.HasSuffix(raw, ">") && !strings.HasPrefix(raw, "</") {
 			tag := raw[1 : len(raw)-1]
@@ -111,6 +120,7 @@ func (p *Parser) walk(text []byte) error {
 				body = append(body, lines[i])
 			}
 			p.Line = start
+			p.from = ""
 			p.seen[tag] = start
 			if !closed {
 				return p.Errorf("<"+tag+">", "inline block not closed with </%s>", tag)
@@ -153,6 +163,19 @@ func (p *Parser) directive(args []string) error {
 	if err := p.checkRole(args[0], args[0]); err != nil {
 		return err
 	}
+	if args[0] == "dh" && len(args) == 2 && args[1] != "none" {
+		// Not used (ECDHE is), but a file OpenVPN would refuse is
+		// refused here too, with its line: the side then warns.
+		b, err := p.ReadFile("dh", args[1])
+		if err != nil {
+			return err
+		}
+		if b != nil {
+			if err := checkDH(b); err != nil {
+				return p.CredentialError("dh", err)
+			}
+		}
+	}
 	return p.ext.Directive(p, args)
 }
 
@@ -162,6 +185,11 @@ func (p *Parser) inline(tag, body string) error {
 	}
 	if err := p.checkRole(tag, "<"+tag+">"); err != nil {
 		return err
+	}
+	if tag == "dh" {
+		if err := checkDH([]byte(body)); err != nil {
+			return p.Errorf("<dh>", "%v", err)
+		}
 	}
 	return p.ext.Inline(p, tag, body)
 }
@@ -186,6 +214,20 @@ func (p *Parser) CheckCommon(peer string) error {
 	}
 	if len(p.c.CA) == 0 && p.c.CRLVerify != "" && !(p.c.keyLocked && p.c.pkcs12 != nil) {
 		return p.Errorf("crl-verify", "crl-verify needs a CA (with peer-fingerprint alone there is no issuer to check)")
+	}
+	if len(p.extraCerts) > 0 {
+		if len(p.c.Cert) == 0 && !p.c.keyLocked {
+			return p.Errorf("extra-certs", "extra-certs completes the chain of a certificate: give cert (or pkcs12)")
+		}
+		p.c.ExtraCerts = p.extraCerts
+	}
+	if len(p.c.Cert) > 0 && len(p.c.Key) > 0 && !p.c.keyLocked {
+		if err := checkKeyPair(p.c.Cert, p.c.Key); err != nil {
+			if p.c.pkcs12 != nil {
+				return p.Errorf("pkcs12", "%v", err)
+			}
+			return p.ErrorAt(p.lineOf("key"), "key", "%v (cert on line %d)", err, p.lineOf("cert"))
+		}
 	}
 	if p.c.TLSAuth != nil && p.c.TLSCrypt != nil {
 		return p.Errorf("tls-crypt", "tls-auth and tls-crypt are mutually exclusive")
@@ -289,11 +331,23 @@ func (p *Parser) ReadFile(directive, name string) ([]byte, error) {
 	if err != nil {
 		return nil, p.Errorf(directive, "%v", err)
 	}
+	p.from = path
 	switch directive {
 	case "key", "tls-auth", "tls-crypt", "tls-crypt-v2", "auth-user-pass", "pkcs12", "askpass":
 		p.c.SecretFiles = append(p.c.SecretFiles, path)
 	}
 	return b, nil
+}
+
+// CredentialError reports what is wrong with the content of a credential
+// (err) at label: the directive, whose error also names the file it read
+// ("FILE:LINE: ca: /etc/openvpn/ca.crt: ..."), or the inline block
+// ("FILE:LINE: <ca>: ...").
+func (p *Parser) CredentialError(label string, err error) error {
+	if p.from != "" && !strings.HasPrefix(label, "<") {
+		return p.Errorf(label, "%s: %v", p.from, err)
+	}
+	return p.Errorf(label, "%v", err)
 }
 
 // resolve turns a file name of a directive into a path relative to Dir.
@@ -382,7 +436,7 @@ func (p *Parser) sharedDirective(args []string) (bool, error) {
 	c := p.c
 	name := args[0]
 	switch name {
-	case "ca", "cert", "key":
+	case "ca", "cert", "key", "extra-certs":
 		if err := p.Want(args, 1, 1); err != nil {
 			return true, err
 		}
@@ -448,7 +502,10 @@ func (p *Parser) sharedDirective(args []string) (bool, error) {
 		}
 		b, err := p.ReadFile(name, args[1])
 		if err == nil && b != nil {
-			c.pkcs12 = b
+			if err := checkPKCS12(b); err != nil {
+				return true, p.CredentialError(name, err)
+			}
+			c.pkcs12, p.pkcs12From = b, p.from
 		}
 		return true, err
 	case "askpass":
@@ -474,7 +531,7 @@ func (p *Parser) sharedDirective(args []string) (bool, error) {
 // them.
 func (p *Parser) sharedInline(tag, body string) (bool, error) {
 	switch tag {
-	case "ca", "cert", "key":
+	case "ca", "cert", "key", "extra-certs":
 		p.c.InlineSecrets = p.c.InlineSecrets || tag == "key"
 		return true, p.setPEM(tag, "<"+tag+">", []byte(body))
 	case "tls-auth", "tls-crypt":
@@ -490,10 +547,13 @@ func (p *Parser) sharedInline(tag, body string) (bool, error) {
 	case "pkcs12":
 		p.c.InlineSecrets = true
 		b, err := pkcs12Inline(body)
+		if err == nil {
+			err = checkPKCS12(b)
+		}
 		if err != nil {
 			return true, p.Errorf("<pkcs12>", "%v", err)
 		}
-		p.c.pkcs12 = b
+		p.c.pkcs12, p.pkcs12From = b, ""
 	default:
 		return false, nil
 	}
@@ -537,13 +597,15 @@ func (p *Parser) crlVerify(args []string) error {
 // opening line).
 func (p *Parser) setPEM(which, label string, b []byte) error {
 	if err := checkPEM(which, b); err != nil {
-		return p.Errorf(label, "%v", err)
+		return p.CredentialError(label, err)
 	}
 	switch which {
 	case "ca":
 		p.c.CA = b
 	case "cert":
 		p.c.Cert = b
+	case "extra-certs":
+		p.extraCerts = append(p.extraCerts, b...)
 	default:
 		p.c.Key = b
 	}
@@ -553,7 +615,7 @@ func (p *Parser) setPEM(which, label string, b []byte) error {
 func (p *Parser) setStatic(which, label string, b []byte) error {
 	k, err := wrap.ParseStaticKey(b)
 	if err != nil {
-		return p.Errorf(label, "%v", err)
+		return p.CredentialError(label, err)
 	}
 	if which == "tls-auth" {
 		p.c.TLSAuth = k

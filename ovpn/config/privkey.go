@@ -7,10 +7,12 @@ package config
 //	key PEM "RSA/EC PRIVATE KEY" with Proc-Type 4,ENCRYPTED -> x509.DecryptPEMBlock
 //	key PEM "ENCRYPTED PRIVATE KEY" (PKCS#8 PBES2: PBKDF2 with
 //	    HMAC-SHA1/224/256/384/512, AES-128/192/256-CBC) -> decryptPKCS8
-//	pkcs12 FILE or <pkcs12> (base64) -> golang.org/x/crypto/pkcs12
-//	    (legacy PBE: 3DES/RC2 with SHA1, as `openssl pkcs12 -export -legacy`
-//	    writes) -> the certificate matching the key, the others as the CA
-//	    when the file names none
+//	pkcs12 FILE or <pkcs12> (base64) -> checkPKCS12 (structure, iteration
+//	    bounds) -> software.sslmate.com/src/go-pkcs12 (OpenSSL 3's default
+//	    PBES2: PBKDF2-HMAC-SHA256, AES-256-CBC, MAC SHA-256; and the legacy
+//	    PBE: 3DES/RC2 with SHA1, as `openssl pkcs12 -export -legacy` writes)
+//	    -> the certificate matching the key, the others as the CA when the
+//	    file names none
 //
 // A wrong passphrase is an error that says so; nothing here logs the
 // passphrase or the key.
@@ -24,6 +26,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/asn1"
 	"encoding/base64"
@@ -31,9 +34,10 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"math/big"
 	"strings"
 
-	"golang.org/x/crypto/pkcs12"
+	"software.sslmate.com/src/go-pkcs12"
 )
 
 // ErrPassphrase is a passphrase that does not unlock the key.
@@ -58,6 +62,11 @@ func (c *Common) Unlock(passphrase string) error {
 		key, err := decryptKeyPEM(c.Key, passphrase)
 		if err != nil {
 			return err
+		}
+		if len(c.Cert) > 0 {
+			if err := checkKeyPair(c.Cert, key); err != nil {
+				return err
+			}
 		}
 		c.Key = key
 	}
@@ -232,57 +241,31 @@ func decryptPKCS8(der []byte, passphrase string) ([]byte, error) {
 }
 
 // loadPKCS12 takes the certificate, key and (when the file gave no ca)
-// CA certificates out of the PKCS#12 file.
+// CA certificates out of the PKCS#12 file: the certificate whose public
+// key is the key's is the client's, the others are the CA.
 func (c *Common) loadPKCS12(passphrase string) error {
-	blocks, err := pkcs12.ToPEM(c.pkcs12, passphrase)
-	if err != nil {
-		switch {
-		case errors.Is(err, pkcs12.ErrIncorrectPassword):
-			return fmt.Errorf("pkcs12: %w", ErrPassphrase)
-		case strings.Contains(err.Error(), "unknown") || strings.Contains(err.Error(), "not supported"):
-			return fmt.Errorf("pkcs12: %v (files written by OpenSSL 3 with its AES default are not readable here: "+
-				"re-export with `openssl pkcs12 -export -legacy`, or give cert and key)", err)
-		}
+	if err := checkPKCS12(c.pkcs12); err != nil {
 		return fmt.Errorf("pkcs12: %v", err)
 	}
-	var key []byte
-	var leafPub any
-	for _, b := range blocks {
-		if b.Type == "PRIVATE KEY" || strings.HasSuffix(b.Type, " PRIVATE KEY") {
-			// x/crypto/pkcs12 labels EC keys (SEC1) "PRIVATE KEY" too:
-			// find the encoding that parses.
-			var k crypto.PrivateKey
-			var err error
-			typ := ""
-			for _, t := range []string{"PRIVATE KEY", "EC PRIVATE KEY", "RSA PRIVATE KEY"} {
-				if k, err = parsePrivateKey(t, b.Bytes); err == nil {
-					typ = t
-					break
-				}
-			}
-			if typ == "" {
-				return fmt.Errorf("pkcs12: private key: %v", err)
-			}
-			if s, ok := k.(crypto.Signer); ok {
-				leafPub = s.Public()
-			}
-			key = pemenc.EncodeToMemory(&pemenc.Block{Type: typ, Bytes: b.Bytes})
+	priv, first, more, err := pkcs12.DecodeChain(c.pkcs12, passphrase)
+	if err != nil {
+		if errors.Is(err, pkcs12.ErrIncorrectPassword) {
+			return fmt.Errorf("pkcs12: %w", ErrPassphrase)
 		}
+		return fmt.Errorf("pkcs12: %v", strings.TrimPrefix(err.Error(), "pkcs12: "))
 	}
-	if key == nil {
-		return errors.New("pkcs12: the file holds no private key")
+	s, ok := priv.(crypto.Signer)
+	if !ok {
+		return fmt.Errorf("pkcs12: private key of type %T is not supported", priv)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return fmt.Errorf("pkcs12: private key: %v", err)
 	}
 	var cert, cas []byte
-	for _, b := range blocks {
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		x, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			return fmt.Errorf("pkcs12: certificate: %v", err)
-		}
-		p := pemenc.EncodeToMemory(&pemenc.Block{Type: "CERTIFICATE", Bytes: b.Bytes})
-		if pk, ok := x.PublicKey.(interface{ Equal(crypto.PublicKey) bool }); ok && cert == nil && pk.Equal(leafPub) {
+	for _, x := range append([]*x509.Certificate{first}, more...) {
+		p := pemenc.EncodeToMemory(&pemenc.Block{Type: "CERTIFICATE", Bytes: x.Raw})
+		if pk, ok := x.PublicKey.(interface{ Equal(crypto.PublicKey) bool }); ok && cert == nil && pk.Equal(s.Public()) {
 			cert = p
 		} else {
 			cas = append(cas, p...)
@@ -291,9 +274,159 @@ func (c *Common) loadPKCS12(passphrase string) error {
 	if cert == nil {
 		return errors.New("pkcs12: no certificate matches the private key")
 	}
-	c.Cert, c.Key = cert, key
+	c.Cert, c.Key = cert, pemenc.EncodeToMemory(&pemenc.Block{Type: "PRIVATE KEY", Bytes: der})
 	if len(c.CA) == 0 {
 		c.CA = cas
+	}
+	return nil
+}
+
+// The outer structure of a PKCS#12 file (RFC 7292), as far as it can be
+// read without the passphrase.
+type pfxPDU struct {
+	Version  int
+	AuthSafe pfxContentInfo
+	MacData  pfxMacData `asn1:"optional"`
+}
+
+type pfxContentInfo struct {
+	ContentType asn1.ObjectIdentifier
+	Content     asn1.RawValue `asn1:"tag:0,explicit,optional"`
+}
+
+type pfxMacData struct {
+	Mac struct {
+		Algorithm algorithm
+		Digest    []byte
+	}
+	Salt       []byte
+	Iterations int `asn1:"optional,default:1"`
+}
+
+type pfxEncryptedData struct {
+	Version int
+	Info    struct {
+		ContentType asn1.ObjectIdentifier
+		Algorithm   algorithm
+		Content     asn1.RawValue `asn1:"tag:0,optional"`
+	}
+}
+
+type pbeParams struct {
+	Salt       []byte
+	Iterations int
+}
+
+var (
+	oidPKCS7Data          = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 7, 1}
+	oidPKCS7EncryptedData = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 7, 6}
+	oidShroudedKeyBag     = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 12, 10, 1, 2}
+)
+
+// checkPKCS12 reads what a PKCS#12 file shows before its passphrase is
+// known: the PFX version 3 structure, its password-protected content
+// (data), the safes inside, and every iteration count (MAC, PBES1 or
+// PBES2 of each encrypted safe) within maxIterations, so that a damaged
+// or hostile file is refused at once instead of keeping the decoder busy.
+// It is called at load time (so that a file still waiting for its
+// passphrase is known to be PKCS#12) and before every decode.
+func checkPKCS12(der []byte) error {
+	var pfx pfxPDU
+	if rest, err := asn1.Unmarshal(der, &pfx); err != nil || len(rest) != 0 {
+		return errors.New("not a PKCS#12 file (malformed DER)")
+	}
+	if pfx.Version != 3 {
+		return fmt.Errorf("PKCS#12 version %d is not supported (want 3)", pfx.Version)
+	}
+	if !pfx.AuthSafe.ContentType.Equal(oidPKCS7Data) {
+		return errors.New("only password-protected PKCS#12 files are supported (public-key protected content)")
+	}
+	if it := pfx.MacData.Iterations; len(pfx.MacData.Mac.Algorithm.Algorithm) > 0 && (it < 1 || it > maxIterations) {
+		return fmt.Errorf("MAC iteration count %d out of range (1 to %d)", it, maxIterations)
+	}
+	var content []byte
+	if rest, err := asn1.Unmarshal(pfx.AuthSafe.Content.Bytes, &content); err != nil || len(rest) != 0 {
+		return errors.New("malformed PKCS#12 content")
+	}
+	var safes []pfxContentInfo
+	if rest, err := asn1.Unmarshal(content, &safes); err != nil || len(rest) != 0 || len(safes) == 0 {
+		return errors.New("malformed PKCS#12 safes")
+	}
+	for _, ci := range safes {
+		if ci.ContentType.Equal(oidPKCS7Data) {
+			if err := checkPlainSafe(ci.Content.Bytes); err != nil {
+				return err
+			}
+			continue
+		}
+		if !ci.ContentType.Equal(oidPKCS7EncryptedData) {
+			return errors.New("PKCS#12 safe of an unsupported type (only data and password-encrypted data)")
+		}
+		var ed pfxEncryptedData
+		if rest, err := asn1.Unmarshal(ci.Content.Bytes, &ed); err != nil || len(rest) != 0 {
+			return errors.New("malformed PKCS#12 encrypted safe")
+		}
+		if err := checkPBEIterations(ed.Info.Algorithm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPlainSafe bounds the iteration counts of the shrouded key bags in
+// an unencrypted safe (where OpenSSL puts the key). Bags inside encrypted
+// safes are covered by the MAC, checked with its bounded count first.
+func checkPlainSafe(raw []byte) error {
+	var content []byte
+	if rest, err := asn1.Unmarshal(raw, &content); err != nil || len(rest) != 0 {
+		return errors.New("malformed PKCS#12 safe")
+	}
+	var bags []struct {
+		ID    asn1.ObjectIdentifier
+		Value asn1.RawValue `asn1:"tag:0,explicit"`
+		Attrs asn1.RawValue `asn1:"optional"`
+	}
+	if rest, err := asn1.Unmarshal(content, &bags); err != nil || len(rest) != 0 {
+		return errors.New("malformed PKCS#12 bags")
+	}
+	for _, b := range bags {
+		if !b.ID.Equal(oidShroudedKeyBag) {
+			continue
+		}
+		var info encryptedPrivateKeyInfo
+		if rest, err := asn1.Unmarshal(b.Value.Bytes, &info); err != nil || len(rest) != 0 {
+			return errors.New("malformed PKCS#12 key bag")
+		}
+		if err := checkPBEIterations(info.Algorithm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPBEIterations bounds the iteration count of a PBES1 (PKCS#12
+// PBE) or PBES2 algorithm.
+func checkPBEIterations(a algorithm) error {
+	it := 0
+	if a.Algorithm.Equal(oidPBES2) {
+		var p pbes2Params
+		if rest, err := asn1.Unmarshal(a.Parameters.FullBytes, &p); err != nil || len(rest) != 0 {
+			return errors.New("malformed PBES2 parameters")
+		}
+		var kp pbkdf2Params
+		if rest, err := asn1.Unmarshal(p.KDF.Parameters.FullBytes, &kp); err != nil || len(rest) != 0 {
+			return errors.New("malformed PBKDF2 parameters")
+		}
+		it = kp.Iter
+	} else {
+		var p pbeParams
+		if rest, err := asn1.Unmarshal(a.Parameters.FullBytes, &p); err != nil || len(rest) != 0 {
+			return errors.New("malformed PBE parameters")
+		}
+		it = p.Iterations
+	}
+	if it < 1 || it > maxIterations {
+		return fmt.Errorf("PBE iteration count %d out of range (1 to %d)", it, maxIterations)
 	}
 	return nil
 }
@@ -327,6 +460,9 @@ func (p *Parser) unlock() error {
 		if p.hasAskpass && errors.Is(err, ErrPassphrase) {
 			return p.Errorf("askpass", "%v", err)
 		}
+		if p.pkcs12From != "" {
+			return p.Errorf("pkcs12", "%s: %v", p.pkcs12From, err)
+		}
 		return p.Errorf("pkcs12", "%v", err)
 	case keyEncrypted(c.Key):
 		c.keyLocked = true
@@ -355,38 +491,41 @@ func pemDecode(b []byte) ([]byte, error) {
 	return blk.Bytes, nil
 }
 
-// checkPEM checks a ca, cert or key that holds PEM armour: every block
-// decodes (armour, base64, an END line), nothing but blank lines is left
-// over, certificates parse, and a key parses unless it is encrypted.
-// Content without any "-----BEGIN" line is left to the TLS set-up, which
-// refuses it without a location.
+// checkPEM checks a ca, cert or key as OpenVPN would read it: PEM
+// blocks (text around them, as easy-rsa writes before a certificate, is
+// allowed), every block decoding (armour, base64, an END line: a
+// truncated or garbled block is an error, not skipped), certificates
+// parsing, and a ca or cert holding at least one certificate, a key
+// exactly one private key that parses unless it is encrypted. Content
+// that is not PEM at all, or a block of the wrong kind (a key in <cert>),
+// is an error naming what was found.
 func checkPEM(which string, b []byte) error {
-	if !bytes.Contains(b, []byte("-----BEGIN")) {
-		return nil
-	}
 	rest := b
-	n := 0
+	var certs, keys int
+	var found []string
 	for {
 		blk, r := pemenc.Decode(rest)
 		if blk == nil {
 			break
 		}
 		rest = r
-		n++
-		switch which {
-		case "ca", "cert":
-			if blk.Type != "CERTIFICATE" {
-				continue // OpenVPN's files may hold other blocks (keys, parameters) beside the certificates
+		found = append(found, blk.Type)
+		switch {
+		case blk.Type == "CERTIFICATE":
+			certs++
+			if which == "key" {
+				continue // a key file may hold its certificate too
+			}
+			if len(blk.Headers) != 0 {
+				return fmt.Errorf("certificate %d: PEM headers in a certificate block", certs)
 			}
 			if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
-				return fmt.Errorf("certificate %d: %v", n, err)
+				return fmt.Errorf("certificate %d: %v", certs, err)
 			}
-		case "key":
+		case which == "key" && strings.HasSuffix(blk.Type, "PRIVATE KEY"):
+			keys++
 			//lint:ignore SA1019 legacy encrypted PEM keys are what old files hold
 			if blk.Type == "ENCRYPTED PRIVATE KEY" || x509.IsEncryptedPEMBlock(blk) { //nolint:staticcheck
-				continue
-			}
-			if !strings.HasSuffix(blk.Type, "PRIVATE KEY") {
 				continue
 			}
 			if _, err := parsePrivateKey(blk.Type, blk.Bytes); err != nil {
@@ -394,8 +533,57 @@ func checkPEM(which string, b []byte) error {
 			}
 		}
 	}
-	if n == 0 || bytes.Contains(rest, []byte("-----BEGIN")) {
-		return errors.New("malformed PEM (a block whose armour, base64 or END line is broken)")
+	// pem.Decode skips a block it cannot decode and goes on with the
+	// next: count the BEGIN lines to see every one was read.
+	if begins := bytes.Count(b, []byte("-----BEGIN ")); begins != len(found) {
+		return errors.New("malformed PEM (a block whose armour, base64 or END line is broken, or a truncated block)")
+	}
+	what := "a certificate (-----BEGIN CERTIFICATE-----)"
+	n := certs
+	if which == "key" {
+		what, n = "a private key (-----BEGIN PRIVATE KEY-----, or RSA/EC PRIVATE KEY)", keys
+	}
+	switch {
+	case len(found) == 0:
+		return fmt.Errorf("not PEM: want %s", what)
+	case n == 0:
+		return fmt.Errorf("no %s here; the PEM holds %s", strings.TrimPrefix(what, "a "), strings.Join(found, ", "))
+	case which == "key" && n > 1:
+		return fmt.Errorf("%d private keys; want one", n)
+	}
+	return nil
+}
+
+// checkDH checks Diffie-Hellman parameters (dh FILE or <dh>): one PEM
+// "DH PARAMETERS" block (PKCS#3: a prime and a generator, as `openssl
+// dhparam` writes) or X9.42 "X9.42 DH PARAMETERS". Wirelane uses ECDHE
+// and never these, but a file OpenVPN would refuse is refused here too.
+func checkDH(b []byte) error {
+	blk, _ := pemenc.Decode(b)
+	if blk == nil {
+		if bytes.Contains(b, []byte("-----BEGIN ")) {
+			return errors.New("malformed PEM (a block whose armour, base64 or END line is broken, or a truncated block)")
+		}
+		return errors.New("not PEM: want Diffie-Hellman parameters (-----BEGIN DH PARAMETERS-----)")
+	}
+	if blk.Type != "DH PARAMETERS" && blk.Type != "X9.42 DH PARAMETERS" {
+		return fmt.Errorf("want Diffie-Hellman parameters (-----BEGIN DH PARAMETERS-----), got %s", blk.Type)
+	}
+	var params struct {
+		P, G *big.Int
+		Rest asn1.RawValue `asn1:"optional"`
+	}
+	if _, err := asn1.Unmarshal(blk.Bytes, &params); err != nil || params.P.Sign() <= 0 || params.G.Sign() <= 0 {
+		return errors.New("malformed Diffie-Hellman parameters")
+	}
+	return nil
+}
+
+// checkKeyPair checks that an unlocked certificate and key belong
+// together, as the TLS set-up needs.
+func checkKeyPair(cert, key []byte) error {
+	if _, err := tls.X509KeyPair(cert, key); err != nil {
+		return fmt.Errorf("the certificate and key do not make a pair: %v", strings.TrimPrefix(err.Error(), "tls: "))
 	}
 	return nil
 }

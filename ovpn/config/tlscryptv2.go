@@ -5,6 +5,7 @@ package config
 // directives of both sides.
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/wirelane/wirelane/ovpn/control"
@@ -43,9 +44,9 @@ func (p *Parser) setTLSCryptV2(label string, b []byte) error {
 		k, err := wrap.ParseV2ServerKey(b)
 		if err != nil {
 			if strings.Contains(string(b), wrap.V2ClientPEM) {
-				return p.Errorf(label, "this is a client key; the server needs the server key (openvpn --genkey tls-crypt-v2-server)")
+				return p.CredentialError(label, errors.New("this is a client key; the server needs the server key (openvpn --genkey tls-crypt-v2-server)"))
 			}
-			return p.Errorf(label, "%v", err)
+			return p.CredentialError(label, err)
 		}
 		p.c.TLSCryptV2Server = k
 		return nil
@@ -53,9 +54,9 @@ func (p *Parser) setTLSCryptV2(label string, b []byte) error {
 	k, err := wrap.ParseV2ClientKey(b)
 	if err != nil {
 		if strings.Contains(string(b), wrap.V2ServerPEM) {
-			return p.Errorf(label, "this is the server key; a client needs its own client key (openvpn --genkey tls-crypt-v2-client)")
+			return p.CredentialError(label, errors.New("this is the server key; a client needs its own client key (openvpn --genkey tls-crypt-v2-client)"))
 		}
-		return p.Errorf(label, "%v", err)
+		return p.CredentialError(label, err)
 	}
 	p.c.TLSCryptV2Client = k
 	return nil

@@ -36,7 +36,7 @@ func TestTLSCryptV2Directive(t *testing.T) {
 		t.Errorf("secret files %v", c.SecretFiles)
 	}
 	for text, want := range map[string]string{
-		base + "tls-crypt-v2 server.key\n":                                                   "x.ovpn:9: tls-crypt-v2: this is the server key",
+		base + "tls-crypt-v2 server.key\n":                                                   "x.ovpn:9: tls-crypt-v2: " + filepath.Join(dir, "server.key") + ": this is the server key",
 		base + "tls-crypt-v2 client.key\n<tls-crypt>\n" + staticKeyText() + "</tls-crypt>\n": "tls-crypt-v2 cannot be combined",
 	} {
 		if _, err := Parse([]byte(text), "x.ovpn", dir); err == nil || !strings.Contains(err.Error(), want) {

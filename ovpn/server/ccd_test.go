@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -16,13 +17,13 @@ import (
 )
 
 // ccdServer is the start of a server file with a client-config-dir.
-const ccdServer = "server 10.8.0.0 255.255.255.0\nca ca.crt\ncert ca.crt\nkey ca.crt\nclient-config-dir ccd\n"
+const ccdServer = "server 10.8.0.0 255.255.255.0\nca ca.crt\ncert s.crt\nkey s.key\nclient-config-dir ccd\n"
 
 // writeCCD writes a server file (conf) and the files of its ccd
 // directory; it returns the server file's path.
 func writeCCD(t *testing.T, conf string, files map[string]string) string {
 	t.Helper()
-	dir := writeFiles(t, map[string]string{"ca.crt": "PEM\n", "server.conf": conf})
+	dir := writeFiles(t, map[string]string{"ca.crt": testpki.FixtureCA, "s.crt": testpki.FixtureCert, "s.key": testpki.FixtureKey, "server.conf": conf})
 	if err := os.Mkdir(filepath.Join(dir, "ccd"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestParseConfigClientConfigDirErrors(t *testing.T) {
 		{ccdServer, map[string]string{"bob": "keepalive 10 60\n"}, "ccd/bob:1: keepalive: it belongs in the server's"},
 		{ccdServer, map[string]string{"bob": "iroute 10.1.0.1 255.255.0.0\n"}, "ccd/bob:1: iroute: 10.1.0.1/16 has host bits set"},
 		{strings.Replace(ccdServer, "client-config-dir ccd", "client-config-dir nowhere", 1), nil, "server.conf:5: client-config-dir: open"},
-		{"server 10.8.0.0 255.255.255.0\nca ca.crt\ncert ca.crt\nkey ca.crt\nccd-exclusive\n", nil, "server.conf:5: ccd-exclusive: needs client-config-dir"},
+		{"server 10.8.0.0 255.255.255.0\nca ca.crt\ncert s.crt\nkey s.key\nccd-exclusive\n", nil, "server.conf:5: ccd-exclusive: needs client-config-dir"},
 		{"server 10.8.0.0 255.255.255.0\niroute 10.1.0.0 255.255.0.0\n", nil, "server.conf:2: iroute: only allowed in a client-config-dir file"},
 		{"server 10.8.0.0 255.255.255.0\ndisable\n", nil, "server.conf:2: disable: only allowed in a client-config-dir file"},
 	} {

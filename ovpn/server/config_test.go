@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ func writeFiles(t *testing.T, files map[string]string) string {
 func TestParseConfigFull(t *testing.T) {
 	var k wrap.StaticKey
 	k[5] = 9
-	dir := writeFiles(t, map[string]string{"ca.crt": "CA PEM\n", "server.crt": "CERT\n", "ta.key": string(k.Format())})
+	dir := writeFiles(t, map[string]string{"ca.crt": testpki.FixtureCA, "server.crt": testpki.FixtureCert, "ta.key": string(k.Format())})
 	text := `# comment
 mode server
 tls-server
@@ -40,8 +41,7 @@ server 10.8.0.0 255.255.255.0
 ca ca.crt
 cert server.crt
 <key>
-KEY PEM
-</key>
+` + testpki.FixtureKey + `</key>
 tls-auth ta.key 0
 auth SHA256
 dh none
@@ -65,7 +65,7 @@ persist-key
 	if c.Listen != netip.MustParseAddrPort("127.0.0.1:11940") || c.Proto != UDP || c.Network != netip.MustParsePrefix("10.8.0.0/24") {
 		t.Fatalf("listen %v proto %v network %v", c.Listen, c.Proto, c.Network)
 	}
-	if string(c.CA) != "CA PEM\n" || string(c.Cert) != "CERT\n" || string(c.Key) != "KEY PEM\n" {
+	if string(c.CA) != testpki.FixtureCA || string(c.Cert) != testpki.FixtureCert || string(c.Key) != testpki.FixtureKey {
 		t.Fatalf("PEM %q %q %q", c.CA, c.Cert, c.Key)
 	}
 	if c.TLSAuth == nil || *c.TLSAuth != k || c.KeyDirection != wrap.Direction0 || c.Auth != "SHA256" {
@@ -83,13 +83,13 @@ persist-key
 	if c.Ping != 10 || c.PingRestart != 60 || !c.ClientToClient || !c.DuplicateCN || c.MaxClients != 10 || c.RenegSec != 120 || c.RemoteCertTLS != "client" {
 		t.Fatalf("%+v", c)
 	}
-	if len(c.Warnings) != 3 || c.Warnings[0].Directive != "dh" || c.Warnings[2].Line != 29 {
+	if len(c.Warnings) != 3 || c.Warnings[0].Directive != "dh" || c.Warnings[2].Line != 31 {
 		t.Fatalf("warnings %v", c.Warnings)
 	}
 }
 
 func TestParseConfigDefaults(t *testing.T) {
-	c, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\nproto tcp6-server\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"), "s.conf", "")
+	c, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\nproto tcp6-server\n"+testpki.FixtureInline), "s.conf", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,46 +99,46 @@ func TestParseConfigDefaults(t *testing.T) {
 }
 
 func TestParseConfigErrors(t *testing.T) {
-	const base = "server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"
+	const base = "server 10.8.0.0 255.255.255.0\n" + testpki.FixtureInline
 	for _, tc := range []struct {
 		name, text string
 		line       int
 		want       string
 	}{
-		{"no pool", "<ca>\nx\n</ca>\n", 0, "no `server NET MASK`"},
+		{"no pool", "<ca>\n" + testpki.FixtureCA + "</ca>\n", 0, "no `server NET MASK`"},
 		{"no CA", "server 10.8.0.0 255.255.255.0\n", 0, "no CA certificate"},
 		{"host bits", "server 10.8.0.1 255.255.255.0\n", 1, "has host bits set"},
 		{"bad mask", "server 10.8.0.0 255.0.255.0\n", 1, "non-contiguous netmask"},
 		{"tiny pool", "server 10.8.0.0 255.255.255.252\n", 1, "/29 or larger"},
-		{"compression pushed, not framed", base + "push \"compress stub-v2\"\n", 11, "s.conf:11: push: clients are told to use compress stub-v2 framing, but the server's own is none"},
-		{"compression pushed, other framing", base + "comp-lzo no\npush \"compress stub-v2\"\n", 12, "the server's own is comp-lzo"},
-		{"bad pushed compression", base + "push \"compress lz5\"\n", 11, "unknown algorithm"},
-		{"net30", base + "topology net30\n", 11, "topology \"net30\""},
-		{"tls-crypt-v2", base + "tls-crypt-v2 k.key\n", 11, "tls-crypt-v2"},
-		{"client directive", base + "remote 1.2.3.4\n", 11, "client directive"},
+		{"compression pushed, not framed", base + "push \"compress stub-v2\"\n", 17, "s.conf:17: push: clients are told to use compress stub-v2 framing, but the server's own is none"},
+		{"compression pushed, other framing", base + "comp-lzo no\npush \"compress stub-v2\"\n", 18, "the server's own is comp-lzo"},
+		{"bad pushed compression", base + "push \"compress lz5\"\n", 17, "unknown algorithm"},
+		{"net30", base + "topology net30\n", 17, "topology \"net30\""},
+		{"tls-crypt-v2", base + "tls-crypt-v2 k.key\n", 17, "tls-crypt-v2"},
+		{"client directive", base + "remote 1.2.3.4\n", 17, "client directive"},
 		{"unclosed block", "<ca>\nx\n", 1, "not closed"},
-		{"bad quote", base + "push \"route 1.2.3.4\n", 11, "unterminated quote"},
-		{"push ifconfig", base + "push \"ifconfig 10.8.0.9 255.255.255.0\"\n", 11, "pushed by the server itself"},
-		{"push comma", base + "push \"route 1.2.3.4,x\"\n", 11, "comma"},
-		{"bad cipher", base + "data-ciphers BF-CBC\n", 11, "s.conf:11: data-ciphers: data: unsupported cipher"},
-		{"bad ncp-ciphers", base + "ncp-ciphers BF-CBC\n", 11, "s.conf:11: data-ciphers: data: unsupported cipher"},
+		{"bad quote", base + "push \"route 1.2.3.4\n", 17, "unterminated quote"},
+		{"push ifconfig", base + "push \"ifconfig 10.8.0.9 255.255.255.0\"\n", 17, "pushed by the server itself"},
+		{"push comma", base + "push \"route 1.2.3.4,x\"\n", 17, "comma"},
+		{"bad cipher", base + "data-ciphers BF-CBC\n", 17, "s.conf:17: data-ciphers: data: unsupported cipher"},
+		{"bad ncp-ciphers", base + "ncp-ciphers BF-CBC\n", 17, "s.conf:17: data-ciphers: data: unsupported cipher"},
 		{"no CA names no line", "server 10.8.0.0 255.255.255.0\n", 0, "s.conf: ca: no CA certificate given"},
-		{"cert without key", "server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n", 5, "s.conf:5: cert: the server needs both cert and key"},
-		{"bad keepalive", base + "keepalive 10 15\n", 11, "at least twice"},
-		{"bad port", base + "port 70000\n", 11, "bad number"},
-		{"client key direction", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\nkey-direction 1\n", 31, "s.conf:31: key-direction: a server uses key direction 0"},
+		{"cert without key", "server 10.8.0.0 255.255.255.0\n<ca>\n" + testpki.FixtureCA + "</ca>\n<cert>\n" + testpki.FixtureCert + "</cert>\n", 7, "s.conf:7: cert: the server needs both cert and key"},
+		{"bad keepalive", base + "keepalive 10 15\n", 17, "at least twice"},
+		{"bad port", base + "port 70000\n", 17, "bad number"},
+		{"client key direction", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\nkey-direction 1\n", 37, "s.conf:37: key-direction: a server uses key direction 0"},
 		{"file refs forbidden", "ca ca.crt\n", 1, "file references are not allowed"},
-		{"tap", base + "dev tap0\n", 11, "only tun devices"},
-		{"server-ipv6 IPv4", base + "server-ipv6 10.9.0.0/24\n", 11, "want an IPv6 prefix"},
-		{"server-ipv6 /120", base + "server-ipv6 fd42::/120\n", 11, "/64 to /112"},
-		{"server-ipv6 host bits", base + "server-ipv6 fd42::1/64\n", 11, "has host bits set"},
-		{"server-ipv6 too small", "server 10.8.0.0 255.255.0.0\nserver-ipv6 fd42::/112\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n",
+		{"tap", base + "dev tap0\n", 17, "only tun devices"},
+		{"server-ipv6 IPv4", base + "server-ipv6 10.9.0.0/24\n", 17, "want an IPv6 prefix"},
+		{"server-ipv6 /120", base + "server-ipv6 fd42::/120\n", 17, "/64 to /112"},
+		{"server-ipv6 host bits", base + "server-ipv6 fd42::1/64\n", 17, "has host bits set"},
+		{"server-ipv6 too small", "server 10.8.0.0 255.255.0.0\nserver-ipv6 fd42::/112\n" + testpki.FixtureInline,
 			2, "too small for the 65533 clients"},
-		{"ifconfig-ipv6", base + "ifconfig-ipv6 fd42::1/64 fd42::2\n", 11, "use server-ipv6"},
-		{"push ifconfig-ipv6", base + "push \"ifconfig-ipv6 fd42::9/64 fd42::1\"\n", 11, "pushed by the server itself"},
-		{"route-ipv6 gateway", base + "route-ipv6 fd99::/64 fd42::7\n", 11, "gateways"},
-		{"route-ipv6 IPv4", base + "route-ipv6 10.0.0.0/8\n", 11, "want an IPv6 prefix"},
-		{"both wraps", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\n<tls-crypt>\n" + string(new(wrap.StaticKey).Format()) + "</tls-crypt>\n", 31, "s.conf:31: tls-crypt: tls-auth and tls-crypt are mutually exclusive"},
+		{"ifconfig-ipv6", base + "ifconfig-ipv6 fd42::1/64 fd42::2\n", 17, "use server-ipv6"},
+		{"push ifconfig-ipv6", base + "push \"ifconfig-ipv6 fd42::9/64 fd42::1\"\n", 17, "pushed by the server itself"},
+		{"route-ipv6 gateway", base + "route-ipv6 fd99::/64 fd42::7\n", 17, "gateways"},
+		{"route-ipv6 IPv4", base + "route-ipv6 10.0.0.0/8\n", 17, "want an IPv6 prefix"},
+		{"both wraps", base + "<tls-auth>\n" + string(new(wrap.StaticKey).Format()) + "</tls-auth>\n<tls-crypt>\n" + string(new(wrap.StaticKey).Format()) + "</tls-crypt>\n", 37, "s.conf:37: tls-crypt: tls-auth and tls-crypt are mutually exclusive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.text), "s.conf", "")
@@ -154,7 +154,7 @@ func TestParseConfigErrors(t *testing.T) {
 }
 
 func TestClientDirectivesInAServerFileAreErrors(t *testing.T) {
-	const base = "server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n" // 10 lines
+	const base = "server 10.8.0.0 255.255.255.0\n" + testpki.FixtureInline // 16 lines
 	for _, line := range []string{
 		"client", "tls-client", "pull", "remote 192.0.2.1 1194", "remote-random", "nobind", "auth-user-pass",
 		"resolv-retry infinite", "connect-retry 5", "route-nopull", "pull-filter ignore route", "http-proxy p 8080",
@@ -171,8 +171,8 @@ func TestClientDirectivesInAServerFileAreErrors(t *testing.T) {
 			t.Errorf("%s: got %v, want a wrong-side *ConfigError", line, err)
 			continue
 		}
-		want := "s.conf:12: " + name + ": a client directive in a server configuration"
-		if ce.Line != 12 || !strings.HasPrefix(err.Error(), want) {
+		want := "s.conf:18: " + name + ": a client directive in a server configuration"
+		if ce.Line != 18 || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s: got %q, want %q", line, err, want)
 		}
 	}
@@ -184,7 +184,7 @@ func TestClientDirectivesInAServerFileAreErrors(t *testing.T) {
 func TestOneModelForBothSides(t *testing.T) {
 	var k wrap.StaticKey
 	k[1] = 42
-	shared := "<ca>\nCA\n</ca>\n<cert>\nCERT\n</cert>\n<key>\nKEY\n</key>\n<tls-auth>\n" + string(k.Format()) + "</tls-auth>\n" +
+	shared := testpki.FixtureInline + "<tls-auth>\n" + string(k.Format()) + "</tls-auth>\n" +
 		"key-direction 0\nauth SHA256\ntls-version-min 1.3\ndata-ciphers AES-128-GCM:CHACHA20-POLY1305\nkeepalive 5 30\n"
 	srv, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\n"+shared), "s.conf", "")
 	if err != nil {
@@ -200,11 +200,11 @@ func TestOneModelForBothSides(t *testing.T) {
 }
 
 func FuzzParseConfig(f *testing.F) {
-	f.Add([]byte("server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\npush \"route 10.1.0.0 255.255.0.0\"\n"))
+	f.Add([]byte("server 10.8.0.0 255.255.255.0\n" + testpki.FixtureInline + "push \"route 10.1.0.0 255.255.0.0\"\n"))
 	f.Add([]byte("port 1\nproto tcp\nkeepalive 1 2\n<tls-crypt>\n-----BEGIN OpenVPN Static key V1-----\n00\n</tls-crypt>\n"))
 	f.Add([]byte("push 'a \\\" b'\n\"\n<x>\n"))
-	f.Add([]byte("server 10.8.0.0 255.255.0.0\nserver-ipv6 fd42::/112\nroute-ipv6 fd99::/64\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"))
-	f.Add([]byte("server-ipv6 fd42::/64\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"))
+	f.Add([]byte("server 10.8.0.0 255.255.0.0\nserver-ipv6 fd42::/112\nroute-ipv6 fd99::/64\n" + testpki.FixtureInline))
+	f.Add([]byte("server-ipv6 fd42::/64\n" + testpki.FixtureInline))
 	f.Add([]byte("server 10.8.0.0 255.255.255.0\nclient\nremote h\n<auth-user-pass>\nu\np\n</auth-user-pass>\n"))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		c, err := ParseConfig(text, "fuzz.conf", "")
@@ -251,7 +251,7 @@ func TestPool(t *testing.T) {
 
 func TestParseConfigIPv6(t *testing.T) {
 	c, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\nserver-ipv6 fd42:42::/64\nroute-ipv6 fd99::/64\n"+
-		"push \"route-ipv6 fd99::/64\"\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"), "s.conf", "")
+		"push \"route-ipv6 fd99::/64\"\n"+testpki.FixtureInline), "s.conf", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestParseConfigIPv6(t *testing.T) {
 // holds all of its client slots.
 func TestParseConfigIPv6Only(t *testing.T) {
 	for _, pfx := range []string{"fd42:42::/64", "fd42:42::/112"} {
-		c, err := ParseConfig([]byte("server-ipv6 "+pfx+"\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"), "s.conf", "")
+		c, err := ParseConfig([]byte("server-ipv6 "+pfx+"\n"+testpki.FixtureInline), "s.conf", "")
 		if err != nil {
 			t.Fatalf("%s: %v", pfx, err)
 		}
@@ -338,12 +338,12 @@ func TestMaskString(t *testing.T) {
 // TestMisspeltServerDirectivesGetSuggestions checks that an unknown
 // directive's warning in a server file names the likely one, at its line.
 func TestMisspeltServerDirectivesGetSuggestions(t *testing.T) {
-	const base = "server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n" // 10 lines
+	const base = "server 10.8.0.0 255.255.255.0\n" + testpki.FixtureInline // 16 lines
 	for _, c := range []struct{ line, want string }{
-		{"keepalve 10 60", "line 11: keepalve: unknown directive ignored; did you mean keepalive?"},
-		{"duplicat-cn", "line 11: duplicat-cn: unknown directive ignored; did you mean duplicate-cn?"},
-		{"data-cipher AES-256-GCM", "line 11: data-cipher: unknown directive ignored; did you mean data-ciphers?"},
-		{"frobnicate", "line 11: frobnicate: unknown directive ignored"},
+		{"keepalve 10 60", "line 17: keepalve: unknown directive ignored; did you mean keepalive?"},
+		{"duplicat-cn", "line 17: duplicat-cn: unknown directive ignored; did you mean duplicate-cn?"},
+		{"data-cipher AES-256-GCM", "line 17: data-cipher: unknown directive ignored; did you mean data-ciphers?"},
+		{"frobnicate", "line 17: frobnicate: unknown directive ignored"},
 	} {
 		cfg, err := ParseConfig([]byte(base+c.line+"\n"), "s.conf", "")
 		if err != nil {

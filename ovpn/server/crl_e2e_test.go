@@ -41,7 +41,8 @@ func TestParseConfigCRLVerify(t *testing.T) {
 	dir := t.TempDir()
 	ca := testpki.New(t, "CA")
 	writeFile(t, filepath.Join(dir, "crl.pem"), ca.CurrentCRL(t, big.NewInt(3)))
-	base := "server 10.8.0.0 255.255.255.0\n<ca>\n" + string(ca.CAPEM) + "</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"
+	cert, key := ca.Valid(t, "server", x509.ExtKeyUsageServerAuth)
+	base := "server 10.8.0.0 255.255.255.0\n<ca>\n" + string(ca.CAPEM) + "</ca>\n<cert>\n" + string(cert) + "</cert>\n<key>\n" + string(key) + "</key>\n"
 	c, err := ParseConfig([]byte(base+"crl-verify crl.pem\n"), "s.conf", dir)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"os"
 	"regexp"
 	"strings"
@@ -51,8 +52,8 @@ func TestEveryOpenVPNDirectiveHasAServerVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const srvBase = "server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"
-	cliBase := "client\nremote h\nauth-user-pass\n<ca>\nx\n</ca>\n"
+	const srvBase = "server 10.8.0.0 255.255.255.0\n" + testpki.FixtureInline
+	cliBase := "client\nremote h\nauth-user-pass\n<ca>\n" + testpki.FixtureCA + "</ca>\n"
 	var unknown, rows []string
 	for _, n := range strings.Fields(string(b)) {
 		scfg, serr := ParseConfig([]byte(srvBase+n+"\n"), "s.conf", "")

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"strings"
 	"testing"
 	"time"
@@ -32,11 +33,11 @@ func TestExplicitExitNotify(t *testing.T) {
 			t.Fatalf("notify %d: %v", tc.notify, err)
 		}
 	}
-	cfg, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\nexplicit-exit-notify 2\n"), "s.conf", "")
+	cfg, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\n"+testpki.FixtureInline+"explicit-exit-notify 2\n"), "s.conf", "")
 	if err != nil || cfg.ExplicitExitNotify != 2 {
 		t.Fatalf("%v %v", cfg, err)
 	}
-	if _, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\n<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\nexplicit-exit-notify 3\n"), "s.conf", ""); err == nil || !strings.Contains(err.Error(), "s.conf:11: explicit-exit-notify") {
+	if _, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\n"+testpki.FixtureInline+"explicit-exit-notify 3\n"), "s.conf", ""); err == nil || !strings.Contains(err.Error(), "s.conf:17: explicit-exit-notify") {
 		t.Fatalf("explicit-exit-notify 3: %v", err)
 	}
 }

@@ -71,7 +71,7 @@ func serverTLS(c *Config) (*tls.Config, error) {
 	if c.TLSVersionMin == "1.3" {
 		minTLS = tls.VersionTLS13
 	}
-	return control.TLSConfig(control.TLSParams{CA: c.CA, Cert: c.Cert, Key: c.Key, Server: true,
+	return control.TLSConfig(control.TLSParams{CA: c.CA, Cert: c.CertChain(), Key: c.Key, Server: true,
 		RemoteCertTLS: c.RemoteCertTLS, MinVersion: minTLS, CRLFile: c.CRLVerify, PeerFingerprints: c.PeerFingerprints})
 }
 
@@ -368,8 +368,8 @@ func (p *ReloadPlan) diff(a, b *live) {
 	if string(o.CA) != string(n.CA) {
 		line("ca: changed")
 	}
-	if string(o.Cert) != string(n.Cert) || string(o.Key) != string(n.Key) {
-		line("cert/key: changed (used from the next handshake, renegotiations included)")
+	if string(o.Cert) != string(n.Cert) || string(o.Key) != string(n.Key) || string(o.ExtraCerts) != string(n.ExtraCerts) {
+		line("cert/key/extra-certs: changed (used from the next handshake, renegotiations included)")
 	}
 	if o.RemoteCertTLS != n.RemoteCertTLS {
 		line("remote-cert-tls: %q -> %q", o.RemoteCertTLS, n.RemoteCertTLS)

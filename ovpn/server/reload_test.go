@@ -207,6 +207,7 @@ func TestReloadCoversEveryField(t *testing.T) {
 		"CA":                  func(c *Config) { c.CA = append(slices.Clone(c.CA), other.pki.CAPEM...) },
 		"Cert":                func(c *Config) { c.Cert, c.Key = other.srvCert, other.srvKey },
 		"Key":                 func(c *Config) { c.Cert, c.Key = other.srvCert, other.srvKey },
+		"ExtraCerts":          func(c *Config) { c.ExtraCerts = other.pki.CAPEM },
 		"TLSAuth":             func(c *Config) { c.TLSAuth = f.static },
 		"TLSCrypt":            func(c *Config) { c.TLSCrypt = f.static },
 		"KeyDirection":        func(c *Config) { c.KeyDirection = 1 },

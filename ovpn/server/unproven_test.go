@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"net/netip"
 	"strings"
 	"testing"
@@ -68,7 +69,7 @@ func TestConnectFreqEnforced(t *testing.T) {
 }
 
 func TestParseConnectFreq(t *testing.T) {
-	const creds = "<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"
+	const creds = testpki.FixtureInline
 	for _, tc := range []struct {
 		line string
 		ok   bool
@@ -89,7 +90,7 @@ func TestParseConnectFreq(t *testing.T) {
 // user, group and chroot are refused with their line, not ignored: the
 // server would otherwise run as root while the file says it does not.
 func TestPrivilegeDropDirectivesRefused(t *testing.T) {
-	const creds = "<ca>\nx\n</ca>\n<cert>\nx\n</cert>\n<key>\nx\n</key>\n"
+	const creds = testpki.FixtureInline
 	for _, line := range []string{"user nobody", "group nogroup", "chroot /var/empty"} {
 		_, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\n"+line+"\n"+creds), "s.conf", "")
 		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "s.conf:2") {

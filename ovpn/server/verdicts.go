@@ -12,7 +12,7 @@ import "maps"
 var moreServerUnsupported = map[string]string{
 	"auth-user-pass-optional": "username/password checks", "capath": "CA directories (give ca FILE)",
 	"client-nat": "client NAT rules", "config": "including other configuration files", "disable": "per-client configuration",
-	"extra-certs": "extra chain certificates (append them to the cert file)", "ifconfig-push": "per-client addresses",
+	"ifconfig-push":      "per-client addresses",
 	"ifconfig-ipv6-push": "per-client addresses", "iroute-ipv6": "client subnets", "push-remove": "per-client configuration",
 	"push-reset": "per-client configuration", "port-share": "port sharing with another server", "mark": "marking packets for policy routing",
 	"bind-dev": "binding the socket to a device or VRF", "no-replay": "turning replay protection off",

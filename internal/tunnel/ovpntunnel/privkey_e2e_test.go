@@ -9,13 +9,19 @@ package ovpntunnel
 //	  c1 192.168.89.2  ==========veth==========  s1 192.168.89.1
 //
 // Wirelane's end reads its key as an encrypted PKCS#8 key (PBES2, AES-256)
-// with askpass FILE, then as a PKCS#12 file (3DES, with the CA inside);
-// OpenVPN's end reads the same formats with the same passphrase file.
-// Ping and a short iperf3 each way.
+// with askpass FILE, then as PKCS#12 files made by the real `openssl
+// pkcs12 -export` (with the CA inside): 3DES; OpenSSL 3's default (PBES2
+// with PBKDF2-HMAC-SHA256 and AES-256-CBC, MAC SHA-256) with a passphrase
+// and with an empty one; -legacy (RC2 and 3DES, MAC SHA-1) with a
+// passphrase and with an empty one. OpenVPN's end reads the same formats
+// with the same passphrase file (with OpenSSL's legacy provider loaded for
+// -legacy, which OpenSSL 3 needs for RC2). Ping and a short iperf3 each
+// way.
 
 import (
 	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,12 +45,36 @@ func TestE2EEncryptedKeysInterop(t *testing.T) {
 		openssl("pkcs8", "-topk8", "-in", key, "-v2", "aes-256-cbc", "-v2prf", "hmacWithSHA256", "-passout", "file:pass.txt", "-out", who+"-enc.key")
 		openssl("pkcs12", "-export", "-in", cert, "-inkey", key, "-certfile", "ca.crt", "-keypbe", "PBE-SHA1-3DES", "-certpbe", "PBE-SHA1-3DES",
 			"-macalg", "sha1", "-passout", "file:pass.txt", "-out", who+".p12")
+		base := []string{"pkcs12", "-export", "-in", cert, "-inkey", key, "-certfile", "ca.crt"}
+		openssl(append(base, "-passout", "file:pass.txt", "-out", who+"-aes.p12")...)
+		openssl(append(base, "-passout", "pass:", "-out", who+"-aes-nopass.p12")...)
+		openssl(append(base, "-legacy", "-passout", "file:pass.txt", "-out", who+"-legacy.p12")...)
+		openssl(append(base, "-legacy", "-passout", "pass:", "-out", who+"-legacy-nopass.p12")...)
+	}
+	// The files are what OpenSSL 3 writes by default and with -legacy.
+	for f, want := range map[string]string{"cli1-aes.p12": "PBES2, PBKDF2, AES-256-CBC", "cli1-legacy.p12": "pbeWithSHA1And40BitRC2-CBC"} {
+		cmd := exec.Command("openssl", "pkcs12", "-in", f, "-info", "-noout", "-passin", "file:pass.txt", "-legacy")
+		cmd.Dir = tb.dir
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("openssl pkcs12 -info %s: %v: %s (want %q)", f, err, out, want)
+		}
 	}
 	creds := map[string]func(who string) string{
 		"encrypted PKCS#8": func(who string) string {
 			return "ca ca.crt\ncert " + who + ".crt\nkey " + who + "-enc.key\naskpass pass.txt\n"
 		},
-		"PKCS#12": func(who string) string { return "pkcs12 " + who + ".p12\naskpass pass.txt\n" },
+		"PKCS#12":                   func(who string) string { return "pkcs12 " + who + ".p12\naskpass pass.txt\n" },
+		"PKCS#12 OpenSSL 3 default": func(who string) string { return "pkcs12 " + who + "-aes.p12\naskpass pass.txt\n" },
+		"PKCS#12 OpenSSL 3 default, no passphrase": func(who string) string { return "pkcs12 " + who + "-aes-nopass.p12\n" },
+		"PKCS#12 -legacy":                          func(who string) string { return "pkcs12 " + who + "-legacy.p12\naskpass pass.txt\n" },
+		"PKCS#12 -legacy, no passphrase":           func(who string) string { return "pkcs12 " + who + "-legacy-nopass.p12\n" },
+	}
+	// OpenVPN's own end needs OpenSSL's legacy provider for RC2.
+	ovpnCred := func(name, who string) string {
+		if strings.Contains(name, "-legacy") {
+			return creds[name](who) + "providers legacy default\n"
+		}
+		return creds[name](who)
 	}
 	traffic := func(t *testing.T, addr string) {
 		netns.Run(t, tb.cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", addr)
@@ -55,7 +85,8 @@ func TestE2EEncryptedKeysInterop(t *testing.T) {
 		}
 	}
 	i := 0
-	for _, name := range []string{"encrypted PKCS#8", "PKCS#12"} {
+	for _, name := range []string{"encrypted PKCS#8", "PKCS#12", "PKCS#12 OpenSSL 3 default", "PKCS#12 OpenSSL 3 default, no passphrase",
+		"PKCS#12 -legacy", "PKCS#12 -legacy, no passphrase"} {
 		cred := creds[name]
 		net, port := fmt.Sprintf("10.14.%d", 2*i), 1400+2*i
 		n := i
@@ -63,7 +94,7 @@ func TestE2EEncryptedKeysInterop(t *testing.T) {
 			conf, prof := fmt.Sprintf("ovs%d.conf", n), fmt.Sprintf("wlc%d.ovpn", n)
 			tb.write(t, map[string]string{
 				conf: fmt.Sprintf("port %d\nproto udp4\nlocal 192.168.89.1\ndev ovs%d\ndev-type tun\ntopology subnet\n"+
-					"server %s.0 255.255.255.0\n%sdh none\ndisable-dco\nkeepalive 10 60\nverb 3\n", port, n, net, cred("server")),
+					"server %s.0 255.255.255.0\n%sdh none\ndisable-dco\nkeepalive 10 60\nverb 3\n", port, n, net, ovpnCred(name, "server")),
 				prof: fmt.Sprintf("client\ndev tun\nremote 192.168.89.1 %d udp\nnobind\nremote-cert-tls server\n%s", port, cred("cli1")),
 			})
 			tb.startOpenVPN(t, tb.srvNS, conf)
@@ -79,7 +110,7 @@ func TestE2EEncryptedKeysInterop(t *testing.T) {
 				conf: fmt.Sprintf("port %d\nproto udp4\ndev wls%d\ntun-mtu 1400\ntopology subnet\nserver %s.0 255.255.255.0\n%skeepalive 10 60\n",
 					port, n, net, cred("server")),
 				prof: fmt.Sprintf("client\ndev ovc%d\ndev-type tun\nremote 192.168.89.1 %d udp4\nnobind\nremote-cert-tls server\n%sdisable-dco\nverb 3\n",
-					n, port, cred("cli1")),
+					n, port, ovpnCred(name, "cli1")),
 			})
 			srv := startHelper(t, tb.srvNS, "serve", tb.path(conf))
 			srv.waitFor(t, "listening on udp", 10*time.Second)

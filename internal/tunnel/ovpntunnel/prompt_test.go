@@ -2,6 +2,7 @@ package ovpntunnel
 
 import (
 	"fmt"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,14 +120,14 @@ func TestCredentialsWithoutATerminal(t *testing.T) {
 	stdin = r
 	t.Cleanup(func() { stdin = old })
 	file := filepath.Join(t.TempDir(), "p.ovpn")
-	os.WriteFile(file, []byte("client\nremote 192.0.2.1\nauth-user-pass\n<ca>\nx\n</ca>\n"), 0o600)
+	os.WriteFile(file, []byte("client\nremote 192.0.2.1\nauth-user-pass\n<ca>\n"+testpki.FixtureCA+"</ca>\n"), 0o600)
 	errOut := capture(t)
 	code := Connect(ConnectOptions{File: file, MTU: 1500})
 	if want := "uses auth-user-pass without credentials; pass --auth-file FILE (username line, password line) or run on a terminal"; code != 2 ||
 		!strings.Contains(errOut.String(), want) {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
-	os.WriteFile(file, []byte("client\nremote 192.0.2.1\n<auth-user-pass>\nbob\npw\n</auth-user-pass>\nstatic-challenge \"PIN\" 1\n<ca>\nx\n</ca>\n"), 0o600)
+	os.WriteFile(file, []byte("client\nremote 192.0.2.1\n<auth-user-pass>\nbob\npw\n</auth-user-pass>\nstatic-challenge \"PIN\" 1\n<ca>\n"+testpki.FixtureCA+"</ca>\n"), 0o600)
 	errOut.Reset()
 	if code := Connect(ConnectOptions{File: file, MTU: 1500}); code != 2 || !strings.Contains(errOut.String(), `static-challenge "PIN": the response must be typed`) {
 		t.Fatalf("static-challenge: exit %d, stderr:\n%s", code, errOut)

@@ -109,6 +109,13 @@ func planRoutes(server netip.Addr, push *control.PushReply, block bool) routePla
 	var p routePlan
 	gw4 := push.Remote
 	gw6 := gateway6(push.Local6, push.Remote6)
+	if gw4.IsValid() && push.Local.IsValid() && !push.Local.Contains(gw4) {
+		// net30 and p2p: the interface has a /32 and the peer address
+		// (ifconfig LOCAL PEER) is not on it; OpenVPN sets it as the
+		// address's peer, this routes it on-link, so that routes via it
+		// can be added.
+		p.routes = append(p.routes, routeSpec{netip.PrefixFrom(gw4, 32), netip.Addr{}})
+	}
 	for _, r := range push.Routes {
 		if r.Addr().Is4() {
 			p.routes = append(p.routes, routeSpec{r.Masked(), gw4})

@@ -69,6 +69,9 @@ func TestPlanRoutes(t *testing.T) {
 		want   string
 		block  bool // block-ipv6
 	}{
+		{"net30: the peer on-link first, then routes via it", v4,
+			[]string{"route 10.23.0.1", "topology net30", "ifconfig 10.23.0.6 10.23.0.5", "redirect-gateway def1"},
+			"outside 192.0.2.1\n10.23.0.5/32 on-link\n10.23.0.1/32 via 10.23.0.5\n0.0.0.0/1 via 10.23.0.5\n128.0.0.0/1 via 10.23.0.5", false},
 		{"IPv4 routes, IPv6 route without an IPv6 address", v4,
 			append(slices.Clone(base), "route 10.98.0.0 255.255.255.0", "route-ipv6 fd99::/64"),
 			"10.98.0.0/24 via 10.8.0.1\nIPv6 route fd99::/64 skipped (no IPv6 address pushed)", false},

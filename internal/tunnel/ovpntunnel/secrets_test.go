@@ -1,6 +1,7 @@
 package ovpntunnel
 
 import (
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,8 +25,8 @@ func TestSecretFileWarnings(t *testing.T) {
 		return p
 	}
 	pass := write("pass.txt", "user\npw\n", 0o644)
-	keyFile := write("client.key", "KEY\n", 0o640)
-	cfgFile := write("c.ovpn", "client\nremote 192.0.2.1 1194\nkey client.key\n<ca>\nCA\n</ca>\n<cert>\nCERT\n</cert>\n<auth-user-pass>\nu\np\n</auth-user-pass>\n", 0o644)
+	keyFile := write("client.key", testpki.FixtureKey, 0o640)
+	cfgFile := write("c.ovpn", "client\nremote 192.0.2.1 1194\nkey client.key\n<ca>\n"+testpki.FixtureCA+"</ca>\n<cert>\n"+testpki.FixtureCert+"</cert>\n<auth-user-pass>\nu\np\n</auth-user-pass>\n", 0o644)
 	cfg, err := config.ParseFile(cfgFile)
 	if err != nil {
 		t.Fatal(err)
