@@ -30,9 +30,21 @@ type Config struct {
 	Store store.Store
 	// Options are those of wgtunnel.Reload (engine, logging, firewall).
 	Options wgtunnel.Options
-	// Apply changes the running gateway into cfg; nil means
+	// Apply changes the running gateway into cfg, the whole of it: the
+	// device is read and compared (a full reload). nil means
 	// wgtunnel.Reload with Options. Unit tests pass their own.
 	Apply func(ctx context.Context, cfg *wgquick.Config) error
+	// SetPeers changes only the fleet's peers, from old (what the agent
+	// applied last) to now, cfg being the whole configuration wanted;
+	// the device is not read. nil means wgtunnel.SetPeers with Options
+	// when Apply is nil too, else Apply every time. An error wrapping
+	// wgtunnel.ErrNeedsReload makes the agent call Apply instead.
+	SetPeers func(ctx context.Context, cfg *wgquick.Config, old, now []wgquick.Peer) error
+	// ReconcileEvery is how often a full apply runs even when nothing
+	// changed in the store, to put back what was changed on the device
+	// behind the agent's back (default 1 minute). A full apply also runs
+	// at start and after every fresh list of the store (a resync).
+	ReconcileEvery time.Duration
 	// Log receives what the agent does; nil = slog.Default().
 	Log *slog.Logger
 	// StatusFile is where the status is written; "" = nowhere.
@@ -77,11 +89,10 @@ type Status struct {
 // Agent keeps one gateway in step with its fleet.
 type Agent struct {
 	cfg    Config
-	g      *gateway.Gateway
-	self   Self
 	prefix string
-	key    string // this site's record key
-	record []byte // this site's record
+	key    string      // this site's record key
+	pub    wgquick.Key // this site's public key
+	site   string      // this site's name
 	log    *slog.Logger
 
 	kick      chan struct{} // asks the apply loop to run
@@ -90,13 +101,28 @@ type Agent struct {
 
 	wmu sync.Mutex // serialises writeStatus
 
+	// applyMu serialises applies (the apply loop's and Update's).
+	applyMu sync.Mutex
+
 	mu sync.Mutex // guards every field below
+	// g is the gateway's file, self what resolve needs of it, record
+	// this site's record; Update replaces them.
+	g      *gateway.Gateway
+	self   Self
+	record []byte
 	// records is the record set by key, at revision rev.
 	records map[string]store.KV
 	rev     int64
 	st      Status
-	// applied is the fingerprint of the fleet peers last applied.
-	applied string
+	// applied is the fingerprint of the fleet peers last applied, and
+	// appliedPeers those peers: the agent's own record of what the device
+	// holds, from which a change is sent as the peers that differ.
+	applied      string
+	appliedPeers []wgquick.Peer
+	// full asks the next apply to be a full one (the device read and
+	// compared): at start, after a resync or a failure, for a new file.
+	full     bool
+	lastFull time.Time
 }
 
 // New checks cfg and returns an Agent; Run starts it.
@@ -111,7 +137,7 @@ func New(cfg Config) (*Agent, error) {
 	f := g.Fleet
 	a := &Agent{cfg: cfg, g: g, prefix: f.Prefix, log: cfg.Log,
 		kick: make(chan struct{}, 1), resync: make(chan struct{}, 1), republish: make(chan struct{}, 1),
-		records: map[string]store.KV{}}
+		records: map[string]store.KV{}, full: true}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -119,38 +145,99 @@ func New(cfg Config) (*Agent, error) {
 	if a.cfg.ApplyDelay == 0 {
 		a.cfg.ApplyDelay = 50 * time.Millisecond
 	}
+	if a.cfg.ReconcileEvery == 0 {
+		a.cfg.ReconcileEvery = time.Minute
+	}
 	if a.cfg.Apply == nil {
 		o := cfg.Options
 		a.cfg.Apply = func(ctx context.Context, c *wgquick.Config) error {
 			_, err := wgtunnel.Reload(ctx, c, wgtunnel.ReloadOptions{Options: o})
 			return err
 		}
+		if a.cfg.SetPeers == nil {
+			a.cfg.SetPeers = func(ctx context.Context, c *wgquick.Config, old, now []wgquick.Peer) error {
+				_, err := wgtunnel.SetPeers(ctx, c, old, now, o)
+				return err
+			}
+		}
 	}
-	a.self = Self{Name: f.Site, PublicKey: g.PrivateKey.PublicKey(), Networks: f.Networks, Location: f.Location,
+	a.self, a.record = selfOf(g)
+	a.key, a.pub, a.site = f.Prefix+SitesKey+f.Site, a.self.PublicKey, f.Site
+	a.st = Status{Gateway: g.Name, Prefix: f.Prefix, Site: f.Site, PID: os.Getpid()}
+	return a, nil
+}
+
+// selfOf is what resolve needs of gateway g, and g's site record.
+func selfOf(g *gateway.Gateway) (Self, []byte) {
+	f := g.Fleet
+	self := Self{Name: f.Site, PublicKey: g.PrivateKey.PublicKey(), Networks: f.Networks, Location: f.Location,
 		Addresses: g.Addresses, Keepalive: f.PersistentKeepalive}
 	for _, s := range g.Sites {
-		a.self.Static = append(a.self.Static, StaticSite{Name: s.Name, PublicKey: s.PublicKey, Networks: s.Networks})
+		self.Static = append(self.Static, StaticSite{Name: s.Name, PublicKey: s.PublicKey, Networks: s.Networks})
 		if ap, err := netip.ParseAddrPort(s.Endpoint); err == nil {
-			a.self.Protected = append(a.self.Protected, ap.Addr())
+			self.Protected = append(self.Protected, ap.Addr())
 		}
 	}
 	for _, ep := range f.PublicEndpoints {
 		if ap, err := netip.ParseAddrPort(ep); err == nil {
-			a.self.Protected = append(a.self.Protected, ap.Addr())
+			self.Protected = append(self.Protected, ap.Addr())
 		}
 	}
 	for _, e := range f.Endpoints {
 		if u, err := url.Parse(e); err == nil {
 			if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
-				a.self.Protected = append(a.self.Protected, ip)
+				self.Protected = append(self.Protected, ip)
 			}
 		}
 	}
-	a.key = f.Prefix + SitesKey + f.Site
-	rec := Record{Name: f.Site, PublicKey: a.self.PublicKey, Endpoints: f.PublicEndpoints, Networks: f.Networks, Location: f.Location}
-	a.record = rec.Encode()
-	a.st = Status{Gateway: g.Name, Prefix: f.Prefix, Site: f.Site, PID: os.Getpid()}
-	return a, nil
+	rec := Record{Name: f.Site, PublicKey: self.PublicKey, Endpoints: f.PublicEndpoints, Networks: f.Networks, Location: f.Location}
+	return self, rec.Encode()
+}
+
+// ErrRestart is Update's answer to a file whose change the running agent
+// cannot take: another store (endpoints, TLS files), prefix, site name or
+// private key. The caller stops this agent and starts a new one; the
+// gateway keeps its peers meanwhile.
+var ErrRestart = errors.New("the fleet's store, prefix, site or key changed: the agent must be restarted")
+
+// NeedsRestart reports whether the agent of old cannot take now with
+// Update (ErrRestart).
+func NeedsRestart(old, now *gateway.Gateway) bool {
+	if now.Fleet == nil || old.Fleet == nil || now.PrivateKey == nil || old.PrivateKey == nil {
+		return true
+	}
+	a, b := old.Fleet, now.Fleet
+	return !slices.Equal(a.Endpoints, b.Endpoints) || a.CAFile != b.CAFile || a.CertFile != b.CertFile || a.KeyFile != b.KeyFile ||
+		a.Prefix != b.Prefix || a.Site != b.Site || *old.PrivateKey != *now.PrivateKey || old.Name != now.Name
+}
+
+// Update makes the running agent take gateway g, a new reading of its
+// file (keys loaded): its static sites, addresses and interface settings,
+// and its fleet settings (networks, endpoints, location, lease, keepalive)
+// are applied in place by a full apply, the fleet's peers kept; a changed
+// record is published again. A change Update cannot take is ErrRestart,
+// and nothing changes. Update returns once the apply ran; its error, if
+// any, is that of the apply (the gateway is then as it was, and the agent
+// tries again).
+func (a *Agent) Update(ctx context.Context, g *gateway.Gateway) error {
+	a.mu.Lock()
+	old := a.g
+	a.mu.Unlock()
+	if NeedsRestart(old, g) {
+		return ErrRestart
+	}
+	self, rec := selfOf(g)
+	a.mu.Lock()
+	a.g, a.self, a.full = g, self, true
+	changed := string(rec) != string(a.record)
+	a.record = rec
+	a.mu.Unlock()
+	if changed {
+		signal(a.republish)
+	}
+	a.applyMu.Lock()
+	defer a.applyMu.Unlock()
+	return a.apply(ctx)
 }
 
 // Run publishes, watches and applies until ctx is done; then it revokes
@@ -228,7 +315,18 @@ func (a *Agent) reachable(ok bool, err error) {
 	}
 }
 
-func (a *Agent) ttl() time.Duration { return a.g.Fleet.LeaseTTL }
+func (a *Agent) ttl() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.g.Fleet.LeaseTTL
+}
+
+// rec is this site's record as it is to be published.
+func (a *Agent) rec() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.record
+}
 
 // callTimeout bounds one store call.
 func (a *Agent) callTimeout() time.Duration { return max(a.ttl()/3, time.Second) }
@@ -245,6 +343,7 @@ var errTaken = errors.New("taken")
 // publish puts this site's record bound to lease, unless the key holds
 // another site's record.
 func (a *Agent) publish(ctx context.Context, lease store.LeaseID) error {
+	rec := a.rec()
 	return a.call(ctx, func(ctx context.Context) error {
 		kv, found, err := a.cfg.Store.Get(ctx, a.key)
 		if err != nil {
@@ -253,16 +352,16 @@ func (a *Agent) publish(ctx context.Context, lease store.LeaseID) error {
 		cond := store.IfAbsent
 		if found {
 			r, err := DecodeRecord(a.key, kv.Value)
-			if err == nil && r.PublicKey != a.self.PublicKey {
-				a.setPublish(false, fmt.Sprintf("the site name %q is taken by public key %s; this site is not published until that record goes", a.self.Name, r.PublicKey.String()))
+			if err == nil && r.PublicKey != a.pub {
+				a.setPublish(false, fmt.Sprintf("the site name %q is taken by public key %s; this site is not published until that record goes", a.site, r.PublicKey.String()))
 				return errTaken
 			}
-			if kv.Lease == lease && string(kv.Value) == string(a.record) {
+			if kv.Lease == lease && string(kv.Value) == string(rec) {
 				return nil
 			}
 			cond = store.Cond(kv.ModRev)
 		}
-		return a.cfg.Store.Put(ctx, a.key, a.record, lease, cond)
+		return a.cfg.Store.Put(ctx, a.key, rec, lease, cond)
 	})
 }
 
@@ -280,7 +379,8 @@ func (a *Agent) setPublish(ok bool, msg string) {
 }
 
 func (a *Agent) publishLoop(ctx context.Context) {
-	var lease store.LeaseID
+	var lease, stale store.LeaseID
+	var leaseTTL time.Duration
 	defer func() {
 		if lease != 0 {
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -300,7 +400,7 @@ func (a *Agent) publishLoop(ctx context.Context) {
 				backoff()
 				continue
 			}
-			lease = id
+			lease, leaseTTL = id, a.ttl()
 		}
 		switch err := a.publish(ctx, lease); {
 		case errors.Is(err, errTaken):
@@ -322,6 +422,11 @@ func (a *Agent) publishLoop(ctx context.Context) {
 		a.reachable(true, nil)
 		a.setPublish(true, "")
 		a.log.Info("published", "record", a.key, "lease", fmt.Sprintf("%x", lease))
+		if stale != 0 {
+			// The lease of the old TTL, which the record no longer holds.
+			a.call(ctx, func(ctx context.Context) error { return a.cfg.Store.Revoke(ctx, stale) })
+			stale = 0
+		}
 	alive:
 		for {
 			woke := sleep(ctx, a.ttl()/3, a.republish)
@@ -329,6 +434,11 @@ func (a *Agent) publishLoop(ctx context.Context) {
 				return
 			}
 			if woke {
+				if a.ttl() != leaseTTL {
+					// A new lease_ttl (Update): a new lease, the record
+					// moved onto it, then the old one revoked.
+					stale, lease = lease, 0
+				}
 				break alive // the record changed or went: put it again
 			}
 			err := a.call(ctx, func(ctx context.Context) error { return a.cfg.Store.KeepAlive(ctx, lease) })
@@ -377,8 +487,10 @@ func (a *Agent) syncLoop(ctx context.Context) {
 		}
 		a.rev = rev
 		mine, ok := a.records[a.key]
+		differs := !ok || string(mine.Value) != string(a.record)
+		a.full = true // a fresh list: the next apply reads the device
 		a.mu.Unlock()
-		if !ok || string(mine.Value) != string(a.record) {
+		if differs {
 			signal(a.republish)
 		}
 		signal(a.kick)
@@ -434,11 +546,17 @@ func (a *Agent) events(r store.WatchResponse) {
 }
 
 func (a *Agent) applyLoop(ctx context.Context) {
+	reconcile := time.NewTicker(a.cfg.ReconcileEvery)
+	defer reconcile.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-a.kick:
+		case <-reconcile.C:
+			a.mu.Lock()
+			a.full = true
+			a.mu.Unlock()
 		}
 		sleep(ctx, a.cfg.ApplyDelay, nil)
 		if ctx.Err() != nil {
@@ -448,7 +566,10 @@ func (a *Agent) applyLoop(ctx context.Context) {
 		case <-a.kick:
 		default:
 		}
-		if err := a.apply(ctx); err != nil && ctx.Err() == nil {
+		a.applyMu.Lock()
+		err := a.apply(ctx)
+		a.applyMu.Unlock()
+		if err != nil && ctx.Err() == nil {
 			a.log.Warn("apply failed; trying again", "err", err)
 			sleep(ctx, time.Second, nil)
 			signal(a.kick)
@@ -456,8 +577,11 @@ func (a *Agent) applyLoop(ctx context.Context) {
 	}
 }
 
-// apply resolves the record set and reloads the gateway when its fleet
-// peers changed.
+// apply resolves the record set and changes the gateway when its fleet
+// peers changed: as the peers that differ from those it applied last
+// (SetPeers, the device not read), or by a full apply (the whole
+// configuration compared with the device) at start, after a resync or a
+// failure, for a new file, and every ReconcileEvery.
 func (a *Agent) apply(ctx context.Context) error {
 	a.mu.Lock()
 	kvs := make([]store.KV, 0, len(a.records))
@@ -465,20 +589,33 @@ func (a *Agent) apply(ctx context.Context) error {
 		kvs = append(kvs, kv)
 	}
 	rev := a.rev
+	g, self := a.g, a.self
+	full := a.full || a.appliedPeers == nil || time.Since(a.lastFull) >= a.cfg.ReconcileEvery
+	old := a.appliedPeers
 	a.mu.Unlock()
-	peers, states := resolve(&a.self, a.prefix, kvs)
+	peers, states := resolve(&self, a.prefix, kvs)
 	fp := fingerprint(peers)
 	a.mu.Lock()
 	same := fp == a.applied
 	a.mu.Unlock()
 	var err error
-	if !same {
-		cfg := a.g.Config()
+	how := "full"
+	if !same || full {
+		cfg := g.Config()
 		cfg.Peers = append(cfg.Peers, peers...)
 		start := time.Now()
-		err = a.cfg.Apply(ctx, cfg)
-		if err == nil {
-			a.log.Info("applied the fleet", "peers", len(peers), "revision", rev, "took", time.Since(start).Round(time.Millisecond))
+		if !full && a.cfg.SetPeers != nil {
+			how = "peers"
+			err = a.cfg.SetPeers(ctx, cfg, old, peers)
+			if errors.Is(err, wgtunnel.ErrNeedsReload) {
+				how, full = "full", true
+			}
+		}
+		if full || a.cfg.SetPeers == nil {
+			err = a.cfg.Apply(ctx, cfg)
+		}
+		if err == nil && !same {
+			a.log.Info("applied the fleet", "peers", len(peers), "revision", rev, "how", how, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
 	if err == nil && !same {
@@ -486,12 +623,16 @@ func (a *Agent) apply(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	if err == nil {
-		a.applied = fp
+		a.applied, a.appliedPeers = fp, peers
 		a.st.ApplyError = ""
+		if full {
+			a.full, a.lastFull = false, time.Now()
+		}
 		if !same {
 			a.st.LastApply = time.Now()
 		}
 	} else {
+		a.full = true // what the device holds is not known: read it next
 		a.st.ApplyError = err.Error()
 	}
 	conflicts, insync := 0, 0
@@ -506,10 +647,10 @@ func (a *Agent) apply(ctx context.Context) error {
 			}
 		}
 	}
-	old := a.st.Sites
+	prev := a.st.Sites
 	a.st.Sites, a.st.Known, a.st.InSync, a.st.Conflicts, a.st.Revision = states, len(states), insync, conflicts, rev
 	a.mu.Unlock()
-	reportConflicts(a.log, old, states)
+	reportConflicts(a.log, prev, states)
 	a.writeStatus()
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,17 +41,75 @@ func testGateway(t *testing.T, site, networks, extra string) *gateway.Gateway {
 	return g
 }
 
-// fakeDevice records what the agent applies.
+// fakeDevice records what the agent applies: apply takes a whole
+// configuration (a full reload), setPeers changes the peers it holds by
+// the difference between old and now (as wgtunnel.SetPeers sends it).
 type fakeDevice struct {
 	mu    sync.Mutex
 	cfg   *wgquick.Config
-	calls int
+	calls int // applies of either kind
+	full  int // full applies
+	// sent is how many peers the last setPeers changed; changes counts
+	// the applies that changed the peers (a flap would).
+	sent, changes int
 }
 
 func (d *fakeDevice) apply(_ context.Context, c *wgquick.Config) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.cfg, d.calls = c, d.calls+1
+	if d.cfg == nil || peerSet(d.cfg.Peers) != peerSet(c.Peers) {
+		d.changes++
+	}
+	d.cfg, d.calls, d.full = c, d.calls+1, d.full+1
+	return nil
+}
+
+// peerSet identifies peers in any order.
+func peerSet(ps []wgquick.Peer) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, fingerprint([]wgquick.Peer{p}))
+	}
+	slices.Sort(s)
+	return strings.Join(s, "\n")
+}
+
+func (d *fakeDevice) setPeers(_ context.Context, c *wgquick.Config, old, now []wgquick.Peer) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cfg == nil {
+		d.cfg = &wgquick.Config{}
+	}
+	peers := map[wgquick.Key]wgquick.Peer{}
+	for _, p := range d.cfg.Peers {
+		peers[p.PublicKey] = p
+	}
+	was := map[wgquick.Key]wgquick.Peer{}
+	for _, p := range old {
+		was[p.PublicKey] = p
+	}
+	d.sent = 0
+	for _, p := range old {
+		if !slices.ContainsFunc(now, func(q wgquick.Peer) bool { return q.PublicKey == p.PublicKey }) {
+			delete(peers, p.PublicKey)
+			d.sent++
+		}
+	}
+	for _, p := range now {
+		if o, ok := was[p.PublicKey]; !ok || fingerprint([]wgquick.Peer{o}) != fingerprint([]wgquick.Peer{p}) {
+			peers[p.PublicKey] = p
+			d.sent++
+		}
+	}
+	n := *d.cfg
+	n.Peers = nil
+	for _, p := range peers {
+		n.Peers = append(n.Peers, p)
+	}
+	d.cfg, d.calls = &n, d.calls+1
+	if d.sent > 0 {
+		d.changes++
+	}
 	return nil
 }
 
@@ -82,7 +141,7 @@ type runningAgent struct {
 func start(t *testing.T, st store.Store, g *gateway.Gateway) *runningAgent {
 	t.Helper()
 	dev := &fakeDevice{}
-	a, err := New(Config{Gateway: g, Store: st, Apply: dev.apply, ApplyDelay: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	a, err := New(Config{Gateway: g, Store: st, Apply: dev.apply, SetPeers: dev.setPeers, ApplyDelay: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +290,7 @@ func TestUnreachableStoreKeepsThePeersAndResyncs(t *testing.T) {
 	start(t, m, gb)
 	eventually(t, "mesh", func() bool { return ra.dev.peers()[pub(gb)] != "" })
 	ra.dev.mu.Lock()
-	calls := ra.dev.calls
+	changes := ra.dev.changes
 	ra.dev.mu.Unlock()
 	m.SetDown(true)
 	eventually(t, "unreachable reported", func() bool { return !ra.a.Status().StoreReachable })
@@ -241,13 +300,13 @@ func TestUnreachableStoreKeepsThePeersAndResyncs(t *testing.T) {
 	}
 	m.SetDown(false)
 	eventually(t, "reachable again", func() bool { return ra.a.Status().StoreReachable })
-	// No change: nothing applied again (no flapping).
+	// No change: the resync's full apply changes no peer (no flapping).
 	time.Sleep(300 * time.Millisecond)
 	ra.dev.mu.Lock()
-	again := ra.dev.calls
+	again := ra.dev.changes
 	ra.dev.mu.Unlock()
-	if again != calls {
-		t.Fatalf("%d applies after a resync without change, want none", again-calls)
+	if again != changes {
+		t.Fatalf("%d applies changed the peers after a resync without change, want none", again-changes)
 	}
 	gc := testGateway(t, "c", `"10.3.0.0/16"`, "")
 	start(t, m, gc)
@@ -389,3 +448,75 @@ func TestAGatewayStartedWhileTheStoreIsDownUsesItsCache(t *testing.T) {
 		t.Fatal("reachable while down")
 	}
 }
+
+// TestAChangeIsSentAsTheChangedPeersOnly: once the fleet is applied, one
+// record that changes is sent to the device as that one peer (SetPeers),
+// not as a full apply that reads the device.
+func TestAChangeIsSentAsTheChangedPeersOnly(t *testing.T) {
+	m := store.NewMem()
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	ra := start(t, m, ga)
+	eventually(t, "published", func() bool { return ra.a.Status().Published })
+	keys := map[int]wgquick.Key{}
+	put := func(i int, network string) {
+		k, ok := keys[i]
+		if !ok {
+			pk, _ := wgquick.GeneratePrivateKey()
+			k = pk.PublicKey()
+			keys[i] = k
+		}
+		rec := Record{Name: "s" + string(rune('a'+i)), PublicKey: k, Networks: []netip.Prefix{netip.MustParsePrefix(network)}}
+		m.Put(context.Background(), "/t/sites/"+rec.Name, rec.Encode(), 0, store.Always)
+	}
+	for i := 0; i < 20; i++ {
+		put(i, "10.100."+itoa(i)+".0/24")
+	}
+	eventually(t, "all applied", func() bool { return ra.a.Status().InSync == 21 && len(ra.dev.peers()) == 20 })
+	time.Sleep(100 * time.Millisecond)
+	ra.dev.mu.Lock()
+	full := ra.dev.full
+	ra.dev.mu.Unlock()
+	put(7, "10.200.0.0/24")
+	eventually(t, "the change applied", func() bool { return ra.dev.peers()[keys[7].String()] == "10.200.0.0/24" })
+	ra.dev.mu.Lock()
+	defer ra.dev.mu.Unlock()
+	if ra.dev.full != full {
+		t.Errorf("%d full applies for one changed record, want none", ra.dev.full-full)
+	}
+	if ra.dev.sent != 1 {
+		t.Errorf("the change sent %d peers, want 1", ra.dev.sent)
+	}
+	if len(ra.dev.cfg.Peers) != 20 {
+		t.Errorf("the device holds %d peers, want 20", len(ra.dev.cfg.Peers))
+	}
+}
+
+// TestAPeerChangedBehindTheAgentIsReconciled: the agent sends changes
+// from its own record of what it applied, so a peer removed from the
+// device by someone else is put back by the next full apply (every
+// ReconcileEvery, and at every resync).
+func TestAPeerChangedBehindTheAgentIsReconciled(t *testing.T) {
+	m := store.NewMem()
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	gb := testGateway(t, "b", `"10.2.0.0/16"`, "")
+	dev := &fakeDevice{}
+	a, err := New(Config{Gateway: ga, Store: m, Apply: dev.apply, SetPeers: dev.setPeers, ApplyDelay: 10 * time.Millisecond,
+		ReconcileEvery: 300 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	start(t, m, gb)
+	eventually(t, "b a peer", func() bool { return dev.peers()[pub(gb)] == "10.2.0.0/16" })
+	dev.mu.Lock()
+	n := *dev.cfg
+	n.Peers = nil // someone else removed it (wg set IF peer KEY remove)
+	dev.cfg = &n
+	dev.mu.Unlock()
+	eventually(t, "b put back", func() bool { return dev.peers()[pub(gb)] == "10.2.0.0/16" })
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
