@@ -70,10 +70,14 @@ func gatewayFleetUp(g *gateway.Gateway) int {
 	gone := make(chan struct{})
 	go func() {
 		// A gateway taken down under the agent (`gateway down`, its
-		// daemon killed) must not stay announced: leave the fleet.
+		// daemon killed) must not stay announced: leave the fleet. The
+		// look is a connect to the daemon's socket, not a UAPI get,
+		// which of thousands of peers costs the daemon time and memory.
+		d := &wgtunnel.Daemon{}
+		defer d.Close()
 		for actx.Err() == nil {
 			time.Sleep(2 * time.Second)
-			if st, err := wgtunnel.Status(g.Name, wgtunnel.Options{}); err == nil && !st.Up {
+			if !d.InUse(g.Name) {
 				fmt.Fprintf(os.Stderr, "%s: %s is no longer up; leaving the fleet\n", prog, g.Name)
 				close(gone)
 				leave()

@@ -590,7 +590,7 @@ func (a *Agent) apply(ctx context.Context) error {
 	}
 	rev := a.rev
 	g, self := a.g, a.self
-	full := a.full || a.appliedPeers == nil || time.Since(a.lastFull) >= a.cfg.ReconcileEvery
+	full := a.full || time.Since(a.lastFull) >= a.cfg.ReconcileEvery
 	old := a.appliedPeers
 	a.mu.Unlock()
 	peers, states := resolve(&self, a.prefix, kvs)
