@@ -98,7 +98,7 @@ func reloadGateway(arg string, dry bool) int {
 		return fail(err)
 	}
 	if g.Fleet != nil {
-		return fail(fmt.Errorf("%s is in fleet %s: its agent (%s gateway up) owns its peers; restart the agent to apply a changed file", g.Name, g.Fleet.Prefix, prog))
+		return reloadFleetGateway(g, dry)
 	}
 	if err := loadGatewayKeys(g); err != nil {
 		return fail(err)

@@ -101,6 +101,9 @@ type Host struct {
 	// reloadMu serialises reloads (reload.go); taken before mu.
 	reloadMu sync.Mutex
 	publish  func(service.Event) // guarded by mu; nil before Watch and after stop
+
+	fleetMu sync.Mutex           // guards fleets; taken after mu, never before
+	fleets  map[string]*fleetRun // the fleet agents the service runs, by tunnel (fleet.go)
 }
 
 var _ service.Host = (*Host)(nil)
@@ -143,6 +146,7 @@ func (h *Host) Close() error {
 	for _, r := range runs {
 		r.stop()
 	}
+	h.closeFleets()
 	if h.ownEngine {
 		return h.eng.Close()
 	}
@@ -207,7 +211,7 @@ func (h *Host) tunnelOf(e *entry) service.Tunnel {
 			rt.Peers = []service.Peer{}
 		}
 		if e.kind == service.KindGateway {
-			rt.Fleet = fleetOf(e.iface)
+			rt.Fleet = h.fleetOf(e.name, e.iface)
 		}
 		return rt
 	default:

@@ -42,6 +42,27 @@ func (h *Host) Reload(ctx context.Context, name string, dry bool) (service.Reloa
 	snap := *e
 	h.mu.Unlock()
 
+	if snap.kind == service.KindGateway {
+		if r, handled, err := h.reloadFleet(ctx, &snap, dry); handled {
+			if err != nil || dry || len(r.Changes) == 0 {
+				if r.Changes == nil {
+					r.Changes = []string{}
+				}
+				return r, err
+			}
+			res = r
+			h.log.Info("tunnel reloaded", "tunnel", name, "changes", len(res.Changes))
+			names := peerNames(snap.kind, snap.path)
+			h.mu.Lock()
+			if e := h.entries[name]; e != nil {
+				e.names = names
+				snap = *e
+			}
+			h.mu.Unlock()
+			h.emit(&snap, "reloaded")
+			return res, nil
+		}
+	}
 	switch snap.kind {
 	case service.KindWireGuard, service.KindGateway:
 		cfg, err := h.wgConfig(&snap, true)

@@ -121,6 +121,7 @@ func (h *Host) look() {
 		}
 	}
 	h.mu.Unlock()
+	h.fleetLook(out)
 	for i := range out {
 		c := &out[i]
 		if c.tunnels != "" {

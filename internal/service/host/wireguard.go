@@ -59,8 +59,12 @@ func (h *Host) wgConfig(e *entry, withKeys bool) (*wgquick.Config, error) {
 // upWireGuard brings a WireGuard or gateway tunnel up.
 func (h *Host) upWireGuard(ctx context.Context, e *entry) error {
 	if e.kind == service.KindGateway {
-		if err := refuseFleet(e.path); err != nil {
+		g, err := h.loadFleetGateway(e)
+		if err != nil {
 			return err
+		}
+		if g != nil {
+			return h.upFleet(ctx, e, g)
 		}
 	}
 	cfg, err := h.wgConfig(e, true)
@@ -76,6 +80,9 @@ func (h *Host) upWireGuard(ctx context.Context, e *entry) error {
 // downWireGuard takes a WireGuard or gateway tunnel down. A file that no
 // longer parses (or none) still lets the interface go, without its hooks.
 func (h *Host) downWireGuard(e *entry) error {
+	if e.kind == service.KindGateway {
+		h.stopFleet(e.name, true) // leave the fleet first: the others drop the site
+	}
 	cfg := &wgquick.Config{Name: e.iface, Path: e.path}
 	if e.path != "" {
 		if c, err := h.wgConfig(e, false); err == nil {
@@ -90,9 +97,12 @@ func (h *Host) downWireGuard(e *entry) error {
 // wgUp reports whether a WireGuard device of that interface runs here:
 // its daemon answers, and the interface is in this network namespace
 // (UAPI sockets are shared by all namespaces).
+//
+// The look is the engine's InUse (a connect to the daemon's socket), not
+// a UAPI get: the periodic look asks it every second, and a get of a
+// gateway's thousands of fleet peers costs its daemon time and memory.
 func (h *Host) wgUp(iface string) bool {
-	st, err := wgtunnel.Status(iface, wgtunnel.Options{Engine: h.eng})
-	return err == nil && st.Up && linkHere(iface)
+	return h.eng.InUse(iface) && linkHere(iface)
 }
 
 // configError turns the parsers' located errors into the service's

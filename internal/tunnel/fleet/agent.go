@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wirelane/wirelane/internal/tunnel/fleet/store"
@@ -81,9 +82,13 @@ type Status struct {
 	Conflicts int       `json:"conflicts"`
 	LastApply time.Time `json:"last_apply,omitzero"`
 	// ApplyError is the last apply's failure ("" after a success).
-	ApplyError string      `json:"apply_error,omitempty"`
-	Updated    time.Time   `json:"updated"`
-	Sites      []SiteState `json:"sites"`
+	ApplyError string `json:"apply_error,omitempty"`
+	// Reloaded is when the gateway's file was last reloaded into the
+	// agent (NoteReload), ReloadError why that failed ("" = it did not).
+	Reloaded    time.Time   `json:"reloaded,omitzero"`
+	ReloadError string      `json:"reload_error,omitempty"`
+	Updated     time.Time   `json:"updated"`
+	Sites       []SiteState `json:"sites"`
 }
 
 // Agent keeps one gateway in step with its fleet.
@@ -100,6 +105,9 @@ type Agent struct {
 	republish chan struct{} // asks the publish loop to put the record again
 
 	wmu sync.Mutex // serialises writeStatus
+
+	// keepLease, set by Detach, makes Run end without revoking the lease.
+	keepLease atomic.Bool
 
 	// applyMu serialises applies (the apply loop's and Update's).
 	applyMu sync.Mutex
@@ -260,6 +268,32 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
+// Detach makes Run, once its ctx is done, return without revoking this
+// site's lease: the record stays until the lease expires, so that an agent
+// restarted within lease_ttl (a service restarted; the gateway stays up
+// meanwhile) takes it over without the others dropping the site.
+func (a *Agent) Detach() { a.keepLease.Store(true) }
+
+// Peers returns the fleet's peers as the agent last applied them (nil
+// before its first apply).
+func (a *Agent) Peers() []wgquick.Peer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.appliedPeers)
+}
+
+// NoteReload records in the status that the gateway's file was reloaded,
+// and how that went (`wirelane gateway reload` waits for it).
+func (a *Agent) NoteReload(err error) {
+	a.mu.Lock()
+	a.st.Reloaded, a.st.ReloadError = time.Now(), ""
+	if err != nil {
+		a.st.ReloadError = err.Error()
+	}
+	a.mu.Unlock()
+	a.writeStatus()
+}
+
 // Status returns a copy of the agent's status.
 func (a *Agent) Status() Status {
 	a.mu.Lock()
@@ -382,7 +416,7 @@ func (a *Agent) publishLoop(ctx context.Context) {
 	var lease, stale store.LeaseID
 	var leaseTTL time.Duration
 	defer func() {
-		if lease != 0 {
+		if lease != 0 && !a.keepLease.Load() {
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			if err := a.cfg.Store.Revoke(c, lease); err != nil {

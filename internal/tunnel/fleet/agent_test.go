@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -31,14 +32,18 @@ func testGateway(t *testing.T, site, networks, extra string) *gateway.Gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := "[interface]\nname = \"wg-" + site + "\"\nprivate_key = \"" + k.String() + "\"\n" +
-		"[fleet]\nendpoints = [\"https://127.0.0.1:2379\"]\nca_file = \"ca\"\ncert_file = \"c\"\nkey_file = \"k\"\n" +
-		"prefix = \"/t\"\nsite = \"" + site + "\"\nnetworks = [" + networks + "]\npublic_endpoints = [\"192.0.2.1:51820\"]\nlease_ttl = 3\n" + extra
-	g, err := gateway.Parse("/etc/wirelane/"+site+".toml", []byte(src))
+	g, err := gateway.Parse("/etc/wirelane/"+site+".toml", []byte(gatewaySource(site, networks, extra, k)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// gatewaySource is the file testGateway parses.
+func gatewaySource(site, networks, extra string, k wgquick.Key) string {
+	return "[interface]\nname = \"wg-" + site + "\"\nprivate_key = \"" + k.String() + "\"\n" +
+		"[fleet]\nendpoints = [\"https://127.0.0.1:2379\"]\nca_file = \"ca\"\ncert_file = \"c\"\nkey_file = \"k\"\n" +
+		"prefix = \"/t\"\nsite = \"" + site + "\"\nnetworks = [" + networks + "]\npublic_endpoints = [\"192.0.2.1:51820\"]\nlease_ttl = 3\n" + extra
 }
 
 // fakeDevice records what the agent applies: apply takes a whole
@@ -520,3 +525,50 @@ func TestAPeerChangedBehindTheAgentIsReconciled(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestUpdateTakesTheNewFileInPlace: Update with a new reading of the file
+// (another network, a static site) applies it by a full apply with the
+// fleet's peers kept, and publishes the changed record; a new prefix is
+// ErrRestart, and changes nothing.
+func TestUpdateTakesTheNewFileInPlace(t *testing.T) {
+	m := store.NewMem()
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	gb := testGateway(t, "b", `"10.2.0.0/16"`, "")
+	ra := start(t, m, ga)
+	rb := start(t, m, gb)
+	eventually(t, "mesh", func() bool { return ra.dev.peers()[pub(gb)] != "" && rb.dev.peers()[pub(ga)] == "10.1.0.0/16" })
+
+	// The same file with a second network and a static site.
+	sk, _ := wgquick.GeneratePrivateKey()
+	src := gatewaySource("a", `"10.1.0.0/16", "10.9.0.0/16"`, "", *ga.PrivateKey) +
+		"\n[[site]]\nname = \"static\"\npublic_key = \"" + sk.PublicKey().String() + "\"\nnetworks = [\"10.50.0.0/16\"]\n"
+	g2, err := gateway.Parse(ga.Path, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra.dev.mu.Lock()
+	full := ra.dev.full
+	ra.dev.mu.Unlock()
+	if err := ra.a.Update(context.Background(), g2); err != nil {
+		t.Fatal(err)
+	}
+	ra.dev.mu.Lock()
+	if ra.dev.full == full {
+		t.Error("Update made no full apply")
+	}
+	ra.dev.mu.Unlock()
+	p := ra.dev.peers()
+	if p[pub(gb)] != "10.2.0.0/16" || p[sk.PublicKey().String()] != "10.50.0.0/16" {
+		t.Errorf("after Update the device holds %v; want b's fleet peer kept and the static site added", p)
+	}
+	eventually(t, "the new network at b", func() bool { return rb.dev.peers()[pub(ga)] == "10.1.0.0/16,10.9.0.0/16" })
+
+	other := strings.Replace(src, `prefix = "/t"`, `prefix = "/u"`, 1)
+	g3, err := gateway.Parse(ga.Path, []byte(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ra.a.Update(context.Background(), g3); !errors.Is(err, ErrRestart) {
+		t.Errorf("Update to another prefix: %v, want ErrRestart", err)
+	}
+}
