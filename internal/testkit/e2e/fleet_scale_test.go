@@ -75,7 +75,9 @@ func TestFleetScale(t *testing.T) {
 	staticUp := func(n int) (int, func()) {
 		ifname := netns.Unique("ws")
 		var conf strings.Builder
-		fmt.Fprintf(&conf, "[Interface]\nPrivateKey = %s\nAddress = 10.126.0.1/32\n", newKey(t).String())
+		// A listen port, as the gateway has: a device's socket and its
+		// buffers are some 12 MB of RSS, peers or none.
+		fmt.Fprintf(&conf, "[Interface]\nPrivateKey = %s\nAddress = 10.126.0.1/32\nListenPort = 51821\n", newKey(t).String())
 		for i := 0; i < n; i++ {
 			network := simNet(i)
 			if k := i - sites/2; k >= 0 && k < changes {
