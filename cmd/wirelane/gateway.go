@@ -40,7 +40,9 @@ FILE is a gateway TOML file ([interface] and one [[site]] per remote site;
 see docs/gateway.md). A gateway with a [fleet] table joins a fleet of
 gateways on etcd: up then stays in the foreground, publishing this site
 and keeping the peers in step with the fleet, until interrupted (it then
-leaves the fleet and goes down); show lists the fleet's sites and states. An argument that is a valid interface name and does
+leaves the fleet and goes down; reload FILE, or SIGHUP, has it read the
+file again in place, the fleet's peers kept); through the service, the
+service runs that agent; show lists the fleet's sites and states. An argument that is a valid interface name and does
 not end in .toml means /etc/wirelane/NAME.toml; down also accepts the name
 of a running gateway whose file is gone (its hooks are then not run).
 Problems in the file are reported as FILE:LINE:COL: what is wrong.
