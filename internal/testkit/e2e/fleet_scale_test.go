@@ -62,7 +62,11 @@ func TestFleetScale(t *testing.T) {
 		}
 		settle = d
 	}
-	static := netns.New(t, "wlfs")
+	// The static tunnel runs in a gateway's namespace of its own (site
+	// 99's, whose agent never starts): the simulated endpoints are
+	// routed there as at the fleet's gateway, so that the handshakes the
+	// engine sends toward them cost the same on both sides.
+	static := b.addGateway(99).ns
 	// staticUp brings up, in a namespace of its own, a wg-quick file of
 	// the first n simulated sites as they are at change number changed
 	// (-1: none yet), and returns its daemon's pid and a func that takes
