@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -58,6 +60,7 @@ func gatewayFleetUp(g *gateway.Gateway) int {
 		return failCtx(ctx, "gateway", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	heapProfileOnUSR1(log)
 	// run is one agent: its store client, its context, its end.
 	type run struct {
 		a      *fleet.Agent
@@ -170,6 +173,30 @@ func gatewayFleetUp(g *gateway.Gateway) int {
 		return fail(err)
 	}
 	return 0
+}
+
+// heapProfileOnUSR1: with WIRELANE_FLEET_HEAP_PROFILE=FILE, SIGUSR1
+// writes the agent's heap profile to FILE after a collection (for `go
+// tool pprof`; scripts/fleet-scale.sh's measurement uses it).
+func heapProfileOnUSR1(log *slog.Logger) {
+	path := os.Getenv("WIRELANE_FLEET_HEAP_PROFILE")
+	if path == "" {
+		return
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		for range usr1 {
+			runtime.GC()
+			f, err := os.Create(path)
+			if err == nil {
+				err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+			}
+			if err != nil {
+				log.Warn("heap profile", "file", path, "err", err)
+			}
+		}
+	}()
 }
 
 // reloadFleetFile reads a fleet gateway's file again, with its keys and

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,6 +161,10 @@ func TestFleetScale(t *testing.T) {
 	pidN, downN := staticUp(sites)
 	time.Sleep(settle)
 	agentRSS2, daemonRSS2, staticN := rssKB(g.proc.Cmd.Process.Pid), rssKB(daemonPid(g.ns, g.ifname)), rssKB(pidN)
+	if os.Getenv("FLEET_HEAP_PROFILE") != "" {
+		g.proc.Cmd.Process.Signal(syscall.SIGUSR1) // the agent's heap profile (go tool pprof)
+		time.Sleep(time.Second)
+	}
 	downN()
 	g.proc.Cmd.Process.Kill()
 	<-g.proc.Exited()
