@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +24,9 @@ import (
 // Then live reloads of each gateway's own file: the service's gateway
 // gets a new network through POST reload, the foreground one through
 // `wirelane gateway reload` (SIGHUP to its agent); each change reaches
-// the other gateway, and neither loses its fleet peer. Down through the
+// the other gateway, and neither loses its fleet peer. The service
+// restarts: the site stays at the other gateway (its lease is not
+// revoked), and the new service runs the agent again. Down through the
 // API stops the agent and revokes its lease: the other drops the site at
 // once (well before the lease's TTL).
 func TestFleetService(t *testing.T) {
@@ -45,8 +48,11 @@ func TestFleetService(t *testing.T) {
 	g2.file = svcFile
 	sock := filepath.Join(b.dir, "svc.sock")
 	env := []string{"WIRELANE_FIREWALL=off", "WIRELANE_FLEET_DIR=" + filepath.Join(b.dir, "status"), "WIRELANE_FLEET_CACHE_DIR=" + filepath.Join(b.dir, "cache")}
-	svc := netns.StartEnv(t, g2.ns, env, filepath.Join(binDir, "wirelaned"), "--socket", sock,
-		"--wireguard-dir", filepath.Join(b.dir, "svc-wireguard"), "--wirelane-dir", gwDir)
+	startService := func() *netns.Proc {
+		return netns.StartEnv(t, g2.ns, env, filepath.Join(binDir, "wirelaned"), "--socket", sock,
+			"--wireguard-dir", filepath.Join(b.dir, "svc-wireguard"), "--wirelane-dir", gwDir)
+	}
+	svc := startService()
 	t.Cleanup(func() {
 		if t.Failed() {
 			out := svc.Output()
@@ -67,7 +73,7 @@ func TestFleetService(t *testing.T) {
 	fleetOf := func() *service.FleetStatus {
 		tu, err := c.Get(ctx, g2.ifname)
 		if err != nil {
-			t.Fatal(err)
+			return nil
 		}
 		return tu.Fleet
 	}
@@ -152,6 +158,24 @@ func TestFleetService(t *testing.T) {
 	if err := b.allReach([]int{1, 2}); err != nil {
 		t.Error(err)
 	}
+
+	// The service restarts: its gateway stays up, its record is kept
+	// (not revoked), and the new service starts the agent again.
+	svc.Cmd.Process.Signal(syscall.SIGTERM)
+	if _, err := svc.Wait(t, 20*time.Second); err != nil {
+		t.Logf("the service: %v", err)
+	}
+	if !b.hasPeer(g1, 2) {
+		t.Error("site 1 dropped site 2 when the service stopped (its lease was revoked)")
+	}
+	svc = startService()
+	netns.Eventually(t, 15*time.Second, "the agent runs again", func() error {
+		f := fleetOf()
+		if f == nil || !f.AgentRunning || f.InSync != 2 || !f.Published {
+			return fmt.Errorf("%+v", f)
+		}
+		return nil
+	})
 
 	// Down through the API: the agent leaves, the other drops the site
 	// at once (the lease's TTL is 30 s).
