@@ -7,8 +7,8 @@ package host
 //	Up:     wgtunnel.Up (static sites) -> etcd client -> fleet.Agent.Run
 //	Down:   the agent stopped (its lease revoked: the others drop the site
 //	        at once) -> wgtunnel.Down
-//	look:   a fleet gateway found running without an agent (the service
-//	        restarted) gets one; one whose daemon went loses it
+//	look:   a fleet gateway found running when the service starts (it
+//	        restarted) gets an agent; one whose daemon went loses it
 //	Reload: the agent takes the new file (fleet.Agent.Update: static
 //	        sites, addresses, fleet settings in place, the fleet's peers
 //	        kept); a new store, prefix, site or key restarts the agent
@@ -174,14 +174,22 @@ func (h *Host) upFleet(ctx context.Context, e *entry, g *gateway.Gateway) error 
 
 // fleetLook runs after a look: a fleet gateway found running here without
 // an agent gets the service's, one whose daemon stopped loses it.
+//
+// Only the first look (at the service's start) adopts gateways found
+// running: one that comes up later behind the service's back was brought
+// up by `wirelane gateway up`, whose own agent is starting.
 func (h *Host) fleetLook(out []change) {
+	h.fleetMu.Lock()
+	first := !h.fleetLooked
+	h.fleetLooked = true
+	h.fleetMu.Unlock()
 	for i := range out {
 		c := &out[i]
 		if c.snap.kind != service.KindGateway || c.tunnels == service.ChangeRemoved {
 			continue
 		}
 		switch {
-		case c.snap.state == service.StateUp && c.snap.path != "" && h.fleetRunOf(c.snap.name) == nil:
+		case first && c.snap.state == service.StateUp && c.snap.path != "" && h.fleetRunOf(c.snap.name) == nil:
 			g, err := h.loadFleetGateway(&c.snap)
 			if err != nil || g == nil || foreignAgent(g.Name) {
 				if err != nil {

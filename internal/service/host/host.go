@@ -104,6 +104,9 @@ type Host struct {
 
 	fleetMu sync.Mutex           // guards fleets; taken after mu, never before
 	fleets  map[string]*fleetRun // the fleet agents the service runs, by tunnel (fleet.go)
+	// fleetLooked is set after the first look: only the fleet gateways
+	// found running then (the service restarted) get the service's agent.
+	fleetLooked bool
 }
 
 var _ service.Host = (*Host)(nil)
