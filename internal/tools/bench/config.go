@@ -18,7 +18,7 @@ const (
 )
 
 // AllSections lists every section in run order.
-var AllSections = []string{SectionInproc, SectionPeers, SectionNetns, SectionHandshake, SectionMemory, SectionBound, SectionSendPath}
+var AllSections = []string{SectionInproc, SectionPeers, SectionNetns, SectionNetpeers, SectionOpenVPN, SectionHandshake, SectionMemory, SectionBound, SectionSendPath}
 
 // Cases and metrics, as they appear in the table.
 const (
@@ -27,6 +27,7 @@ const (
 	CaseSmallOne  = "64 B, 1 in flight"
 	CaseTCP1      = "TCP x1"
 	CaseTCP4      = "TCP x4"
+	CaseTCP32     = "TCP x32"
 	CaseUDP       = "UDP 1392 B"
 	CasePing      = "flood ping"
 	CaseHandshake = "full handshake"

@@ -29,9 +29,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
-
-	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
 // netnsMTU is the MTU of every tunnel and veth interface.
@@ -51,6 +50,7 @@ type netnsTest struct {
 var netnsTests = []netnsTest{
 	{CaseTCP1, []string{"-P", "1"}, false, false},
 	{CaseTCP4, []string{"-P", "4"}, false, false},
+	{CaseTCP32, []string{"-P", "32"}, false, false},
 	{CaseUDP, []string{"-u", "-b", "0", "-l", "1392"}, true, false},
 	{CasePing, nil, false, true},
 }
@@ -81,15 +81,38 @@ func run(ns string, args ...string) (string, error) {
 	return out.String(), nil
 }
 
+// lockedBuffer is a bytes.Buffer that a running process writes while the
+// harness reads it.
+type lockedBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // child is a background process started by the harness.
 type child struct {
 	cmd  *exec.Cmd
-	out  bytes.Buffer // written until done is closed
+	out  lockedBuffer
 	done chan struct{}
 }
 
-func startChild(env []string, args ...string) (*child, error) {
+func startChild(env []string, args ...string) (*child, error) { return startChildIn("", env, args...) }
+
+// startChildIn is startChild in working directory dir ("" = this one).
+func startChildIn(dir string, env []string, args ...string) (*child, error) {
 	c := &child{cmd: exec.Command(args[0], args[1:]...), done: make(chan struct{})}
+	c.cmd.Dir = dir
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
 	c.cmd.WaitDelay = time.Second
@@ -256,21 +279,8 @@ func (p *netnsPair) startTunnel(bins netnsBins, keyDir string) error {
 			return err
 		}
 		p.children = append(p.children, c)
-		sock := uapi.SocketPath(ifname)
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			if _, err := os.Stat(sock); err == nil {
-				if _, err := run("", "wg", "show", ifname); err == nil {
-					break
-				}
-			}
-			if c.exited() {
-				return fmt.Errorf("daemon %q exited: %s", strings.Join(args, " "), strings.TrimSpace(c.out.String()))
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("daemon %q: no UAPI socket %s within 15s", strings.Join(args, " "), sock)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := waitUAPI(c, ifname, args); err != nil {
+			return err
 		}
 		k, err := newKeyPair()
 		if err != nil {
@@ -301,30 +311,50 @@ func (p *netnsPair) startTunnel(bins netnsBins, keyDir string) error {
 // iperf runs one client test from nsA to nsB for d (whole seconds, at
 // least one).
 func (p *netnsPair) iperf(t netnsTest, d time.Duration) (iperfResult, error) {
+	res, err := iperfIn(p.nsA, p.addrB, t.args, t.udp, d)
+	if err != nil {
+		return res, fmt.Errorf("%s %s: %w", p.engine, t.name, err)
+	}
+	return res, nil
+}
+
+// iperfIn runs one iperf3 client in namespace ns against the server on
+// addr for d (whole seconds, at least one), with extra arguments.
+func iperfIn(ns, addr string, extra []string, udp bool, d time.Duration) (iperfResult, error) {
 	secs := max(1, int(d.Round(time.Second)/time.Second))
-	args := append([]string{"iperf3", "-c", p.addrB, "-J", "-t", strconv.Itoa(secs)}, t.args...)
+	args := append([]string{"iperf3", "-c", addr, "-J", "-t", strconv.Itoa(secs)}, extra...)
 	var last error
 	for try := 0; try < 3; try++ { // the server is busy for a moment after each test
-		out, err := run(p.nsA, args...)
-		res, perr := parseIperf([]byte(out), t.udp)
+		out, err := run(ns, args...)
+		res, perr := parseIperf([]byte(out), udp)
 		if perr == nil {
 			return res, nil
 		}
 		last = errors.Join(err, perr)
 		time.Sleep(300 * time.Millisecond)
 	}
-	return iperfResult{}, fmt.Errorf("%s %s: %w", p.engine, t.name, last)
+	return iperfResult{}, last
 }
 
 // floodPing sends echo requests from nsA to nsB for d (whole seconds, at
 // least one), each as soon as the previous answer arrived (ping -f), and
 // returns the round trips per second.
 func (p *netnsPair) floodPing(d time.Duration) (float64, error) {
+	rt, err := floodPingIn(p.nsA, p.addrB, d)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", p.engine, CasePing, err)
+	}
+	return rt, nil
+}
+
+// floodPingIn runs ping -f from namespace ns to addr for d (whole
+// seconds, at least one) and returns the round trips per second.
+func floodPingIn(ns, addr string, d time.Duration) (float64, error) {
 	secs := max(1, int(d.Round(time.Second)/time.Second))
-	out, err := run(p.nsA, "ping", "-f", "-q", "-w", strconv.Itoa(secs), p.addrB)
+	out, err := run(ns, "ping", "-f", "-q", "-w", strconv.Itoa(secs), addr)
 	res, perr := parsePing([]byte(out))
 	if perr != nil {
-		return 0, fmt.Errorf("%s %s: %w", p.engine, CasePing, errors.Join(err, perr))
+		return 0, errors.Join(err, perr)
 	}
 	return res.roundTripsPerSecond(), nil
 }

@@ -187,6 +187,9 @@ func (r *Report) rows() []row {
 		if m.Section == SectionBound {
 			base = EngineXCrypto
 		}
+		if m.Section == SectionOpenVPN { // and the OpenVPN section OpenVPN's
+			base = EngineOpenVPN
+		}
 		if m.Engine != base && m.Engine != EngineVeth {
 			if v, ok := r.Ratio(m.Section, m.Case, m.Metric, m.Engine, base); ok {
 				rw.vsWG = fmt.Sprintf("%.2fx", v)

@@ -42,6 +42,12 @@ func plannedSteps(cfg Config) int {
 	if cfg.Has(SectionNetns) {
 		n += netnsSetupSteps + cfg.Repeats*len(netnsTests)*len(netnsEngines(cfg))
 	}
+	if cfg.Has(SectionNetpeers) {
+		n += netpeersSteps(cfg)
+	}
+	if cfg.Has(SectionOpenVPN) {
+		n += openvpnSteps(cfg)
+	}
 	if cfg.Has(SectionHandshake) {
 		n += cfg.Repeats * len(handshakeEngines(cfg))
 	}
@@ -77,6 +83,8 @@ func Run(cfg Config, command string, fn ProgressFunc) (*Report, error) {
 		{SectionInproc, inprocSection},
 		{SectionPeers, peersSection},
 		{SectionNetns, netnsSection},
+		{SectionNetpeers, netpeersSection},
+		{SectionOpenVPN, openvpnSection},
 		{SectionHandshake, handshakeSection},
 		{SectionMemory, memorySection},
 		{SectionBound, boundSection},

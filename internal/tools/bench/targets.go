@@ -73,7 +73,11 @@ func (r *Report) Targets() []Target {
 	}
 
 	ratioAtLeast("netns TCP 1 stream", "netns", CaseTCP1, MetricGbps, EngineWirelane, EngineWireguardGo, 2)
-	ratioAtLeast("netns TCP 4 streams", "netns", CaseTCP4, MetricGbps, EngineWirelane, EngineWireguardGo, 2)
+	ratioAtLeast("netns TCP 1 stream of plain veth", "netns", CaseTCP1, MetricGbps, EngineWirelane, EngineVeth, 0.5)
+	ratioAtLeast("netns TCP 4 streams", "netns", CaseTCP4, MetricGbps, EngineWirelane, EngineWireguardGo, 3)
+	ratioAtLeast("netns TCP 32 streams", "netns", CaseTCP32, MetricGbps, EngineWirelane, EngineWireguardGo, 3)
+	ratioAtLeast("netns flood ping round trips", "netns", CasePing, MetricRoundTrips, EngineWirelane, EngineWireguardGo, MinPingRatio)
+	ts = append(ts, r.netTargets()...)
 	ratioAtLeast("in-process MTU packets", "inproc", CaseMTU, MetricGbps, EngineWirelane, EngineWireguardGo, 2)
 	ratioAtLeast("in-process small packets", "inproc", CaseSmall, MetricMpps, EngineWirelane, EngineWireguardGo, 1.5)
 	for _, n := range []int{100, 1000} {

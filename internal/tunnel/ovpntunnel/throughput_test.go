@@ -4,11 +4,9 @@ package ovpntunnel
 //
 //	WIRELANE_OVPN_BENCH=1 go test ./internal/tunnel/ovpntunnel -run Throughput -v
 //
-// Topology (two namespaces joined by one veth pair, both tunnels up at
-// once, AES-256-GCM over UDP on both). Wirelane's TUN MTU is 1400 so that
-// encapsulated packets fit the 1500-byte link unfragmented; OpenVPN keeps
-// its defaults (tun-mtu 1500 with mssfix, which clamps TCP to the same
-// effect), and runs without the DCO kernel module:
+// Topology and configuration files are ovpnbed's, which the openvpn
+// section of cmd/wirelane-bench shares (two namespaces joined by one veth
+// pair, both tunnels up at once, AES-256-GCM over UDP on both):
 //
 //	otc (client side)                        ots (server side)
 //	  wlc0 10.9.0.2   <- wirelane connect     wlsrv0 10.9.0.1  <- wirelane serve
@@ -35,6 +33,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/testkit/netns"
+	"github.com/wirelane/wirelane/internal/tools/ovpnbed"
 )
 
 func envInt(name string, def int) int {
@@ -60,51 +59,39 @@ func TestThroughputVsOpenVPN(t *testing.T) {
 	}
 
 	tb := newTestbed(t, testbedConfig{ca: "Wirelane Bench CA", client: "client", srvNS: "ots", cliNS: "otc",
-		srvIf: "t2", cliIf: "t1", net: "192.168.83", need: []string{"openvpn", "iperf3", "ping"}})
+		srvIf: "t2", cliIf: "t1", net: ovpnbed.Net, need: []string{"openvpn", "iperf3", "ping"}})
 	// WIRELANE_OVPN_BENCH_CIPHER picks the data cipher of all four ends
 	// (default AES-256-GCM; AES-256-CBC measures the legacy channel, with
-	// WIRELANE_OVPN_BENCH_AUTH as its HMAC, default SHA1).
-	ciph := "AES-256-GCM"
-	if c := os.Getenv("WIRELANE_OVPN_BENCH_CIPHER"); c != "" {
-		ciph = c
+	// WIRELANE_OVPN_BENCH_AUTH as its HMAC, default SHA1). The files are
+	// the ones cmd/wirelane-bench's openvpn section runs (ovpnbed).
+	confs, err := ovpnbed.Configs(ovpnbed.Options{Proto: proto, Cipher: os.Getenv("WIRELANE_OVPN_BENCH_CIPHER"),
+		Auth: os.Getenv("WIRELANE_OVPN_BENCH_AUTH"), ClientInline: tb.clientInline()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	cipherLines := "data-ciphers " + ciph + "\n"
-	if a := os.Getenv("WIRELANE_OVPN_BENCH_AUTH"); a != "" {
-		cipherLines += "auth " + a + "\n"
-	}
-	creds := serverCreds + cipherLines + "keepalive 10 60\n"
-	tb.write(t, map[string]string{
-		"wl-server.conf": "port 1194\nproto " + proto + "4\ndev wlsrv0\ntun-mtu 1400\ntopology subnet\nserver 10.9.0.0 255.255.255.0\n" + creds,
-		"wl-client.ovpn": "client\ndev tun\nremote 192.168.83.1 1194 " + proto + "\nnobind\nremote-cert-tls server\n" + cipherLines +
-			tb.clientInline(),
-		"ov-server.conf": "port 1195\nproto " + proto + "4" + map[string]string{"udp": "", "tcp": "-server"}[proto] +
-			"\nlocal 192.168.83.1\ndev ovs0\ndev-type tun\ntopology subnet\n" +
-			"server 10.10.0.0 255.255.255.0\ndisable-dco\nverb 3\n" + creds,
-		"ov-client.ovpn": "client\ndev ovc0\ndev-type tun\nremote 192.168.83.1 1195 " + proto + "4\nnobind\nremote-cert-tls server\n" +
-			cipherLines + "disable-dco\nverb 3\n" + tb.clientInline(),
-	})
+	tb.write(t, confs)
 
-	srv := startHelper(t, tb.srvNS, "serve", tb.path("wl-server.conf"))
+	srv := startHelper(t, tb.srvNS, "serve", tb.path(ovpnbed.WirelaneServerConf))
 	srv.waitFor(t, "listening on "+proto, 10*time.Second)
-	cli := startHelper(t, tb.cliNS, "connect", "--dev", "wlc0", "--mtu", "1400", tb.path("wl-client.ovpn"))
+	cli := startHelper(t, tb.cliNS, "connect", "--dev", ovpnbed.WirelaneDev, "--mtu", strconv.Itoa(ovpnbed.WirelaneMTU), tb.path(ovpnbed.WirelaneClientConf))
 	cli.waitFor(t, "tunnel up", 15*time.Second)
 	// Stop both with Ctrl-C at the end, so CPU profiles (if asked for) are
 	// written.
 	defer func() { cli.interrupt(t); srv.interrupt(t) }()
 
-	tb.startOpenVPN(t, tb.srvNS, "ov-server.conf")
-	tb.startOpenVPN(t, tb.cliNS, "ov-client.ovpn") // the client prints the same line once connected
+	tb.startOpenVPN(t, tb.srvNS, ovpnbed.OpenVPNServerConf)
+	tb.startOpenVPN(t, tb.cliNS, ovpnbed.OpenVPNClientConf) // the client prints the same line once connected
 	netns.Eventually(t, 20*time.Second, "openvpn tunnel up", func() error {
-		_, err := netns.Try(tb.cliNS, nil, "ping", "-c", "1", "-W", "1", "10.10.0.1")
+		_, err := netns.Try(tb.cliNS, nil, "ping", "-c", "1", "-W", "1", ovpnbed.OpenVPNAddr)
 		return err
 	})
-	netns.Run(t, tb.cliNS, "ping", "-c", "1", "-W", "2", "10.9.0.1")
+	netns.Run(t, tb.cliNS, "ping", "-c", "1", "-W", "2", ovpnbed.WirelaneAddr)
 
 	type impl struct {
 		name, addr string
 		up, down   []float64 // Mbit/s
 	}
-	impls := []*impl{{name: "wirelane", addr: "10.9.0.1"}, {name: "openvpn 2.6", addr: "10.10.0.1"}}
+	impls := []*impl{{name: "wirelane", addr: ovpnbed.WirelaneAddr}, {name: "openvpn 2.6", addr: ovpnbed.OpenVPNAddr}}
 	run := func(addr string, reverse bool) float64 {
 		r := tb.runIperf(t, addr, secs, reverse)
 		t.Logf("  %s%s: %.0f Mbit/s, %d TCP retransmissions", addr, map[bool]string{true: " -R"}[reverse], r.Mbps, r.Retransmits)
