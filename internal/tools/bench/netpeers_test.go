@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"math"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestPeerAddrAndIndex(t *testing.T) {
+	for _, i := range []int{0, 1, 255, 256, 999} {
+		a := peerAddr(i)
+		got, ok := peerIndex(a, 1000)
+		if !ok || got != i {
+			t.Errorf("peerIndex(peerAddr(%d) = %v) = %d, %v", i, a, got, ok)
+		}
+	}
+	if got := peerAddr(256).String(); got != "10.89.2.0" {
+		t.Errorf("peerAddr(256) = %s, want 10.89.2.0", got)
+	}
+	for _, a := range []string{"10.89.0.1", "10.89.0.255", "10.89.4.232", "::1", "10.90.1.0"} {
+		if i, ok := peerIndex(netip.MustParseAddr(a), 1000); ok {
+			t.Errorf("peerIndex(%s) = %d, want none of 1000 peers", a, i)
+		}
+	}
+	if i, ok := peerIndex(netip.MustParseAddr("::ffff:10.89.1.5"), 10); !ok || i != 5 {
+		t.Errorf("IPv4-mapped peer address: %d, %v", i, ok)
+	}
+}
+
+func TestSlowestShare(t *testing.T) {
+	for _, tc := range []struct {
+		counts []uint64
+		want   float64
+	}{
+		{nil, 0},
+		{[]uint64{0, 0}, 0},
+		{[]uint64{10, 10, 10}, 1},
+		{[]uint64{5, 15}, 0.5},     // fair share 10
+		{[]uint64{0, 100, 200}, 0}, // a starved peer
+	} {
+		if got := slowestShare(tc.counts); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("slowestShare(%v) = %v, want %v", tc.counts, got, tc.want)
+		}
+	}
+}
+
+func TestNetpeersWindow(t *testing.T) {
+	for n, want := range map[int]int{0: DefaultWindow, 1: DefaultWindow, 100: DefaultWindow / 100, 1000: 4, 100000: 4} {
+		if got := netpeersWindow(n); got != want {
+			t.Errorf("netpeersWindow(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+const procStatSample = "4242 (wireguard-go) S 1 4242 4242 0 -1 4194560 1234 0 0 0 731 229 0 0 20 0 9 0 123456 1234567 890 18446744073709551615 1 1 0 0 0 0 0 0 2143420159 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+
+func TestParseProcStatCPU(t *testing.T) {
+	got, err := parseProcStatCPU([]byte(procStatSample))
+	if err != nil || got != 731+229 {
+		t.Errorf("parseProcStatCPU = %d, %v; want 960", got, err)
+	}
+	// A command name with spaces and a parenthesis is skipped whole.
+	odd := strings.Replace(procStatSample, "(wireguard-go)", "(a) b (c)", 1)
+	if got, err := parseProcStatCPU([]byte(odd)); err != nil || got != 960 {
+		t.Errorf("odd command name: %d, %v; want 960", got, err)
+	}
+	for _, bad := range []string{"", "4242 wireguard-go S 1", "1 (x) S 1 2 3", strings.Replace(procStatSample, " 731 ", " -1 ", 1),
+		strings.Replace(procStatSample, " 731 229 ", " 18446744073709551615 1 ", 1)} {
+		if _, err := parseProcStatCPU([]byte(bad)); err == nil {
+			t.Errorf("parseProcStatCPU(%q): no error", bad)
+		}
+	}
+}
+
+func FuzzParseProcStatCPU(f *testing.F) {
+	f.Add([]byte(procStatSample))
+	f.Add([]byte("1 ((()) R 0 0 0 0 0 0 0 0 0 0 5 6"))
+	f.Add([]byte(")"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := parseProcStatCPU(b)
+		if err == nil && !strings.Contains(string(b), ")") {
+			t.Errorf("parsed %d from a line without the command name's ')'", v)
+		}
+	})
+}
+
+func TestNetTargets(t *testing.T) {
+	r := &Report{}
+	cas := netpeersCase(100)
+	for _, v := range []float64{1, 1.2, 0.8} {
+		r.Add(SectionNetpeers, cas, MetricGbps, EngineWireguardGo, HigherIsBetter, v)
+	}
+	for _, v := range []float64{2.5, 2.2, 1.9} {
+		r.Add(SectionNetpeers, cas, MetricGbps, EngineWirelane, HigherIsBetter, v)
+	}
+	for _, v := range []float64{0.4, 0.6, 0.7} {
+		r.Add(SectionNetpeers, cas, MetricSlowestShare, EngineWirelane, HigherIsBetter, v)
+	}
+	r.Add(SectionOpenVPN, "UDP, TCP up", MetricGbps, EngineWirelane, HigherIsBetter, 4.4)
+	r.Add(SectionOpenVPN, "UDP, TCP up", MetricGbps, EngineOpenVPN, HigherIsBetter, 0.8)
+	r.Add(SectionOpenVPN, "UDP, TCP down", MetricGbps, EngineWirelane, HigherIsBetter, 4)
+	r.Add(SectionOpenVPN, "UDP, TCP down", MetricGbps, EngineOpenVPN, HigherIsBetter, 1)
+	r.Add(SectionOpenVPN, "TCP, flood ping", MetricRoundTrips, EngineWirelane, HigherIsBetter, 9000)
+	r.Add(SectionOpenVPN, "TCP, flood ping", MetricRoundTrips, EngineOpenVPN, HigherIsBetter, 4000)
+	r.Add(SectionNetns, CaseTCP1, MetricGbps, EngineVeth, HigherIsBetter, 10)
+	r.Add(SectionNetns, CaseTCP1, MetricGbps, EngineWirelane, HigherIsBetter, 5.1)
+	r.Add(SectionNetns, CaseTCP32, MetricGbps, EngineWirelane, HigherIsBetter, 5.9)
+	r.Add(SectionNetns, CaseTCP32, MetricGbps, EngineWireguardGo, HigherIsBetter, 2)
+	r.Add(SectionNetns, CasePing, MetricRoundTrips, EngineWirelane, HigherIsBetter, 7000)
+	r.Add(SectionNetns, CasePing, MetricRoundTrips, EngineWireguardGo, HigherIsBetter, 4400)
+	got := map[string]Target{}
+	for _, tg := range r.Targets() {
+		got[tg.Name] = tg
+	}
+	for name, want := range map[string]struct {
+		state    TargetState
+		measured string
+	}{
+		"netpeers 100 peers via gateway":                        {Met, "2.20x"},
+		"netpeers 100 peers via gateway, slowest peer's share":  {Met, "0.6000 (min 0.4000)"},
+		"netpeers 1000 peers via gateway":                       {NotMeasured, ""},
+		"netpeers 1000 peers via gateway, slowest peer's share": {NotMeasured, ""},
+		"openvpn UDP, TCP up":                                   {Met, "5.50x"},
+		"openvpn UDP, TCP down":                                 {NotMet, "4.00x"},
+		"openvpn TCP, TCP up":                                   {NotMeasured, ""},
+		"openvpn TCP, flood ping":                               {Met, "2.25x"},
+		"netns TCP 1 stream of plain veth":                      {Met, "0.51x"},
+		"netns TCP 32 streams":                                  {NotMet, "2.95x"},
+		"netns TCP 4 streams":                                   {NotMeasured, ""},
+		"netns flood ping round trips":                          {NotMet, "1.59x"},
+	} {
+		tg, ok := got[name]
+		if !ok {
+			t.Errorf("no target %q", name)
+			continue
+		}
+		if tg.State != want.state || tg.Measured != want.measured {
+			t.Errorf("target %q: %s (%q), want %v (%q)", name, tg.Status(), tg.Measured, want.state, want.measured)
+		}
+	}
+	// The OpenVPN rows are compared with OpenVPN 2.6, not wireguard-go.
+	for _, rw := range r.rows() {
+		if rw.section == SectionOpenVPN && rw.cas == "UDP, TCP up" && rw.engine == EngineWirelane && rw.vsWG != "5.50x" {
+			t.Errorf("openvpn row ratio %q, want 5.50x (against %s)", rw.vsWG, EngineOpenVPN)
+		}
+	}
+}
