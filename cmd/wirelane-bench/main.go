@@ -2,7 +2,8 @@
 // machine, in one run, and prints a table of medians, ranges and ratios:
 //
 //	go run ./cmd/wirelane-bench [--quick] [--duration 3s] [--repeats 5]
-//	                            [--only inproc,peers,netns,handshake,memory,bound,sendpath]
+//	                            [--only inproc,peers,netns,netpeers,openvpn,handshake,memory,bound,sendpath]
+//	                            [--netpeers 100,1000]
 //	                            [--engines wireguard-go,wirelane,wirelane-ref]
 //	                            [--open-loop | --window 2048 --loss-timeout 3ms]
 //	                            [--markdown]
@@ -44,6 +45,7 @@ func run(args []string) int {
 	engines := fs.String("engines", "", "comma-separated in-process engines (default "+strings.Join(bench.DefaultConfig().Engines, ",")+")")
 	only := fs.String("only", "", "comma-separated sections: "+strings.Join(bench.AllSections, ","))
 	peers := fs.Int("peers", 0, "peers for the memory section (default 10000, 500 with --quick)")
+	netPeers := fs.String("netpeers", "", "comma-separated peer counts of the netpeers section (default 100,1000; 100 with --quick)")
 	handshakes := fs.Int("handshakes", 0, "handshakes timed per repeat (default 2000, 100 with --quick)")
 	wgBin := fs.String("wireguard-go", "", "wireguard-go binary for netns (default: build it)")
 	wlBin := fs.String("wirelaned", "", "wirelaned binary for netns (default: build it)")
@@ -90,6 +92,14 @@ func run(args []string) int {
 	}
 	if *handshakes != 0 {
 		cfg.Handshakes = *handshakes
+	}
+	if *netPeers != "" {
+		counts, err := bench.ParseCounts(*netPeers)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "wirelane-bench: --netpeers: %v\n", err)
+			return 2
+		}
+		cfg.NetPeers = counts
 	}
 	sections, err := bench.ParseSections(*only)
 	if err != nil {

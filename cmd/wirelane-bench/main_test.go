@@ -8,6 +8,8 @@ func TestBadArgumentsExitWithUsageStatus(t *testing.T) {
 		{"--repeats", "many"},
 		{"stray"},
 		{"--no-such-flag"},
+		{"--netpeers=100,lots"},
+		{"--netpeers=0"},
 	} {
 		if got := run(args); got != 2 {
 			t.Errorf("run(%q) = %d, want 2", args, got)

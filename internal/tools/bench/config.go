@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -68,6 +69,8 @@ type Config struct {
 	// ActivePeers are the peer counts of the many-peers section, each a
 	// case with every peer active at once.
 	ActivePeers []int
+	// NetPeers are the peer counts of the netpeers section.
+	NetPeers []int
 	// Engines compared in process; default wireguard-go, wirelane,
 	// wirelane-ref.
 	Engines []string
@@ -100,6 +103,7 @@ func DefaultConfig() Config {
 		Handshakes:  2000,
 		Peers:       10000,
 		ActivePeers: []int{100, 1000},
+		NetPeers:    []int{100, 1000},
 		Engines:     []string{EngineWireguardGo, EngineWirelane, EngineWirelaneRef},
 
 		Window:      DefaultWindow,
@@ -117,6 +121,7 @@ func QuickConfig() Config {
 	c.Handshakes = 100
 	c.Peers = 500
 	c.ActivePeers = []int{20, 200} // 1,000 handshakes alone take seconds on a busy machine
+	c.NetPeers = []int{100}
 	c.Quick = true
 	return c
 }
@@ -169,6 +174,11 @@ func (c Config) Validate() error {
 	if c.Peers < 1 {
 		return fmt.Errorf("peers %d: must be at least 1", c.Peers)
 	}
+	for _, n := range c.NetPeers {
+		if n < 1 || n > maxNetPeers {
+			return fmt.Errorf("netpeers count %d: must be 1 to %d", n, maxNetPeers)
+		}
+	}
 	for _, e := range c.Engines {
 		if _, err := engineByName(e); err != nil {
 			return err
@@ -207,6 +217,24 @@ func ParseSections(s string) ([]string, error) {
 	}
 	if len(out) == 0 {
 		return AllSections, nil
+	}
+	return out, nil
+}
+
+// ParseCounts parses a comma-separated list of positive counts such as
+// "100,1000". An empty item or one that is not a positive whole number is
+// an error that names its position; the list must not be empty.
+func ParseCounts(s string) ([]int, error) {
+	var out []int
+	pos := 0
+	for _, item := range strings.Split(s, ",") {
+		t := strings.TrimSpace(item)
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("count %q at offset %d: want a whole number of at least 1", t, pos)
+		}
+		out = append(out, n)
+		pos += len(item) + 1
 	}
 	return out, nil
 }

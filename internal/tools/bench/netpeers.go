@@ -32,6 +32,7 @@ package bench
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -48,6 +49,8 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
+	"github.com/wirelane/wirelane/conn"
+	"github.com/wirelane/wirelane/device"
 	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
@@ -60,12 +63,12 @@ const MetricSlowestShare = "slowest peer of fair share"
 // MetricGatewayCPUPerGB is the gateway daemon's CPU seconds per GB carried.
 const MetricGatewayCPUPerGB = "gateway CPU s/GB"
 
-// netpeersCounts are the peer counts of a full run; --quick runs the
-// first only.
-var netpeersCounts = []int{100, 1000}
+// maxNetPeers is the most peers the netpeers section addresses (peer i
+// is 10.89.1.0 + i, below the gateway's 10.89.0.0/16 broadcast address).
+const maxNetPeers = 65000
 
-// netpeersQuickCounts is the peer count of a quick run.
-var netpeersQuickCounts = []int{100}
+// netpeersReported are the peer counts the targets name.
+var netpeersReported = []int{100, 1000}
 
 // netpeersCase names the case of n peers.
 func netpeersCase(n int) string { return fmt.Sprintf("%d peers via gateway", n) }
@@ -97,12 +100,7 @@ func netpeersEngines(cfg Config) []string {
 }
 
 // netpeersCountsOf returns the peer counts cfg runs.
-func netpeersCountsOf(cfg Config) []int {
-	if cfg.Quick {
-		return netpeersQuickCounts
-	}
-	return netpeersCounts
-}
+func netpeersCountsOf(cfg Config) []int { return cfg.NetPeers }
 
 // netpeersWindow is each peer's closed-loop window with n peers: about
 // DefaultWindow packets in flight over all of them, at least 4 each.
@@ -360,11 +358,10 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 			t.Close()
 		}
 	}()
-	eng := wirelaneEngine(false)
 	gwPub := fmt.Sprintf("%x", g.pub)
 	if err := inNetns(g.nsP, func() error {
 		for i := range n {
-			d, err := eng.make(gens[i], g.peers[i].priv)
+			d, err := newPeerDevice(gens[i], g.peers[i].priv, window)
 			if err != nil {
 				return err
 			}
@@ -445,6 +442,35 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	res.slowest = slowestShare(after)
 	res.writeOffs = offs1 - offs0
 	return res, nil
+}
+
+// smallBatchBind is conn.StdBind with a smaller batch. A device gives
+// each receive goroutine a batch of 64 KiB landing buffers, 8 MiB at the
+// ideal batch of 128: 1,000 peer devices took several GB. A peer receives
+// only handshake responses and keepalives, and sends no more than its
+// closed-loop window at once, so its window is batch enough.
+type smallBatchBind struct {
+	*conn.StdBind
+	batch int
+}
+
+// BatchSize returns the smaller batch.
+func (b smallBatchBind) BatchSize() int { return b.batch }
+
+// newPeerDevice returns a Wirelane device that is up on t with key, its
+// bind batched by batch packets (at most conn.IdealBatchSize).
+func newPeerDevice(t *genTUN, key []byte, batch int) (uapiDevice, error) {
+	batch = min(max(batch, 1), conn.IdealBatchSize)
+	d := wirelaneDevice{device.NewDevice(t, smallBatchBind{conn.NewStdBind(), batch}, device.Options{})}
+	if err := d.IpcSet("private_key=" + hex.EncodeToString(key) + "\nlisten_port=0\n"); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("peer device: set private key: %w", err)
+	}
+	if err := d.Up(); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("peer device: up: %w", err)
+	}
+	return d, nil
 }
 
 // sinkLoop reads datagrams from the sink until it is closed and counts

@@ -146,3 +146,40 @@ func TestNetTargets(t *testing.T) {
 		}
 	}
 }
+
+func TestParseCounts(t *testing.T) {
+	got, err := ParseCounts(" 100,1000 ")
+	if err != nil || len(got) != 2 || got[0] != 100 || got[1] != 1000 {
+		t.Errorf("ParseCounts(100,1000) = %v, %v", got, err)
+	}
+	for in, want := range map[string]string{"": `"" at offset 0`, "100,,5": `"" at offset 4`, "10,x": `"x" at offset 3`, "0": `"0"`, "-3": `"-3"`} {
+		if _, err := ParseCounts(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseCounts(%q) error %v, want it to name %s", in, err, want)
+		}
+	}
+	cfg := QuickConfig()
+	cfg.NetPeers = []int{maxNetPeers + 1}
+	if err := cfg.Validate(); err == nil {
+		t.Error("a netpeers count past the address range validates")
+	}
+}
+
+func FuzzParseCounts(f *testing.F) {
+	for _, s := range []string{"100,1000", "", "1,,2", " 7 ", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseCounts(s)
+		if err != nil {
+			return
+		}
+		if len(got) != strings.Count(s, ",")+1 {
+			t.Errorf("ParseCounts(%q) = %v: not one count per item", s, got)
+		}
+		for _, n := range got {
+			if n < 1 {
+				t.Errorf("ParseCounts(%q) = %v: a count below 1", s, got)
+			}
+		}
+	})
+}

@@ -41,7 +41,7 @@ const (
 // netTargets judges the netpeers and openvpn sections.
 func (r *Report) netTargets() []Target {
 	var ts []Target
-	for _, n := range netpeersCounts {
+	for _, n := range netpeersReported {
 		cas := netpeersCase(n)
 		ts = append(ts,
 			r.ratioTarget("netpeers "+cas, SectionNetpeers, cas, MetricGbps, EngineWirelane, EngineWireguardGo, MinNetpeersRatio),
