@@ -280,6 +280,11 @@ func (l *flowWindow) inFlight(g *genTUN) (in, rx uint64) {
 		l.late.Add(back)
 		l.writtenOff -= back
 	}
+	if rx > tx {
+		// More delivered than handed out: duplicates. Nothing is in
+		// flight (the difference would wrap and admit would spin).
+		return 0, rx
+	}
 	return tx - rx - l.writtenOff, rx
 }
 

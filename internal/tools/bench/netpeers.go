@@ -310,6 +310,7 @@ func setupGateway(engine string, idx int, tag string, bins netnsBins, dir string
 type netpeersResult struct {
 	gbps, cpuPerGB, slowest float64
 	writeOffs               uint64
+	extra                   uint64 // delivered beyond what the peers generated: duplicates
 }
 
 // netpeersRun runs n peers against g: devices up in the peer namespace,
@@ -348,14 +349,15 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	}
 	var devs []uapiDevice
 	defer func() {
+		// The TUNs first: a sender waiting in its closed loop for room
+		// that no longer comes (the sink is closed) holds its device's
+		// Close up until its TUN read returns.
 		for _, t := range gens {
 			t.stop()
+			t.Close()
 		}
 		for _, d := range devs {
 			d.Close()
-		}
-		for _, t := range gens {
-			t.Close()
 		}
 	}()
 	gwPub := fmt.Sprintf("%x", g.pub)
@@ -441,6 +443,11 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	}
 	res.slowest = slowestShare(after)
 	res.writeOffs = offs1 - offs0
+	for i, r := range recvs {
+		if d := r.rxPackets.Load(); d > gens[i].txPackets.Load() {
+			res.extra += d - gens[i].txPackets.Load()
+		}
+	}
 	return res, nil
 }
 
@@ -620,6 +627,9 @@ func netpeersSection(r *Report, cfg Config, p *progress) error {
 				r.Add(SectionNetpeers, cas, MetricGbps, g.engine, HigherIsBetter, res.gbps)
 				r.Add(SectionNetpeers, cas, MetricGatewayCPUPerGB, g.engine, LowerIsBetter, res.cpuPerGB)
 				r.Add(SectionNetpeers, cas, MetricSlowestShare, g.engine, HigherIsBetter, res.slowest)
+				if res.extra > 0 {
+					r.Note("netpeers %s %s repeat %d: the sink received %d packets more than the peers generated (duplicates)", cas, g.engine, rep+1, res.extra)
+				}
 				if res.writeOffs > 0 {
 					r.Note("netpeers %s %s repeat %d: %d write-offs of in-flight packets (loss)", cas, g.engine, rep+1, res.writeOffs)
 				}

@@ -3,8 +3,11 @@ package bench
 import (
 	"math"
 	"net/netip"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPeerAddrAndIndex(t *testing.T) {
@@ -182,4 +185,104 @@ func FuzzParseCounts(f *testing.F) {
 			}
 		}
 	})
+}
+
+// needNetSections skips a test of the netpeers or openvpn section unless
+// asked for: each builds binaries and runs real daemons for about a
+// minute on two cores.
+func needNetSections(t *testing.T, tools ...string) {
+	t.Helper()
+	if os.Getenv("WIRELANE_BENCH_NET") == "" {
+		t.Skip("builds daemons and runs them for about a minute: set WIRELANE_BENCH_NET=1")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates network namespaces and TUN devices")
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s on PATH", tool)
+		}
+	}
+}
+
+// quickSection runs one section in quick mode, checks that every planned
+// progress step was taken and that nothing is left behind.
+func quickSection(t *testing.T, section string) *Report {
+	t.Helper()
+	cfg := QuickConfig()
+	cfg.Duration = time.Second
+	cfg.Sections = []string{section}
+	steps := 0
+	r, err := Run(cfg, "test", func(int, int, string) { steps++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := plannedSteps(cfg); steps != want {
+		t.Errorf("%d progress steps, planned %d", steps, want)
+	}
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	if strings.Contains(string(out), "wlb"+netnsTag()+"-") {
+		t.Errorf("namespaces left behind:\n%s", out)
+	}
+	return r
+}
+
+func TestNetpeersQuick(t *testing.T) {
+	needNetSections(t, "ip", "wg", "go")
+	r := quickSection(t, SectionNetpeers)
+	cas := netpeersCase(QuickConfig().NetPeers[0])
+	for _, e := range []string{EngineWireguardGo, EngineWirelane} {
+		for _, metric := range []string{MetricGbps, MetricGatewayCPUPerGB} {
+			if m := r.Find(SectionNetpeers, cas, metric, e); m == nil || !(m.Median() > 0) || math.IsInf(m.Median(), 0) {
+				t.Errorf("%s %s %s: %v", e, cas, metric, m)
+			}
+		}
+		if m := r.Find(SectionNetpeers, cas, MetricSlowestShare, e); m == nil || !(m.Median() >= 0 && m.Median() <= 1) {
+			t.Errorf("%s %s slowest share: %v, want within 0..1", e, cas, m)
+		}
+	}
+}
+
+func TestOpenVPNQuick(t *testing.T) {
+	needNetSections(t, "ip", "openvpn", "iperf3", "ping", "go")
+	r := quickSection(t, SectionOpenVPN)
+	for _, c := range openvpnCases {
+		metric := MetricGbps
+		if c.ping {
+			metric = MetricRoundTrips
+		}
+		for _, im := range openvpnImpls {
+			if m := r.Find(SectionOpenVPN, c.name, metric, im.engine); m == nil || !(m.Median() > 0) || math.IsInf(m.Median(), 0) {
+				t.Errorf("%s %s: %v", im.engine, c.name, m)
+			}
+		}
+	}
+}
+
+// TestGenTUNDuplicatesDoNotStallTheLoop: a receiver that counts more
+// packets than its sender handed out (duplicates through a gateway) leaves
+// nothing in flight; before, the count wrapped and Read spun for ever.
+func TestGenTUNDuplicatesDoNotStallTheLoop(t *testing.T) {
+	pkt, err := ipv4UDPPacket(100, peerAddr(0), netpeersGW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, rcv := newGenTUN("s", 1420, pkt, nil), newGenTUN("r", 1420, nil, nil)
+	snd.closeLoop(rcv, 4, time.Hour)
+	defer snd.Close()
+	snd.start()
+	bufs, sizes := make([][]byte, 4), make([]int, 4)
+	for i := range bufs {
+		bufs[i] = make([]byte, 200)
+	}
+	if n, err := snd.Read(bufs, sizes, 0); n != 4 || err != nil {
+		t.Fatalf("first Read = %d, %v; want the whole window", n, err)
+	}
+	dup := [][]byte{pkt}
+	for range 10 { // 10 deliveries of 4 packets sent
+		rcv.Write(dup, 0)
+	}
+	if n, err := snd.Read(bufs, sizes, 0); n != 4 || err != nil {
+		t.Fatalf("Read after duplicates = %d, %v; want the whole window again", n, err)
+	}
 }
