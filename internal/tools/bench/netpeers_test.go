@@ -121,7 +121,7 @@ func TestNetTargets(t *testing.T) {
 		measured string
 	}{
 		"netpeers 100 peers via gateway":                        {Met, "2.20x"},
-		"netpeers 100 peers via gateway, slowest peer's share":  {Met, "0.6000 (min 0.4000)"},
+		"netpeers 100 peers via gateway, slowest peer's share":  {NotMet, "min 0.4000 (median 0.6000)"}, // one repeat below 0.5
 		"netpeers 1000 peers via gateway":                       {NotMeasured, ""},
 		"netpeers 1000 peers via gateway, slowest peer's share": {NotMeasured, ""},
 		"openvpn UDP, TCP up":                                   {Met, "5.50x"},
