@@ -19,7 +19,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/wirelane/wirelane/internal/sys/buildinfo"
@@ -127,6 +129,18 @@ func run(args []string) int {
 			fmt.Fprintln(os.Stderr, line)
 		}
 	}
+	// Ctrl-C or SIGTERM: remove the namespaces and daemons the run set
+	// up, then exit as interrupted.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			fmt.Fprintln(os.Stderr, "\nwirelane-bench: interrupted, removing namespaces and daemons")
+			bench.Interrupt()
+			os.Exit(130)
+		}
+	}()
 	rep, err := bench.Run(cfg, command, progress)
 	if tty {
 		fmt.Fprint(os.Stderr, "\r\033[K")

@@ -157,11 +157,13 @@ type netnsPair struct {
 	addrB      string
 	children   []*child
 	namespaces []string
+	unregister func() // from addCleanup
 }
 
 // teardown stops the children in reverse order (the iperf3 server, then
 // the daemons) and deletes the namespaces with what was moved into them.
 func (p *netnsPair) teardown() {
+	p.unregister()
 	for i := len(p.children) - 1; i >= 0; i-- {
 		p.children[i].stop()
 	}
@@ -206,6 +208,7 @@ func setupPair(engine string, idx int, tag string, bins netnsBins, keyDir string
 		ifA: fmt.Sprintf("wlb%s%da", tag, idx), ifB: fmt.Sprintf("wlb%s%db", tag, idx),
 		addrA: fmt.Sprintf("10.88.%d.1", idx), addrB: fmt.Sprintf("10.88.%d.2", idx),
 	}
+	p.unregister = addCleanup(p.teardown)
 	defer func() {
 		if err != nil {
 			p.teardown()
@@ -419,6 +422,7 @@ func netnsSection(r *Report, cfg Config, p *progress) error {
 	if err != nil {
 		return err
 	}
+	defer addCleanup(func() { os.RemoveAll(dir) })()
 	defer os.RemoveAll(dir)
 
 	engines := netnsEngines(cfg)

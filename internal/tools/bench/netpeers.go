@@ -216,9 +216,11 @@ type gateway struct {
 	pub        []byte    // the gateway's public key
 	peers      []keyPair // the peers' keys, configured on the gateway
 	namespaces []string
+	unregister func() // from addCleanup
 }
 
 func (g *gateway) teardown() {
+	g.unregister()
 	if g.daemon != nil {
 		g.daemon.stop()
 	}
@@ -235,6 +237,7 @@ func setupGateway(engine string, idx int, tag string, bins netnsBins, dir string
 		nsG:    fmt.Sprintf("wlb%s-np%dg", tag, idx), nsP: fmt.Sprintf("wlb%s-np%dp", tag, idx),
 		ifname: fmt.Sprintf("wlb%sg%d", tag, idx),
 	}
+	g.unregister = addCleanup(g.teardown)
 	defer func() {
 		if err != nil {
 			g.teardown()
@@ -582,6 +585,7 @@ func netpeersSection(r *Report, cfg Config, p *progress) error {
 	if err != nil {
 		return err
 	}
+	defer addCleanup(func() { os.RemoveAll(dir) })()
 	defer os.RemoveAll(dir)
 	p.step("netpeers: build daemons")
 	c := cfg

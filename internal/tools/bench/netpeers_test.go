@@ -286,3 +286,23 @@ func TestGenTUNDuplicatesDoNotStallTheLoop(t *testing.T) {
 		t.Fatalf("Read after duplicates = %d, %v; want the whole window again", n, err)
 	}
 }
+
+func TestCleanupsRunOnInterruptOnce(t *testing.T) {
+	ran := map[string]int{}
+	removeA := addCleanup(func() { ran["a"]++ })
+	addCleanup(func() { ran["b"]++ })
+	removeA() // torn down the ordinary way: not again on Interrupt
+	Interrupt()
+	Interrupt()
+	if ran["a"] != 0 || ran["b"] != 1 {
+		t.Errorf("cleanups ran %v, want only b, once", ran)
+	}
+	// Registered after the interrupt: run at once, nothing left behind.
+	addCleanup(func() { ran["c"]++ })
+	if ran["c"] != 1 {
+		t.Errorf("cleanup registered after Interrupt ran %d times, want 1", ran["c"])
+	}
+	cleanups.mu.Lock()
+	cleanups.done = false // later tests of this package set up namespaces again
+	cleanups.mu.Unlock()
+}

@@ -67,9 +67,11 @@ type ovpnBed struct {
 	cliNS      string
 	children   []*child
 	namespaces []string
+	unregister func() // from addCleanup
 }
 
 func (b *ovpnBed) teardown() {
+	b.unregister()
 	for i := len(b.children) - 1; i >= 0; i-- {
 		b.children[i].stop()
 	}
@@ -82,6 +84,7 @@ func (b *ovpnBed) teardown() {
 // certificates) and brings both tunnels up.
 func setupOVPNBed(proto, tag, wirelane, dir string, creds ovpnbed.Creds) (b *ovpnBed, err error) {
 	b = &ovpnBed{proto: proto, srvNS: fmt.Sprintf("wlb%s-o%ss", tag, proto), cliNS: fmt.Sprintf("wlb%s-o%sc", tag, proto)}
+	b.unregister = addCleanup(b.teardown)
 	defer func() {
 		if err != nil {
 			b.teardown()
@@ -227,6 +230,7 @@ func openvpnSection(r *Report, cfg Config, p *progress) error {
 	if err != nil {
 		return err
 	}
+	defer addCleanup(func() { os.RemoveAll(dir) })()
 	defer os.RemoveAll(dir)
 	p.step("openvpn: build wirelane")
 	wirelane, err := buildWirelane(dir)
