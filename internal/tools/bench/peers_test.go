@@ -307,3 +307,29 @@ func TestPeersQuick(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSourceCounter feeds arbitrary packets to the receive direction's
+// per-peer count: it never panics, and a packet is counted exactly once,
+// either as bytes of the peer its source names or apart.
+func FuzzSourceCounter(f *testing.F) {
+	_, inner := peerAddrs(7)
+	p, _ := ipv4UDPPacket(60, inner, peersGatewayAddr)
+	f.Add(p)
+	f.Add([]byte{})
+	f.Add([]byte{0x45})
+	f.Add(append([]byte{0x60}, make([]byte, 39)...))
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		s := &sourceCounter{bytes: make([]atomic.Uint64, 300)}
+		s.count(pkt)
+		var sum uint64
+		for i := range s.bytes {
+			sum += s.bytes[i].Load()
+		}
+		switch other := s.other.Load(); {
+		case other == 1 && sum == 0:
+		case other == 0 && sum == uint64(len(pkt)):
+		default:
+			t.Fatalf("packet of %d bytes: %d bytes to peers, %d apart", len(pkt), sum, other)
+		}
+	})
+}
