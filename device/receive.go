@@ -253,6 +253,11 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			d.rejectN(RejectCookie, cookies)
 			add(&d.cookieRepliesSent, cookies)
 		}
+		// One clock read for every peer's batch of this read: with many
+		// peers a read is many batches of one or two packets each.
+		if len(seen) > 0 {
+			now = d.clock.Now()
+		}
 		for _, kp := range seen {
 			p := kp.peer
 			r := p.current()
@@ -269,7 +274,7 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 				d.pool.putBatch(b)
 				continue
 			}
-			if p.deliverDirect(r, b) {
+			if p.deliverDirect(r, b, now) {
 				continue
 			}
 			b.materialize()
@@ -438,7 +443,7 @@ func (p *peer) runReceiver(r *peerRun) {
 			return
 		}
 		p.recvMu.Lock()
-		p.deliver(b, &p.heads)
+		p.deliver(b, &p.heads, d.clock.Now())
 		p.recvMu.Unlock()
 		d.pool.putBatch(b)
 		r.pendingIn.Add(-1)
@@ -451,8 +456,9 @@ func (p *peer) runReceiver(r *peerRun) {
 // hand-off to (and the wake-up of) that goroutine. It reports whether it
 // took b. A receive goroutine's own batches stay in order: it queues one
 // only after counting it in pendingIn, and delivers directly only once
-// every queued batch has been delivered.
-func (p *peer) deliverDirect(r *peerRun, b *batch) bool {
+// every queued batch has been delivered. now is the time of the read that
+// brought b.
+func (p *peer) deliverDirect(r *peerRun, b *batch, now time.Time) bool {
 	d := p.d
 	if r.pendingIn.Load() != 0 || len(b.pkts) > int(d.inlineCrypto.Load()) {
 		return false
@@ -472,18 +478,18 @@ func (p *peer) deliverDirect(r *peerRun, b *batch) bool {
 	for _, pk := range b.pkts {
 		d.open(b.kp, pk, b.nonce[:])
 	}
-	p.deliver(b, &p.heads)
+	p.deliver(b, &p.heads, now)
 	p.recvMu.Unlock()
 	d.pool.putBatch(b)
 	return true
 }
 
 // deliver checks and writes one opened batch; heads is the receiver's
-// room for the TUN device's merging (tun.HeadRoom).
-func (p *peer) deliver(b *batch, heads *tun.HeadRoom) {
+// room for the TUN device's merging (tun.HeadRoom); now is the device
+// clock read at most one receive batch earlier (the session age checks).
+func (p *peer) deliver(b *batch, heads *tun.HeadRoom, now time.Time) {
 	d := p.d
 	kp := b.kp
-	now := d.clock.Now()
 	if now.Sub(kp.created) >= d.tm.rejectAfterTime {
 		d.drop(DropExpired, len(b.pkts))
 		return

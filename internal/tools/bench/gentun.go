@@ -69,6 +69,10 @@ type genTUN struct {
 	want      []byte        // read-only; the packet expected on Write, or nil
 	checked   atomic.Bool   // the full content check ran once
 
+	// bySource, when set, is called with every packet Write receives (the
+	// many-peers section counts bytes per source peer); read-only.
+	bySource func(p []byte)
+
 	// txPackets counts packets handed to the engine by Read.
 	txPackets atomic.Uint64
 
@@ -347,6 +351,9 @@ func (g *genTUN) Write(bufs [][]byte, offset int) (int, error) {
 	for _, b := range bufs {
 		p := b[offset:]
 		bytesIn += uint64(len(p))
+		if g.bySource != nil {
+			g.bySource(p)
+		}
 		if g.want != nil && len(p) != len(g.want) {
 			bad++
 		}

@@ -61,8 +61,9 @@ const MaxActivePeers = 240 * 250
 // MinFairShare is the fairness target: no peer below half its fair share.
 const MinFairShare = 0.5
 
-// peersCase names the case with n active peers.
-func peersCase(n int) string { return fmt.Sprintf("%d peers", n) }
+// peersCase names the case with n active peers in direction dir
+// (DirToPeers, DirFromPeers).
+func peersCase(n int, dir string) string { return fmt.Sprintf("%d peers, %s", n, dir) }
 
 var peersGatewayAddr = netip.MustParseAddr("10.79.0.1")
 
@@ -530,24 +531,40 @@ func peersSection(r *Report, cfg Config, p *progress) error {
 		engines = append(engines, e)
 	}
 	writeOffs, stray, silent := map[string]uint64{}, map[string]uint64{}, map[string]int{}
+	harness := map[string][]float64{}
 	for rep := 0; rep < cfg.Repeats; rep++ {
 		for _, n := range cfg.ActivePeers {
-			for i := range engines {
-				eng := engines[(i+rep)%len(engines)]
-				p.step(fmt.Sprintf("peers %d %s, repeat %d/%d", n, eng.name, rep+1, cfg.Repeats))
-				res, err := runPeers(eng, n, cfg)
-				if err != nil {
-					return fmt.Errorf("%d peers: %w", n, err)
+			for _, dir := range peersDirections {
+				for i := range engines {
+					eng := engines[(i+rep)%len(engines)]
+					p.step(fmt.Sprintf("peers %d %s %s, repeat %d/%d", n, dir, eng.name, rep+1, cfg.Repeats))
+					var res peersResult
+					var hcpu time.Duration
+					var err error
+					if dir == DirFromPeers {
+						res, hcpu, err = runPeersRx(eng, n, cfg)
+					} else {
+						res, err = runPeers(eng, n, cfg)
+					}
+					if err != nil {
+						return fmt.Errorf("%d peers, %s: %w", n, dir, err)
+					}
+					c := peersCase(n, dir)
+					r.Add(SectionPeers, c, MetricGbps, eng.name, HigherIsBetter, res.gbps())
+					r.Add(SectionPeers, c, MetricCPUPerGB, eng.name, LowerIsBetter, res.cpuPerGB())
+					if dir == DirFromPeers && res.cpu > 0 {
+						share := hcpu.Seconds() / res.cpu.Seconds()
+						r.Add(SectionPeers, c, MetricHarnessCPU, eng.name, LowerIsBetter, share)
+						r.Add(SectionPeers, c, MetricGatewayCPUPerGB, eng.name, LowerIsBetter, (res.cpu-hcpu).Seconds()/(float64(res.bytes)/1e9))
+						harness[eng.name] = append(harness[eng.name], share)
+					}
+					r.Add(SectionPeers, c, MetricFairness, eng.name, HigherIsBetter, res.fairness)
+					r.Add(SectionPeers, c, MetricAllocs, eng.name, LowerIsBetter, res.allocsPerPacket())
+					r.Add(SectionPeers, c, MetricLoss, eng.name, LowerIsBetter, res.lossPct())
+					writeOffs[eng.name] += res.writeOffs
+					stray[eng.name] += res.stray
+					silent[eng.name] += res.silent
 				}
-				c := peersCase(n)
-				r.Add(SectionPeers, c, MetricGbps, eng.name, HigherIsBetter, res.gbps())
-				r.Add(SectionPeers, c, MetricCPUPerGB, eng.name, LowerIsBetter, res.cpuPerGB())
-				r.Add(SectionPeers, c, MetricFairness, eng.name, HigherIsBetter, res.fairness)
-				r.Add(SectionPeers, c, MetricAllocs, eng.name, LowerIsBetter, res.allocsPerPacket())
-				r.Add(SectionPeers, c, MetricLoss, eng.name, LowerIsBetter, res.lossPct())
-				writeOffs[eng.name] += res.writeOffs
-				stray[eng.name] += res.stray
-				silent[eng.name] += res.silent
 			}
 		}
 	}
@@ -555,6 +572,6 @@ func peersSection(r *Report, cfg Config, p *progress) error {
 	for _, e := range engines {
 		parts = append(parts, fmt.Sprintf("%s %d write-offs, %d datagrams that were not data (keepalives, handshakes), %d peers that had nothing 10 s after the start", e.name, writeOffs[e.name], stray[e.name], silent[e.name]))
 	}
-	r.Note("peers: one gateway device sends %d-byte packets round robin to N peers (harness clients on one socket, real handshakes, real UDP on loopback), closed loop of %d packets in flight over all peers; summed over the runs: %s", inprocMTU, cfg.Window, strings.Join(parts, ", "))
+	r.Note("peers, %s: one gateway device sends %d-byte packets round robin to N peers (harness clients on one socket, real handshakes, real UDP on loopback), closed loop of %d packets in flight over all peers; %s: the N peers seal every packet for real (own key, own counter) and send it round robin from their own source address, fairness is the bytes on the gateway's TUN per inner source; summed over the runs: %s", DirToPeers, inprocMTU, cfg.Window, DirFromPeers, strings.Join(parts, ", "))
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,34 +155,79 @@ func FuzzPeerClientsTake(f *testing.F) {
 }
 
 func TestPeersTargets(t *testing.T) {
-	r := &Report{}
-	add := func(n int, metric, engine string, vs ...float64) {
-		for _, v := range vs {
-			r.Add(SectionPeers, peersCase(n), metric, engine, HigherIsBetter, v)
+	for _, dir := range peersDirections {
+		r := &Report{}
+		add := func(n int, metric, engine string, vs ...float64) {
+			for _, v := range vs {
+				r.Add(SectionPeers, peersCase(n, dir), metric, engine, HigherIsBetter, v)
+			}
+		}
+		add(100, MetricGbps, EngineWireguardGo, 1, 1, 1)
+		add(100, MetricGbps, EngineWirelane, 2.5, 2.1, 1.0)
+		add(100, MetricFairness, EngineWirelane, 0.9, 0.95, 0.6)
+		add(1000, MetricGbps, EngineWireguardGo, 1, 1, 1)
+		add(1000, MetricGbps, EngineWirelane, 1.9, 1.9, 3)
+		add(1000, MetricFairness, EngineWirelane, 0.99, 0.4, 1) // median fine, one repeat starved a peer
+		states := map[string]Target{}
+		for _, tg := range r.Targets() {
+			states[tg.Name] = tg
+		}
+		for name, want := range map[string]TargetState{
+			"100 active peers, " + dir:      Met,    // median 2.1x
+			"slowest of 100 peers, " + dir:  Met,    // worst 0.6 >= 0.5
+			"1000 active peers, " + dir:     NotMet, // median 1.9x
+			"slowest of 1000 peers, " + dir: NotMet, // worst 0.4 < 0.5
+		} {
+			if got := states[name]; got.State != want {
+				t.Errorf("target %q: %v (%s), want %v", name, got.Status(), got.Measured, want)
+			}
+		}
+		if m := states["slowest of 1000 peers, "+dir].Measured; !strings.HasPrefix(m, "0.4") {
+			t.Errorf("fairness target reads %q, want the worst repeat (0.4)", m)
+		}
+		// The other direction has no figures: its targets are not judged.
+		for _, other := range peersDirections {
+			if other != dir && states["100 active peers, "+other].State != NotMeasured {
+				t.Errorf("%s: target of %s judged without figures: %v", dir, other, states["100 active peers, "+other].Status())
+			}
 		}
 	}
-	add(100, MetricGbps, EngineWireguardGo, 1, 1, 1)
-	add(100, MetricGbps, EngineWirelane, 2.5, 2.1, 1.0)
-	add(100, MetricFairness, EngineWirelane, 0.9, 0.95, 0.6)
-	add(1000, MetricGbps, EngineWireguardGo, 1, 1, 1)
-	add(1000, MetricGbps, EngineWirelane, 1.9, 1.9, 3)
-	add(1000, MetricFairness, EngineWirelane, 0.99, 0.4, 1) // median fine, one repeat starved a peer
-	states := map[string]Target{}
-	for _, tg := range r.Targets() {
-		states[tg.Name] = tg
-	}
-	for name, want := range map[string]TargetState{
-		"100 active peers":      Met,    // median 2.1x
-		"slowest of 100 peers":  Met,    // worst 0.6 >= 0.5
-		"1000 active peers":     NotMet, // median 1.9x
-		"slowest of 1000 peers": NotMet, // worst 0.4 < 0.5
-	} {
-		if got := states[name]; got.State != want {
-			t.Errorf("target %q: %v (%s), want %v", name, got.Status(), got.Measured, want)
+}
+
+// TestSourceCounter checks the per-peer count of the receive direction:
+// bytes by inner source address, anything else counted apart.
+func TestSourceCounter(t *testing.T) {
+	s := &sourceCounter{bytes: make([]atomic.Uint64, 300)}
+	for _, i := range []int{0, 249, 250, 299} {
+		_, inner := peerAddrs(i)
+		if got := peerIndex(inner.As4()); got != i {
+			t.Fatalf("peerIndex(%v) = %d, want %d", inner, got, i)
+		}
+		p, err := ipv4UDPPacket(100+i, inner, peersGatewayAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.count(p)
+		if got := s.bytes[i].Load(); got != uint64(100+i) {
+			t.Errorf("peer %d: %d bytes, want %d", i, got, 100+i)
 		}
 	}
-	if m := states["slowest of 1000 peers"].Measured; !strings.HasPrefix(m, "0.4") {
-		t.Errorf("fairness target reads %q, want the worst repeat (0.4)", m)
+	_, beyond := peerAddrs(300) // a peer the counter does not know
+	p, _ := ipv4UDPPacket(100, beyond, peersGatewayAddr)
+	s.count(p)
+	s.count([]byte{0x45, 0})                                                       // truncated
+	s.count(append([]byte{0x60}, make([]byte, 39)...))                             // IPv6
+	q, _ := ipv4UDPPacket(100, netip.MustParseAddr("10.81.0.1"), peersGatewayAddr) // not 10.80/16
+	s.count(q)
+	if got := s.other.Load(); got != 4 {
+		t.Errorf("%d packets from no peer, want 4", got)
+	}
+	var sum uint64
+	for i := range s.bytes {
+		sum += s.bytes[i].Load()
+	}
+	if want := uint64(100 + 349 + 350 + 399); sum != want {
+		t.Errorf("%d bytes counted, want %d", sum, want)
 	}
 }
 
@@ -213,31 +259,41 @@ func TestPeersQuick(t *testing.T) {
 	if want := plannedSteps(cfg); steps != want {
 		t.Errorf("%d progress steps, planned %d", steps, want)
 	}
-	for _, n := range cfg.ActivePeers {
-		for _, e := range peersEngines(cfg) {
-			get := func(metric string) float64 {
-				m := r.Find(SectionPeers, peersCase(n), metric, e)
-				if m == nil || len(m.Samples) != cfg.Repeats {
-					t.Fatalf("%d peers %s: no %s", n, e, metric)
+	for _, dir := range peersDirections {
+		for _, n := range cfg.ActivePeers {
+			for _, e := range peersEngines(cfg) {
+				get := func(metric string) float64 {
+					m := r.Find(SectionPeers, peersCase(n, dir), metric, e)
+					if m == nil || len(m.Samples) != cfg.Repeats {
+						t.Fatalf("%d peers %s %s: no %s", n, dir, e, metric)
+					}
+					return m.Median()
 				}
-				return m.Median()
-			}
-			if v := get(MetricGbps); !(v > 0) || math.IsInf(v, 0) {
-				t.Errorf("%d peers %s: %v Gbit/s", n, e, v)
-			}
-			if v := get(MetricCPUPerGB); !(v > 0) || math.IsInf(v, 0) {
-				t.Errorf("%d peers %s: %v CPU s/GB", n, e, v)
-			}
-			// A short window on a busy machine may leave one peer with
-			// nothing; the share is still a share.
-			if v := get(MetricFairness); !(v >= 0 && v <= 1) {
-				t.Errorf("%d peers %s: slowest peer's share %v, want 0..1", n, e, v)
-			}
-			if v := get(MetricLoss); !(v >= 0 && v <= 100) {
-				t.Errorf("%d peers %s: loss %v%%", n, e, v)
-			}
-			if v := get(MetricAllocs); !(v >= 0) {
-				t.Errorf("%d peers %s: %v allocs/packet", n, e, v)
+				if v := get(MetricGbps); !(v > 0) || math.IsInf(v, 0) {
+					t.Errorf("%d peers %s %s: %v Gbit/s", n, dir, e, v)
+				}
+				if v := get(MetricCPUPerGB); !(v > 0) || math.IsInf(v, 0) {
+					t.Errorf("%d peers %s %s: %v CPU s/GB", n, dir, e, v)
+				}
+				// A short window on a busy machine may leave one peer with
+				// nothing; the share is still a share.
+				if v := get(MetricFairness); !(v >= 0 && v <= 1) {
+					t.Errorf("%d peers %s %s: slowest peer's share %v, want 0..1", n, dir, e, v)
+				}
+				if v := get(MetricLoss); !(v >= 0 && v <= 100) {
+					t.Errorf("%d peers %s %s: loss %v%%", n, dir, e, v)
+				}
+				if v := get(MetricAllocs); !(v >= 0) {
+					t.Errorf("%d peers %s %s: %v allocs/packet", n, dir, e, v)
+				}
+				if dir == DirFromPeers {
+					if v := get(MetricHarnessCPU); !(v > 0 && v < 1) {
+						t.Errorf("%d peers %s %s: harness CPU share %v, want 0..1", n, dir, e, v)
+					}
+					if v := get(MetricGatewayCPUPerGB); !(v > 0) || math.IsInf(v, 0) {
+						t.Errorf("%d peers %s %s: gateway %v CPU s/GB", n, dir, e, v)
+					}
+				}
 			}
 		}
 	}
@@ -245,9 +301,35 @@ func TestPeersQuick(t *testing.T) {
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"20 peers", "200 peers", MetricFairness, "slowest of 100 peers"} {
+	for _, want := range []string{"20 peers, " + DirToPeers, "200 peers, " + DirFromPeers, MetricFairness, MetricHarnessCPU, "slowest of 100 peers, " + DirFromPeers} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}
 	}
+}
+
+// FuzzSourceCounter feeds arbitrary packets to the receive direction's
+// per-peer count: it never panics, and a packet is counted exactly once,
+// either as bytes of the peer its source names or apart.
+func FuzzSourceCounter(f *testing.F) {
+	_, inner := peerAddrs(7)
+	p, _ := ipv4UDPPacket(60, inner, peersGatewayAddr)
+	f.Add(p)
+	f.Add([]byte{})
+	f.Add([]byte{0x45})
+	f.Add(append([]byte{0x60}, make([]byte, 39)...))
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		s := &sourceCounter{bytes: make([]atomic.Uint64, 300)}
+		s.count(pkt)
+		var sum uint64
+		for i := range s.bytes {
+			sum += s.bytes[i].Load()
+		}
+		switch other := s.other.Load(); {
+		case other == 1 && sum == 0:
+		case other == 0 && sum == uint64(len(pkt)):
+		default:
+			t.Fatalf("packet of %d bytes: %d bytes to peers, %d apart", len(pkt), sum, other)
+		}
+	})
 }

@@ -37,7 +37,7 @@ func plannedSteps(cfg Config) int {
 		n += cfg.Repeats * len(inprocCases) * len(cfg.Engines)
 	}
 	if cfg.Has(SectionPeers) {
-		n += cfg.Repeats * len(cfg.ActivePeers) * len(peersEngines(cfg))
+		n += cfg.Repeats * len(cfg.ActivePeers) * len(peersDirections) * len(peersEngines(cfg))
 	}
 	if cfg.Has(SectionNetns) {
 		n += netnsSetupSteps + cfg.Repeats*len(netnsTests)*len(netnsEngines(cfg))

@@ -80,15 +80,17 @@ func (r *Report) Targets() []Target {
 	ts = append(ts, r.netTargets()...)
 	ratioAtLeast("in-process MTU packets", "inproc", CaseMTU, MetricGbps, EngineWirelane, EngineWireguardGo, 2)
 	ratioAtLeast("in-process small packets", "inproc", CaseSmall, MetricMpps, EngineWirelane, EngineWireguardGo, 1.5)
-	for _, n := range []int{100, 1000} {
-		ratioAtLeast(fmt.Sprintf("%d active peers", n), SectionPeers, peersCase(n), MetricGbps, EngineWirelane, EngineWireguardGo, 2)
-		// Judged on the worst repeat: no peer below half its share, ever.
-		t := Target{Name: fmt.Sprintf("slowest of %d peers", n), Want: fmt.Sprintf(">= %.2f of its fair share, every repeat", MinFairShare)}
-		if m := r.Find(SectionPeers, peersCase(n), MetricFairness, EngineWirelane); m != nil && !math.IsNaN(m.Min()) {
-			t.Measured = formatNum(m.Min()) + " (worst repeat)"
-			t.State = judge(m.Min() >= MinFairShare)
+	for _, dir := range peersDirections {
+		for _, n := range []int{100, 1000} {
+			ratioAtLeast(fmt.Sprintf("%d active peers, %s", n, dir), SectionPeers, peersCase(n, dir), MetricGbps, EngineWirelane, EngineWireguardGo, 2)
+			// Judged on the worst repeat: no peer below half its share, ever.
+			t := Target{Name: fmt.Sprintf("slowest of %d peers, %s", n, dir), Want: fmt.Sprintf(">= %.2f of its fair share, every repeat", MinFairShare)}
+			if m := r.Find(SectionPeers, peersCase(n, dir), MetricFairness, EngineWirelane); m != nil && !math.IsNaN(m.Min()) {
+				t.Measured = formatNum(m.Min()) + " (worst repeat)"
+				t.State = judge(m.Min() >= MinFairShare)
+			}
+			ts = append(ts, t)
 		}
-		ts = append(ts, t)
 	}
 	for _, cas := range []string{CaseMTU, CaseSmall, CaseSmallOne} {
 		t := Target{Name: "zero steady-state allocs/packet, " + cas, Want: fmt.Sprintf("< %g allocs/packet", MaxSteadyAllocsPerPacket)}
