@@ -60,7 +60,9 @@ const SectionNetpeers = "netpeers"
 // MetricSlowestShare is the slowest peer's deliveries over the fair share.
 const MetricSlowestShare = "slowest peer of fair share"
 
-// MetricGatewayCPUPerGB is the gateway daemon's CPU seconds per GB carried.
+// MetricGatewayCPUPerGB is the gateway's own CPU seconds per GB carried (the
+// daemon's through namespaces; in process, the process less the harness
+// senders' thread).
 const MetricGatewayCPUPerGB = "gateway CPU s/GB"
 
 // maxNetPeers is the most peers the netpeers section addresses (peer i

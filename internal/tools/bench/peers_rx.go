@@ -51,12 +51,8 @@ var peersDirections = []string{DirToPeers, DirFromPeers}
 // included).
 const MetricHarnessCPU = "harness CPU share"
 
-// MetricGatewayCPUPerGB is the process CPU less the harness senders'
-// thread, per GB delivered to the gateway's TUN.
-const MetricGatewayCPUPerGB = "gateway CPU s/GB"
-
-// peerIndex returns the peer whose inner address is a (10.80.x.y), or -1.
-func peerIndex(a [4]byte) int {
+// inprocPeerIndex returns the peer whose inner address is a (10.80.x.y), or -1.
+func inprocPeerIndex(a [4]byte) int {
 	if a[0] != 10 || a[1] != 80 || a[2] >= 240 || a[3] < 1 || a[3] > 250 {
 		return -1
 	}
@@ -73,7 +69,7 @@ type sourceCounter struct {
 // count adds one packet.
 func (s *sourceCounter) count(p []byte) {
 	if len(p) >= 20 && p[0]>>4 == 4 {
-		if i := peerIndex([4]byte(p[12:16])); i >= 0 && i < len(s.bytes) {
+		if i := inprocPeerIndex([4]byte(p[12:16])); i >= 0 && i < len(s.bytes) {
 			s.bytes[i].Add(uint64(len(p)))
 			return
 		}

@@ -200,8 +200,8 @@ func TestSourceCounter(t *testing.T) {
 	s := &sourceCounter{bytes: make([]atomic.Uint64, 300)}
 	for _, i := range []int{0, 249, 250, 299} {
 		_, inner := peerAddrs(i)
-		if got := peerIndex(inner.As4()); got != i {
-			t.Fatalf("peerIndex(%v) = %d, want %d", inner, got, i)
+		if got := inprocPeerIndex(inner.As4()); got != i {
+			t.Fatalf("inprocPeerIndex(%v) = %d, want %d", inner, got, i)
 		}
 		p, err := ipv4UDPPacket(100+i, inner, peersGatewayAddr)
 		if err != nil {
