@@ -40,6 +40,7 @@ func (p *peer) runKeyState(ks *control.KeyState, initial bool) {
 	p.mu.Unlock()
 	if err != nil {
 		if initial {
+			p.firstKeyFailed(err)
 			// Send what is queued (a TLS alert, AUTH_FAILED) so the client
 			// learns why, then keep it from coming back with the same
 			// session.
@@ -123,7 +124,7 @@ func (x side) Data() *data.Channel { return x.p.data.Load() }
 // Explain labels TLS failures.
 func (x side) Explain(stage control.Stage, _, err error) error {
 	if stage == control.StageTLS {
-		return fmt.Errorf("TLS handshake: %w", err)
+		return tlsFailure{fmt.Errorf("TLS handshake: %w", err)}
 	}
 	return err
 }

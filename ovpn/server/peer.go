@@ -118,17 +118,20 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 	if len(s.byID) >= cfg.MaxClients {
 		s.mu.Unlock()
 		p.ctrl.Close()
+		s.stats.FailedHandshakes.add(FailMaxClients)
 		return nil, fmt.Errorf("server: max-clients (%d) reached", cfg.MaxClients)
 	}
 	src := from.Addr()
 	if s.unproven[src] >= maxUnprovenPerSource {
 		s.mu.Unlock()
 		p.ctrl.Close()
+		s.stats.FailedHandshakes.add(FailRateLimit)
 		return nil, fmt.Errorf("server: %d sessions from %s have not completed their handshake", maxUnprovenPerSource, src)
 	}
 	if !s.freq.allow(cfg.ConnectFreq, time.Duration(cfg.ConnectFreqSec)*time.Second, p.created) {
 		s.mu.Unlock()
 		p.ctrl.Close()
+		s.stats.FailedHandshakes.add(FailRateLimit)
 		return nil, fmt.Errorf("server: connect-freq (%d in %d s) reached", cfg.ConnectFreq, cfg.ConnectFreqSec)
 	}
 	p.unproven = true

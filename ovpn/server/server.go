@@ -213,6 +213,9 @@ type Stats struct {
 	// DecompressFailed those that were not valid compressed data or would
 	// have been larger than tun-mtu (dropped; compress.go).
 	Compressed, Decompressed, DecompressFailed atomic.Uint64
+	// FailedHandshakes counts the handshakes the server gave up on, by
+	// reason (counters.go).
+	FailedHandshakes HandshakeFailures
 }
 
 const (

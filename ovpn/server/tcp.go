@@ -62,11 +62,15 @@ func (s *Server) serveTCP(c net.Conn) {
 			s.log.Warn("session refused", "remote", from, "err", err)
 		} else {
 			s.stats.BadControl.Add(1)
+			s.resetRefused(raw)
 		}
 		c.Close()
 		return
 	}
 	plain, err := w.Unwrap(nil, raw)
+	if err != nil {
+		s.resetRefused(raw)
+	}
 	var p wire.ControlPacket
 	if err == nil {
 		err = wire.DecodeControl(plain, &p)

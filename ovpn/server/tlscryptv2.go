@@ -88,9 +88,13 @@ func (s *Server) udpUnknownV2(from netip.AddrPort, raw []byte) {
 	w, md, err := s.v2Open(raw)
 	if err != nil {
 		s.stats.BadControl.Add(1)
+		s.resetRefused(raw)
 		return
 	}
 	plain, err := w.Unwrap(nil, raw)
+	if err != nil {
+		s.resetRefused(raw)
+	}
 	var p wire.ControlPacket
 	if err == nil {
 		err = wire.DecodeControl(plain, &p)
@@ -134,6 +138,7 @@ func (s *Server) udpUnknownV2(from netip.AddrPort, raw []byte) {
 	}
 	if err := s.v2Allowed(md, now); err != nil {
 		s.stats.KeyRefused.Add(1)
+		s.stats.FailedHandshakes.add(FailKeyRefused)
 		s.log.Warn("session refused", "remote", from, "err", err)
 		return
 	}
@@ -181,6 +186,7 @@ func (s *Server) wrapperFor(raw []byte) (wrap.Wrapper, error) {
 	}
 	if err := s.v2Allowed(md, time.Now()); err != nil {
 		s.stats.KeyRefused.Add(1)
+		s.stats.FailedHandshakes.add(FailKeyRefused)
 		return nil, err
 	}
 	w, _, err = s.v2Open(raw) // fresh replay state: the caller unwraps raw again

@@ -212,6 +212,7 @@ func (s *Server) udpUnknown(from netip.AddrPort, raw []byte) {
 	plain, err := w.Unwrap(nil, raw)
 	if err != nil {
 		s.stats.BadControl.Add(1)
+		s.resetRefused(raw)
 		return
 	}
 	var p wire.ControlPacket

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirelane/wirelane/internal/testkit/netns"
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
+	"github.com/wirelane/wirelane/ovpn/client"
+	"github.com/wirelane/wirelane/ovpn/config"
+	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/wrap"
+)
+
+// failures returns the server's failed handshakes by reason, the zero
+// ones left out.
+func failures(s *Server) map[string]uint64 {
+	out := map[string]uint64{}
+	s.Stats().FailedHandshakes.Each(func(r string, n uint64) {
+		if n > 0 {
+			out[r] = n
+		}
+	})
+	return out
+}
+
+// waitFailure waits until the server counted a failed handshake of
+// reason and returns the counts.
+func waitFailure(t *testing.T, s *Server, reason string) map[string]uint64 {
+	t.Helper()
+	eventually(t, 20*time.Second, reason+" counted", func() bool { return failures(s)[reason] > 0 })
+	return failures(s)
+}
+
+// onlyReasons fails the test when a reason outside want was counted.
+func onlyReasons(t *testing.T, got map[string]uint64, want ...string) {
+	t.Helper()
+	for r := range got {
+		if !strings.Contains(" "+strings.Join(want, " ")+" ", " "+r+" ") {
+			t.Errorf("reason %s counted (%d); the failures were only %v: %v", r, got[r], want, got)
+		}
+	}
+}
+
+// TestFailedHandshakesByReason: Wirelane clients that the server turns
+// away for a certificate from another CA or without the client usage
+// (verify), no shared data cipher (auth), a wrong tls-crypt key
+// (tls_wrap) and max-clients (max_clients) are each counted under their
+// reason, and a client that connects counts nothing.
+func TestFailedHandshakesByReason(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.serverConfig(UDP)
+	cfg.DataCiphers = []data.Cipher{data.AES128GCM}
+	cfg.TLSCrypt = f.static
+	cfg.MaxClients = 1
+	s := startServer(t, cfg, Options{})
+	crypt := "<tls-crypt>\n" + string(f.static.Format()) + "</tls-crypt>\n"
+	dialFails := func(what string, cc func() error) {
+		t.Helper()
+		if err := cc(); err == nil {
+			t.Fatalf("%s: connected", what)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n := 0
+	dial := func(cfgText string, mod func(cc *config.Config)) func() error {
+		return func() error {
+			n++
+			cc := f.clientConfig(t, s, fmt.Sprintf("c%d", n), cfgText)
+			if mod != nil {
+				mod(cc)
+			}
+			sess, err := client.Dial(ctx, cc, client.Options{HandshakeTimeout: 3 * time.Second})
+			if err == nil {
+				sess.Close()
+			}
+			return err
+		}
+	}
+
+	// A client that connects, then leaves: nothing counted.
+	good := dialClient(t, f.clientConfig(t, s, "good", crypt), client.Options{})
+	if got := failures(s); len(got) != 0 {
+		t.Fatalf("a connected client counted failures: %v", got)
+	}
+	// max-clients 1: a second client is refused while the first is on.
+	dialFails("second client over max-clients", dial(crypt, nil))
+	onlyReasons(t, waitFailure(t, s, "max_clients"), "max_clients")
+	good.Close()
+	eventually(t, 5*time.Second, "the first client gone", func() bool { return s.peerCount() == 0 })
+
+	other := testpki.New(t, "Other CA")
+	dialFails("certificate from another CA", dial(crypt, func(cc *config.Config) { cc.Cert, cc.Key = other.Valid(t, "stranger", x509.ExtKeyUsageClientAuth) }))
+	onlyReasons(t, waitFailure(t, s, "verify"), "max_clients", "verify")
+	before := failures(s)["verify"]
+	dialFails("server certificate as a client's", dial(crypt, func(cc *config.Config) { cc.Cert, cc.Key = f.srvCert, f.srvKey }))
+	eventually(t, 5*time.Second, "the second verify failure", func() bool { return failures(s)["verify"] > before })
+
+	err := dial(crypt+"data-ciphers CHACHA20-POLY1305\n", nil)()
+	if !errors.Is(err, client.ErrAuthFailed) {
+		t.Fatalf("no shared cipher: %v, want AUTH_FAILED", err)
+	}
+	onlyReasons(t, waitFailure(t, s, "auth"), "max_clients", "verify", "auth")
+
+	var wrong wrap.StaticKey
+	for i := range wrong {
+		wrong[i] = byte(i*7 + 1)
+	}
+	dialFails("wrong tls-crypt key", dial("<tls-crypt>\n"+string(wrong.Format())+"</tls-crypt>\n", nil))
+	got := waitFailure(t, s, "tls_wrap")
+	onlyReasons(t, got, "max_clients", "verify", "auth", "tls_wrap")
+	if s.Stats().FailedHandshakes.Total() != got["max_clients"]+got["verify"]+got["auth"]+got["tls_wrap"] {
+		t.Errorf("Total %d does not sum %v", s.Stats().FailedHandshakes.Total(), got)
+	}
+	t.Logf("failed handshakes: %v", got)
+	if got := HandshakeFailureReasons(); len(got) != int(numHandshakeFailures) || got[FailTLSWrap] != "tls_wrap" || FailOther.String() != "other" {
+		t.Errorf("reasons %v", got)
+	}
+}
+
+// TestE2EFailedHandshakesOpenVPN: real OpenVPN 2.6 clients, one with a
+// certificate from another CA and one with a wrong tls-crypt key, are
+// counted as verify and tls_wrap failures; a good one connects and adds
+// nothing.
+func TestE2EFailedHandshakesOpenVPN(t *testing.T) {
+	f, dir := e2eFixture(t)
+	var wrong wrap.StaticKey
+	for i := range wrong {
+		wrong[i] = byte(i*11 + 5)
+	}
+	for name, b := range map[string][]byte{"good.tc": f.static.Format(), "wrong.tc": wrong.Format()} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns := netns.New(t, "ovsvcf")
+	netns.Run(t, ns, "ip", "link", "set", "lo", "up")
+	cfg := f.serverConfig(UDP)
+	cfg.Listen = netip.MustParseAddrPort("127.0.0.1:1194")
+	cfg.TLSCrypt = f.static
+	s := startServer(t, cfg, Options{WrapSocket: udpIn(ns)})
+
+	other := testpki.New(t, "Other CA")
+	strCert, strKey := other.Valid(t, "stranger", x509.ExtKeyUsageClientAuth)
+	launchOpenVPNClient(t, dir, ns, "stranger", strCert, strKey, "udp", "127.0.0.1", "tls-crypt good.tc")
+	onlyReasons(t, waitFailure(t, s, "verify"), "verify")
+
+	cert, key := f.pki.Valid(t, "wrongkey", x509.ExtKeyUsageClientAuth)
+	launchOpenVPNClient(t, dir, ns, "wrongkey", cert, key, "udp", "127.0.0.1", "tls-crypt wrong.tc")
+	onlyReasons(t, waitFailure(t, s, "tls_wrap"), "verify", "tls_wrap")
+	if _, ok := clientByName(s, "wrongkey"); ok {
+		t.Fatal("the client with the wrong tls-crypt key is listed")
+	}
+
+	before := s.Stats().FailedHandshakes.Total()
+	// The two refused clients keep retrying; a good client's connection
+	// must not add a reason of its own.
+	startOpenVPNClient(t, f, dir, ns, "desk", "127.0.0.1", "tls-crypt good.tc")
+	if _, ok := clientByName(s, "desk"); !ok {
+		t.Fatalf("server lists %+v", s.Clients())
+	}
+	onlyReasons(t, failures(s), "verify", "tls_wrap")
+	t.Logf("failed handshakes: %v", failures(s))
+	if s.Stats().FailedHandshakes.Total() < before {
+		t.Fatal("the counters went down")
+	}
+}
