@@ -213,12 +213,13 @@ func Connect(o ConnectOptions) int {
 		ph.report(client.StateConnected, connectedLine(sess, "", ph.elapsed()), nil)
 		return waitSession(ctx, sess, ph, pub.close)
 	}
-	d, err := tun.CreateTUN(ifname, o.MTU)
+	raw, err := tun.CreateTUN(ifname, o.MTU)
 	if err != nil {
 		sess.Close()
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
+	d := &countedTUN{Device: raw} // tunerrors.go
 	name, _ := d.Name()
 	nc, err := openLink(name, log)
 	if err == nil {
@@ -273,6 +274,7 @@ func Connect(o ConnectOptions) int {
 	withControl := func(f func() TunnelStatus) func() TunnelStatus {
 		return func() TunnelStatus {
 			st := f()
+			st.TUNErrors = d.count()
 			if ctl != nil {
 				st.Control = ctl.path
 			}
@@ -471,7 +473,11 @@ func waitSession(ctx context.Context, sess *client.Session, ph *phases, teardown
 // (block6.go), the replies of a batch in one write.
 func pumpFromTUN(d tun.Device, cur *atomic.Pointer[client.Session], block *atomic.Pointer[block6]) {
 	const offset = tun.Offset
-	rd := tun.NewReader(d, tun.ReaderConfig{})
+	var rc tun.ReaderConfig
+	if c, ok := d.(*countedTUN); ok {
+		rc.Dropped = c.readDropped
+	}
+	rd := tun.NewReader(d, rc)
 	n := len(rd.Buffers())
 	pkts := make([][]byte, n)
 	var replyBufs, replies [][]byte // allocated when block-ipv6 first answers

@@ -138,7 +138,16 @@ func Serve(o ServeOptions) int {
 	rx := &serverReload{file: file, name: name, s: s, nc: nc}
 	pub, err := publishStatus(func() TunnelStatus {
 		st := TunnelStatus{Kind: KindServer, Interface: name, Config: abs, Remote: s.Addr().String(), Proto: string(cfg.Proto), Control: ctlPath,
-			Address: prefixString(s.TunnelAddress()), Address6: prefixString(s.TunnelAddress6()), Since: started}
+			Address: prefixString(s.TunnelAddress()), Address6: prefixString(s.TunnelAddress6()), Since: started,
+			TUNErrors: s.Stats().TUNErrors.Load()}
+		s.Stats().FailedHandshakes.Each(func(reason string, n uint64) {
+			if n > 0 {
+				if st.HandshakesFailed == nil {
+					st.HandshakesFailed = map[string]uint64{}
+				}
+				st.HandshakesFailed[reason] = n
+			}
+		})
 		for _, c := range s.Clients() {
 			st.RxBytes += c.RxBytes
 			st.TxBytes += c.TxBytes

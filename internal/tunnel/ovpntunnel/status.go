@@ -73,6 +73,15 @@ type TunnelStatus struct {
 	// format), since it connected.
 	DroppedControl uint64 `json:"dropped_control,omitempty"`
 	DroppedData    uint64 `json:"dropped_data,omitempty"`
+	// TUNErrors counts failed calls on the TUN device since the tunnel
+	// started (a client's across its reconnects): writes that lost their
+	// batch (a packet the kernel refused, the device set down) and reads
+	// that dropped a packet.
+	TUNErrors uint64 `json:"tun_errors,omitempty"`
+	// HandshakesFailed counts a server's failed client handshakes by
+	// reason (the reasons of ovpn/server's HandshakeFailure: tls_wrap,
+	// verify, auth, max_clients, ...; those at zero are left out).
+	HandshakesFailed map[string]uint64 `json:"handshakes_failed,omitempty"`
 	// Control is the unix socket `wirelane reload` asks (reload.go).
 	Control string    `json:"control,omitempty"`
 	Updated time.Time `json:"updated"` // when the file was written
@@ -304,6 +313,17 @@ func FormatStatus(w io.Writer, tunnels []TunnelStatus) error {
 		}
 		fmt.Fprintf(&b, "  %s since: %s (%s)\n", label, t.Since.Format(time.RFC3339), ago(t.Updated.Sub(t.Since)))
 		fmt.Fprintf(&b, "  transfer: %s received, %s sent\n", byteCount(t.RxBytes), byteCount(t.TxBytes))
+		if t.TUNErrors > 0 {
+			fmt.Fprintf(&b, "  tun errors: %d\n", t.TUNErrors)
+		}
+		if len(t.HandshakesFailed) > 0 {
+			reasons := make([]string, 0, len(t.HandshakesFailed))
+			for r, n := range t.HandshakesFailed {
+				reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
+			}
+			sort.Strings(reasons)
+			fmt.Fprintf(&b, "  failed handshakes: %s\n", strings.Join(reasons, ", "))
+		}
 		if t.Kind == KindServer {
 			fmt.Fprintf(&b, "  clients: %d\n", len(t.Clients))
 		}
