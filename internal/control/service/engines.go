@@ -6,33 +6,47 @@ package service
 // data path nothing.
 //
 // The WireGuard engine's counters travel over UAPI (wgcounters.go); the
-// OpenVPN tunnels' Host-kept ones are internal/service/host's. Missing (see
-// docs/api.md "Engine counters"): an OpenVPN client's TUN errors.
+// OpenVPN tunnels' Host-kept ones are internal/service/host's.
 
 import "github.com/wirelane/wirelane/ovpn/server"
 
 // OVPNServerCounters returns an OpenVPN server's drop counters:
 // wirelane_openvpn_dropped_packets_total{tunnel,reason} with the reasons
-// bad_control, bad_data, spoofed, no_route and rx_full, and
-// wirelane_tun_errors_total{tunnel}.
+// bad_control, bad_data, spoofed, no_route and rx_full,
+// wirelane_tun_errors_total{tunnel}, and its failed handshakes:
+// wirelane_openvpn_handshakes_rejected_total{tunnel,reason}, one series
+// per reason of server.HandshakeFailureReasons (zeros too).
 func OVPNServerCounters(tunnel string, st *server.Stats) []EngineCounter {
 	drop := func(reason string, v uint64) EngineCounter { return ovpnDrop(tunnel, reason, v) }
-	return []EngineCounter{
+	out := []EngineCounter{
 		drop("bad_control", st.BadControl.Load()),
 		drop("bad_data", st.BadData.Load()),
 		drop("spoofed", st.Spoofed.Load()),
 		drop("no_route", st.NoRoute.Load()),
 		drop("rx_full", st.RxFull.Load()),
-		{Tunnel: tunnel, Name: "tun_errors_total", Help: helpTUNErrors, Value: float64(st.TUNErrors.Load())},
+		tunErrors(tunnel, st.TUNErrors.Load()),
 	}
+	st.FailedHandshakes.Each(func(reason string, n uint64) {
+		out = append(out, EngineCounter{Tunnel: tunnel, Name: "openvpn_handshakes_rejected_total", Help: helpOVPNRejected, Labels: [][2]string{{"reason", reason}}, Value: float64(n)})
+	})
+	return out
 }
+
+// helpOVPNRejected is the help of wirelane_openvpn_handshakes_rejected_total.
+const helpOVPNRejected = "OpenVPN client handshakes the server gave up on, by reason (tls_wrap: a reset failing tls-auth/tls-crypt, key_refused: a tls-crypt-v2 key refused, max_clients, rate_limit, tls, verify: the certificate refused, auth: AUTH_FAILED, timeout: hand-window, other); the stateless checks count packets."
 
 // OVPNClientCounters returns an OpenVPN client's drop counters (its
 // session's, since it last connected):
 // wirelane_openvpn_dropped_packets_total{tunnel,reason} with the reasons
-// bad_control and bad_data, as a server counts them.
-func OVPNClientCounters(tunnel string, badControl, badData uint64) []EngineCounter {
-	return []EngineCounter{ovpnDrop(tunnel, "bad_control", badControl), ovpnDrop(tunnel, "bad_data", badData)}
+// bad_control and bad_data, as a server counts them, and its TUN errors
+// (since the tunnel started): wirelane_tun_errors_total{tunnel}.
+func OVPNClientCounters(tunnel string, badControl, badData, tunErrs uint64) []EngineCounter {
+	return []EngineCounter{ovpnDrop(tunnel, "bad_control", badControl), ovpnDrop(tunnel, "bad_data", badData), tunErrors(tunnel, tunErrs)}
+}
+
+// tunErrors is one wirelane_tun_errors_total counter.
+func tunErrors(tunnel string, v uint64) EngineCounter {
+	return EngineCounter{Tunnel: tunnel, Name: "tun_errors_total", Help: helpTUNErrors, Value: float64(v)}
 }
 
 // ovpnDrop is one wirelane_openvpn_dropped_packets_total counter.

@@ -128,21 +128,31 @@ func TestMetricsOnTCP(t *testing.T) {
 	}
 }
 
+// TestOVPNServerCountersExport: a server's and a client's counters in one
+// exposition: the drops, both tunnels' TUN errors in one family, and a
+// series per failed-handshake reason (the real counts are the end-to-end
+// tests': internal/testkit/e2e service_counters_test.go).
 func TestOVPNServerCountersExport(t *testing.T) {
 	var st server.Stats
 	st.Spoofed.Add(7)
 	st.TUNErrors.Add(2)
 	h := NewFakeHost()
-	h.SetCounters(append(OVPNServerCounters("ovs", &st), EngineGOMAXPROCS("ovs", 3)))
+	h.SetCounters(append(append(OVPNServerCounters("ovs", &st), EngineGOMAXPROCS("ovs", 3)), OVPNClientCounters("ovc", 1, 4, 5)...))
 	ts := startService(t, h, Config{}, roleRoot)
 	_, body, _ := ts.do("GET", "/metrics", "")
-	for _, want := range []string{
+	want := []string{
 		`wirelane_openvpn_dropped_packets_total{reason="spoofed",tunnel="ovs"} 7`,
 		`wirelane_openvpn_dropped_packets_total{reason="no_route",tunnel="ovs"} 0`,
 		`wirelane_tun_errors_total{tunnel="ovs"} 2`,
 		"# TYPE wirelane_engine_gomaxprocs gauge",
 		`wirelane_engine_gomaxprocs{tunnel="ovs"} 3`,
-	} {
+		`wirelane_openvpn_dropped_packets_total{reason="bad_data",tunnel="ovc"} 4`,
+		`wirelane_tun_errors_total{tunnel="ovc"} 5`,
+	}
+	for _, r := range server.HandshakeFailureReasons() {
+		want = append(want, `wirelane_openvpn_handshakes_rejected_total{reason="`+r+`",tunnel="ovs"} 0`)
+	}
+	for _, want := range want {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("the exposition lacks %s", want)
 		}

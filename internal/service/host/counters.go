@@ -21,9 +21,9 @@ import (
 type ovpnCounters struct {
 	srv atomic.Pointer[server.Server] // the running server (kind openvpn-server); nil before it exists
 	// completed and failed count a client's handshakes that reached
-	// CONNECTED and the attempts whose step failed; for a server, the
-	// clients that connected (failed stays 0: the server does not report
-	// a failed handshake).
+	// CONNECTED and the attempts whose step failed; for a server,
+	// completed counts the clients that connected (its failed handshakes
+	// are the server's own Stats.FailedHandshakes).
 	completed, failed atomic.Uint64
 	// left counts a server's clients that left, timed out or were
 	// replaced.
@@ -51,7 +51,7 @@ func (c *ovpnCounters) serverEvent(ev server.Event) {
 }
 
 const (
-	helpOVPNHandshakes = "OpenVPN handshakes, by outcome (completed: a client reached CONNECTED, or a server's client pushed its configuration; failed: a client's attempt whose step failed)."
+	helpOVPNHandshakes = "OpenVPN handshakes, by outcome (completed: a client reached CONNECTED, or a server's client pushed its configuration; failed: a client's attempt whose step failed, or a server's rejected handshake, by reason in openvpn_handshakes_rejected_total)."
 	helpOVPNLeft       = "OpenVPN server clients that left, timed out or were replaced."
 )
 
@@ -62,15 +62,20 @@ func (c *ovpnCounters) counters(tunnel string, kind service.Kind, st *ovpntunnel
 	hs := func(outcome string, v uint64) service.EngineCounter {
 		return service.EngineCounter{Tunnel: tunnel, Name: "openvpn_handshakes_total", Help: helpOVPNHandshakes, Labels: [][2]string{{"outcome", outcome}}, Value: float64(v)}
 	}
-	out := []service.EngineCounter{hs("completed", c.completed.Load()), hs("failed", c.failed.Load()),
+	failed := c.failed.Load()
+	s := c.srv.Load()
+	if kind == service.KindOpenVPNServer && s != nil {
+		failed = s.Stats().FailedHandshakes.Total()
+	}
+	out := []service.EngineCounter{hs("completed", c.completed.Load()), hs("failed", failed),
 		// The tunnel runs in this process: its threads are ours.
 		service.EngineGOMAXPROCS(tunnel, runtime.GOMAXPROCS(0))}
 	if kind == service.KindOpenVPNClient && st != nil {
-		out = append(out, service.OVPNClientCounters(tunnel, st.DroppedControl, st.DroppedData)...)
+		out = append(out, service.OVPNClientCounters(tunnel, st.DroppedControl, st.DroppedData, st.TUNErrors)...)
 	}
 	if kind == service.KindOpenVPNServer {
 		out = append(out, service.EngineCounter{Tunnel: tunnel, Name: "openvpn_clients_left_total", Help: helpOVPNLeft, Value: float64(c.left.Load())})
-		if s := c.srv.Load(); s != nil {
+		if s != nil {
 			out = append(out, service.OVPNServerCounters(tunnel, s.Stats())...)
 		}
 	}
