@@ -195,7 +195,7 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, opts: opts, log: opts.Logger.With("remote", r.Address()), ev: ev, tr: tr, tlsCfg: tlsCfg, remote: r.Address(), entry: r,
+	s := &Session{cfg: cfg, opts: opts, log: opts.Logger.With("remote", r.Address()), ev: ev, tr: &countedTransport{transport: tr}, tlsCfg: tlsCfg, remote: r.Address(), entry: r,
 		rx: pktqueue.New(rxQueue, rxBufLen), closed: make(chan struct{})}
 	s.txPool.New = func() any { b := make([]byte, sendHeadroom+data.Headroom+maxPkt+data.Tailroom); return &b }
 	s.batches.New = func() any { return new(txBatch) }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/testkit/netns"
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
@@ -172,5 +173,46 @@ func TestE2EFailedHandshakesOpenVPN(t *testing.T) {
 	t.Logf("failed handshakes: %v", failures(s))
 	if s.Stats().FailedHandshakes.Total() < before {
 		t.Fatal("the counters went down")
+	}
+}
+
+// TestSocketSendErrorsCounted: a Wirelane client connected over a veth
+// pair; once the server's namespace has no route to the client, the
+// server's sends fail for real (ENETUNREACH) and Stats.SocketSendErrors
+// counts them; once the client's has none to the server, the client's
+// Session.SocketSendErrors does the same. Before that, nothing counted.
+func TestSocketSendErrorsCounted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces)")
+	}
+	f := newFixture(t)
+	srvNS, cliNS := netns.New(t, "svcses"), netns.New(t, "svcsec")
+	netns.Veth(t, srvNS, "s1", cliNS, "c1")
+	netns.Run(t, srvNS, "ip", "addr", "add", "192.168.93.1/24", "dev", "s1")
+	netns.Run(t, cliNS, "ip", "addr", "add", "192.168.93.2/24", "dev", "c1")
+	cfg := f.serverConfig(UDP)
+	cfg.Listen = netip.MustParseAddrPort("192.168.93.1:1194")
+	s := startServer(t, cfg, Options{WrapSocket: udpIn(srvNS)})
+	echoResponder(s)
+	c := dialClient(t, f.clientConfig(t, s, "sendfail", ""), client.Options{WrapSocket: udpIn(cliNS)})
+	ping(t, c, s.TunnelAddress().Addr(), 1)
+	if n, m := s.Stats().SocketSendErrors.Load(), c.SocketSendErrors(); n != 0 || m != 0 {
+		t.Fatalf("send errors while all works: server %d, client %d", n, m)
+	}
+	toClient := testnet.ICMPEcho(8, s.TunnelAddress().Addr(), c.Pushed().Local.Addr(), 7, 1, []byte("lost"))
+	netns.Run(t, srvNS, "ip", "route", "del", "192.168.93.0/24", "dev", "s1")
+	if err := s.WritePackets([][]byte{toClient}); err == nil {
+		t.Fatal("the server sent without a route to the client")
+	}
+	if n := s.Stats().SocketSendErrors.Load(); n < 1 {
+		t.Fatalf("server send errors %d after a failed send", n)
+	}
+	toServer := testnet.ICMPEcho(8, c.Pushed().Local.Addr(), s.TunnelAddress().Addr(), 7, 2, []byte("lost"))
+	netns.Run(t, cliNS, "ip", "route", "del", "192.168.93.0/24", "dev", "c1")
+	if err := c.WritePackets([][]byte{toServer}); err == nil {
+		t.Fatal("the client sent without a route to the server")
+	}
+	if m := c.SocketSendErrors(); m < 1 {
+		t.Fatalf("client send errors %d after a failed send", m)
 	}
 }

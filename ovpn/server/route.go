@@ -190,7 +190,10 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 		if n == 0 {
 			return
 		}
-		keep(s.bind.SendEach(b.segs[:n], b.routes[:n]))
+		if err := s.bind.SendEach(b.segs[:n], b.routes[:n]); err != nil {
+			s.stats.SocketSendErrors.Add(1)
+			keep(err)
+		}
 		clear(b.segs[:n])
 		clear(b.routes[:n])
 		n = 0

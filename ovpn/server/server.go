@@ -216,6 +216,9 @@ type Stats struct {
 	// FailedHandshakes counts the handshakes the server gave up on, by
 	// reason (counters.go).
 	FailedHandshakes HandshakeFailures
+	// SocketSendErrors counts failed UDP sends to clients (a batch or
+	// a packet each: no route to the client, a full socket buffer).
+	SocketSendErrors atomic.Uint64
 }
 
 const (

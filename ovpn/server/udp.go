@@ -332,6 +332,9 @@ func (t udpTransport) send(buf []byte, off, n int) error {
 	err := s.bind.Send(bufs[:], t.p.route.Borrow())
 	bufs[0] = nil
 	s.udpSends.Put(bufs)
+	if err != nil {
+		s.stats.SocketSendErrors.Add(1)
+	}
 	return err
 }
 

@@ -13,7 +13,8 @@ import "github.com/wirelane/wirelane/ovpn/server"
 // OVPNServerCounters returns an OpenVPN server's drop counters:
 // wirelane_openvpn_dropped_packets_total{tunnel,reason} with the reasons
 // bad_control, bad_data, spoofed, no_route and rx_full,
-// wirelane_tun_errors_total{tunnel}, and its failed handshakes:
+// wirelane_tun_errors_total{tunnel},
+// wirelane_socket_errors_total{tunnel,op="send"}, and its failed handshakes:
 // wirelane_openvpn_handshakes_rejected_total{tunnel,reason}, one series
 // per reason of server.HandshakeFailureReasons (zeros too).
 func OVPNServerCounters(tunnel string, st *server.Stats) []EngineCounter {
@@ -25,6 +26,7 @@ func OVPNServerCounters(tunnel string, st *server.Stats) []EngineCounter {
 		drop("no_route", st.NoRoute.Load()),
 		drop("rx_full", st.RxFull.Load()),
 		tunErrors(tunnel, st.TUNErrors.Load()),
+		sendErrors(tunnel, st.SocketSendErrors.Load()),
 	}
 	st.FailedHandshakes.Each(func(reason string, n uint64) {
 		out = append(out, EngineCounter{Tunnel: tunnel, Name: "openvpn_handshakes_rejected_total", Help: helpOVPNRejected, Labels: [][2]string{{"reason", reason}}, Value: float64(n)})
@@ -38,10 +40,17 @@ const helpOVPNRejected = "OpenVPN client handshakes the server gave up on, by re
 // OVPNClientCounters returns an OpenVPN client's drop counters (its
 // session's, since it last connected):
 // wirelane_openvpn_dropped_packets_total{tunnel,reason} with the reasons
-// bad_control and bad_data, as a server counts them, and its TUN errors
-// (since the tunnel started): wirelane_tun_errors_total{tunnel}.
-func OVPNClientCounters(tunnel string, badControl, badData, tunErrs uint64) []EngineCounter {
-	return []EngineCounter{ovpnDrop(tunnel, "bad_control", badControl), ovpnDrop(tunnel, "bad_data", badData), tunErrors(tunnel, tunErrs)}
+// bad_control and bad_data, as a server counts them, its failed socket
+// sends (wirelane_socket_errors_total{tunnel,op="send"}, also since it
+// last connected) and its TUN errors (since the tunnel started):
+// wirelane_tun_errors_total{tunnel}.
+func OVPNClientCounters(tunnel string, badControl, badData, tunErrs, sendErrs uint64) []EngineCounter {
+	return []EngineCounter{ovpnDrop(tunnel, "bad_control", badControl), ovpnDrop(tunnel, "bad_data", badData), tunErrors(tunnel, tunErrs), sendErrors(tunnel, sendErrs)}
+}
+
+// sendErrors is one wirelane_socket_errors_total{op="send"} counter.
+func sendErrors(tunnel string, v uint64) EngineCounter {
+	return EngineCounter{Tunnel: tunnel, Name: "socket_errors_total", Help: helpSocketErrors, Labels: [][2]string{{"op", "send"}}, Value: float64(v)}
 }
 
 // tunErrors is one wirelane_tun_errors_total counter.

@@ -137,7 +137,7 @@ func TestOVPNServerCountersExport(t *testing.T) {
 	st.Spoofed.Add(7)
 	st.TUNErrors.Add(2)
 	h := NewFakeHost()
-	h.SetCounters(append(append(OVPNServerCounters("ovs", &st), EngineGOMAXPROCS("ovs", 3)), OVPNClientCounters("ovc", 1, 4, 5)...))
+	h.SetCounters(append(append(OVPNServerCounters("ovs", &st), EngineGOMAXPROCS("ovs", 3)), OVPNClientCounters("ovc", 1, 4, 5, 6)...))
 	ts := startService(t, h, Config{}, roleRoot)
 	_, body, _ := ts.do("GET", "/metrics", "")
 	want := []string{
@@ -148,6 +148,8 @@ func TestOVPNServerCountersExport(t *testing.T) {
 		`wirelane_engine_gomaxprocs{tunnel="ovs"} 3`,
 		`wirelane_openvpn_dropped_packets_total{reason="bad_data",tunnel="ovc"} 4`,
 		`wirelane_tun_errors_total{tunnel="ovc"} 5`,
+		`wirelane_socket_errors_total{op="send",tunnel="ovc"} 6`,
+		`wirelane_socket_errors_total{op="send",tunnel="ovs"} 0`,
 	}
 	for _, r := range server.HandshakeFailureReasons() {
 		want = append(want, `wirelane_openvpn_handshakes_rejected_total{reason="`+r+`",tunnel="ovs"} 0`)

@@ -33,7 +33,7 @@ const (
 	helpWGCookiesRecv = "WireGuard cookie replies accepted from peers."
 	helpWGDropped     = "Packets the WireGuard engine dropped, by reason."
 	helpWGRoutes      = "Routes published to the WireGuard engine's lock-free send path (an endpoint learnt or roamed, a sticky source cleared)."
-	helpSocketErrors  = "Failed UDP socket calls, by operation (send: a batch; receive: one call)."
+	helpSocketErrors  = "Failed socket calls, by operation (send: a batch or a packet; receive: one call; OpenVPN counts send only)."
 	helpTUNErrors     = "Failed calls on the tunnel's TUN device: writes the kernel refused (a batch each) and, for OpenVPN, reads that dropped a packet."
 	// The engine's plan (internal/sys/procs), gauges.
 	helpGOMAXPROCS    = "Threads running Go code at once in the process that carries the tunnel's packets (GOMAXPROCS)."

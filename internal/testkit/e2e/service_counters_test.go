@@ -42,7 +42,9 @@ func checkExposition(t *testing.T, m []byte) {
 // service, up against a real OpenVPN 2.6 server, counts no TUN error
 // while it works; once its device is set down, the packets the server
 // sends it (pings from the server's side) are refused by the kernel
-// (EIO), and wirelane_tun_errors_total of the tunnel counts them.
+// (EIO), and wirelane_tun_errors_total of the tunnel counts them; with
+// the route to the server removed, its sends fail (ENETUNREACH) and
+// wirelane_socket_errors_total{op="send"} counts them.
 func TestServiceOpenVPNClientTUNErrors(t *testing.T) {
 	netns.Need(t, "openvpn")
 	sb := newServiceBed(t)
@@ -116,6 +118,26 @@ func TestServiceOpenVPNClientTUNErrors(t *testing.T) {
 		t.Errorf("the tunnel is %s after the refused writes: they are not fatal", tn.State)
 	}
 	netns.Run(t, sb.nsA, "ip", "link", "set", name, "up")
+
+	// Without a route to the server, the tunnel's sends fail (ENETUNREACH).
+	sendSeries := `wirelane_socket_errors_total{op="send",tunnel="` + name + `"}`
+	if v := sample(string(m), sendSeries); v != 0 {
+		t.Fatalf("%s = %v before any failed send", sendSeries, v)
+	}
+	netns.Run(t, sb.nsA, "ip", "route", "del", "10.77.0.0/24", "dev", "eth0")
+	netns.Try(sb.nsA, nil, "ping", "-c", "3", "-i", "0.2", "-W", "1", "10.9.0.1")
+	netns.Eventually(t, 10*time.Second, "the failed sends counted", func() error {
+		m, err = sb.c.Metrics(ctx)
+		if err != nil {
+			return err
+		}
+		if v := sample(string(m), sendSeries); v < 1 {
+			return fmt.Errorf("%s = %v", sendSeries, v)
+		}
+		return nil
+	})
+	netns.Run(t, sb.nsA, "ip", "route", "add", "10.77.0.0/24", "dev", "eth0")
+	checkExposition(t, m)
 	if _, err := sb.c.Down(ctx, name); err != nil {
 		t.Fatalf("down: %v", err)
 	}

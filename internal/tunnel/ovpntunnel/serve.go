@@ -139,7 +139,7 @@ func Serve(o ServeOptions) int {
 	pub, err := publishStatus(func() TunnelStatus {
 		st := TunnelStatus{Kind: KindServer, Interface: name, Config: abs, Remote: s.Addr().String(), Proto: string(cfg.Proto), Control: ctlPath,
 			Address: prefixString(s.TunnelAddress()), Address6: prefixString(s.TunnelAddress6()), Since: started,
-			TUNErrors: s.Stats().TUNErrors.Load()}
+			TUNErrors: s.Stats().TUNErrors.Load(), SocketSendErrors: s.Stats().SocketSendErrors.Load()}
 		s.Stats().FailedHandshakes.Each(func(reason string, n uint64) {
 			if n > 0 {
 				if st.HandshakesFailed == nil {

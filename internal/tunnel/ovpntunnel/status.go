@@ -78,6 +78,10 @@ type TunnelStatus struct {
 	// batch (a packet the kernel refused, the device set down) and reads
 	// that dropped a packet.
 	TUNErrors uint64 `json:"tun_errors,omitempty"`
+	// SocketSendErrors counts failed sends on the transport socket (a
+	// batch or a packet each: no route, a full buffer, a broken TCP
+	// connection); a client's since it last connected.
+	SocketSendErrors uint64 `json:"socket_send_errors,omitempty"`
 	// HandshakesFailed counts a server's failed client handshakes by
 	// reason (the reasons of ovpn/server's HandshakeFailure: tls_wrap,
 	// verify, auth, max_clients, ...; those at zero are left out).
@@ -315,6 +319,9 @@ func FormatStatus(w io.Writer, tunnels []TunnelStatus) error {
 		fmt.Fprintf(&b, "  transfer: %s received, %s sent\n", byteCount(t.RxBytes), byteCount(t.TxBytes))
 		if t.TUNErrors > 0 {
 			fmt.Fprintf(&b, "  tun errors: %d\n", t.TUNErrors)
+		}
+		if t.SocketSendErrors > 0 {
+			fmt.Fprintf(&b, "  socket send errors: %d\n", t.SocketSendErrors)
 		}
 		if len(t.HandshakesFailed) > 0 {
 			reasons := make([]string, 0, len(t.HandshakesFailed))

@@ -65,7 +65,7 @@ func TestCountedTUNCountsWhatTheKernelRefuses(t *testing.T) {
 	}
 }
 
-// TestStatusCounters: tun_errors and handshakes_failed are optional
+// TestStatusCounters: tun_errors, socket_send_errors and handshakes_failed are optional
 // fields (absent at zero, so readers of the earlier schema see the same
 // JSON) and shown by FormatStatus when present.
 func TestStatusCounters(t *testing.T) {
@@ -75,16 +75,17 @@ func TestStatusCounters(t *testing.T) {
 		t.Fatalf("zero counters in the JSON: %s", b)
 	}
 	st.TUNErrors = 3
+	st.SocketSendErrors = 4
 	st.HandshakesFailed = map[string]uint64{"verify": 2, "tls_wrap": 5}
 	b, _ = json.Marshal(st)
-	for _, want := range []string{`"tun_errors":3`, `"handshakes_failed":{"tls_wrap":5,"verify":2}`} {
+	for _, want := range []string{`"tun_errors":3`, `"socket_send_errors":4`, `"handshakes_failed":{"tls_wrap":5,"verify":2}`} {
 		if !strings.Contains(string(b), want) {
 			t.Fatalf("status JSON lacks %s: %s", want, b)
 		}
 	}
 	var text strings.Builder
 	FormatStatus(&text, []TunnelStatus{st})
-	for _, want := range []string{"  tun errors: 3\n", "  failed handshakes: tls_wrap 5, verify 2\n"} {
+	for _, want := range []string{"  tun errors: 3\n", "  socket send errors: 4\n", "  failed handshakes: tls_wrap 5, verify 2\n"} {
 		if !strings.Contains(text.String(), want) {
 			t.Fatalf("formatted status lacks %q:\n%s", want, text.String())
 		}
