@@ -98,6 +98,10 @@ func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
 			if s.method(w, r, roleOperator, http.MethodPost) {
 				s.reloadTunnel(w, r, name) // reload.go
 			}
+		case "counters":
+			if s.method(w, r, roleOperator, http.MethodGet) {
+				s.tunnelCounters(w, name) // counters_api.go
+			}
 		default:
 			writeError(w, http.StatusNotFound, apiError{Error: "no such endpoint: " + clip(path)})
 		}

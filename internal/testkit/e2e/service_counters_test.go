@@ -114,6 +114,13 @@ func TestServiceOpenVPNClientTUNErrors(t *testing.T) {
 		return nil
 	})
 	checkExposition(t, m)
+	cs, err := sb.c.Counters(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := counterValue(cs, "wirelane_tun_errors_total", ""); v < 1 {
+		t.Errorf("GET .../counters: wirelane_tun_errors_total = %v, want >= 1: %+v", v, cs)
+	}
 	if tn, _ := sb.c.Get(ctx, name); tn.State != service.StateUp {
 		t.Errorf("the tunnel is %s after the refused writes: they are not fatal", tn.State)
 	}
@@ -220,4 +227,24 @@ func TestServiceOpenVPNServerRejectedHandshakes(t *testing.T) {
 		t.Errorf("failed handshakes %v, rejected verify+tls_wrap %v", failed, sum)
 	}
 	checkExposition(t, m)
+	cs, err := sb.c.Counters(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{"verify", "tls_wrap"} {
+		if v := counterValue(cs, "wirelane_openvpn_handshakes_rejected_total", r); v < 1 {
+			t.Errorf("GET .../counters: rejected %s = %v, want >= 1: %+v", r, v, cs)
+		}
+	}
+}
+
+// counterValue is the value of the counter of that name (and reason
+// label, when not "") in a GET .../counters answer, -1 when absent.
+func counterValue(cs []service.Counter, name, reason string) float64 {
+	for _, c := range cs {
+		if c.Name == name && (reason == "" || c.Labels["reason"] == reason) {
+			return c.Value
+		}
+	}
+	return -1
 }

@@ -143,6 +143,13 @@ func (c *Client) Answer(ctx context.Context, name string, a service.AuthAnswer) 
 	return c.do(ctx, http.MethodPost, "/v1/tunnels/"+url.PathEscape(name)+"/auth", a, nil)
 }
 
+// Counters returns a tunnel's engine counters (what /metrics exports
+// for it).
+func (c *Client) Counters(ctx context.Context, name string) ([]service.Counter, error) {
+	var cs []service.Counter
+	return cs, c.do(ctx, http.MethodGet, "/v1/tunnels/"+url.PathEscape(name)+"/counters", nil, &cs)
+}
+
 // Metrics returns the Prometheus exposition text.
 func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
