@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -215,4 +216,54 @@ func TestSocketSendErrorsCounted(t *testing.T) {
 	if m := c.SocketSendErrors(); m < 1 {
 		t.Fatalf("client send errors %d after a failed send", m)
 	}
+}
+
+// TestFailedHandshakesKeyRefusedAndRateLimit: a tls-crypt-v2 key the
+// metadata allow-list refuses counts key_refused, a key of another server
+// key tls_wrap; a second client within connect-freq counts rate_limit.
+func TestFailedHandshakesKeyRefusedAndRateLimit(t *testing.T) {
+	f := newFixture(t)
+	sk, _ := wrap.GenerateV2ServerKey()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "allowed"), []byte(base64.StdEncoding.EncodeToString([]byte("alice"))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "server.key"), sk.Format(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf("server 10.8.0.0 255.255.255.0\nlocal 127.0.0.1\nport 0\ntls-crypt-v2 server.key\ntls-crypt-v2-metadata-allow allowed\n"+
+		"<ca>\n%s</ca>\n<cert>\n%s</cert>\n<key>\n%s</key>\n", f.pki.CAPEM, f.srvCert, f.srvKey)
+	cfg, err := ParseConfig([]byte(text), "server.conf", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, cfg, Options{})
+	refused := func(cn string, ck *wrap.V2ClientKey) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		c, err := client.Dial(ctx, f.clientConfig(t, s, cn, v2Inline(ck)), client.Options{HandshakeTimeout: time.Second})
+		if err == nil {
+			c.Close()
+			t.Fatalf("%s: connected", cn)
+		}
+	}
+	dialClient(t, f.clientConfig(t, s, "alice", v2Inline(v2ClientKey(t, sk, "alice"))), client.Options{})
+	refused("bob", v2ClientKey(t, sk, "bob"))
+	onlyReasons(t, waitFailure(t, s, "key_refused"), "key_refused")
+	other, _ := wrap.GenerateV2ServerKey()
+	refused("mallory", v2ClientKey(t, other, "alice"))
+	onlyReasons(t, waitFailure(t, s, "tls_wrap"), "key_refused", "tls_wrap")
+
+	cfg2 := f.serverConfig(UDP)
+	cfg2.ConnectFreq, cfg2.ConnectFreqSec = 1, 60
+	s2 := startServer(t, cfg2, Options{})
+	dialClient(t, f.clientConfig(t, s2, "first", ""), client.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if c, err := client.Dial(ctx, f.clientConfig(t, s2, "second", ""), client.Options{HandshakeTimeout: 2 * time.Second}); err == nil {
+		c.Close()
+		t.Fatal("a second session within connect-freq 1 60 connected")
+	}
+	onlyReasons(t, waitFailure(t, s2, "rate_limit"), "rate_limit")
 }
