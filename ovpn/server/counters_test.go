@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/wire"
 	"github.com/wirelane/wirelane/ovpn/wrap"
 )
 
@@ -266,4 +268,62 @@ func TestFailedHandshakesKeyRefusedAndRateLimit(t *testing.T) {
 		t.Fatal("a second session within connect-freq 1 60 connected")
 	}
 	onlyReasons(t, waitFailure(t, s2, "rate_limit"), "rate_limit")
+}
+
+// TestFailedHandshakesTimeoutAndTLS: a client that proves its address
+// and then sends nothing counts timeout once hand-window has passed; a
+// client that refuses the server's certificate (it trusts another CA)
+// aborts TLS and counts tls.
+func TestFailedHandshakesTimeoutAndTLS(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.serverConfig(UDP)
+	cfg.HandWindow = 1
+	s := startServer(t, cfg, Options{})
+	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(s.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	send := func(p wire.ControlPacket) {
+		t.Helper()
+		b, err := wire.AppendControl(nil, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	csid := wire.SessionID{8, 7, 6, 5, 4, 3, 2, 1}
+	send(wire.ControlPacket{Op: wire.HardResetClientV2, Session: csid})
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 2048)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatalf("no reply to the reset: %v", err)
+	}
+	var reply wire.ControlPacket
+	if err := wire.DecodeControl(buf[:n], &reply); err != nil {
+		t.Fatal(err)
+	}
+	send(wire.ControlPacket{Op: wire.AckV1, Session: csid, NumAcks: 1, Remote: reply.Session})
+	eventually(t, time.Second, "client created", func() bool { return s.peerCount() == 1 })
+	eventually(t, 5*time.Second, "silent client dropped after hand-window", func() bool { return s.peerCount() == 0 })
+	if got := waitFailure(t, s, "timeout"); got["timeout"] != 1 {
+		t.Errorf("failures %v, want timeout 1", got)
+	} else {
+		onlyReasons(t, got, "timeout")
+	}
+
+	cfg2 := f.serverConfig(UDP)
+	s2 := startServer(t, cfg2, Options{})
+	cc := f.clientConfig(t, s2, "suspicious", "")
+	cc.CA = testpki.New(t, "Another CA").CAPEM
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if sess, err := client.Dial(ctx, cc, client.Options{HandshakeTimeout: 3 * time.Second}); err == nil {
+		sess.Close()
+		t.Fatal("a client trusting another CA connected")
+	}
+	onlyReasons(t, waitFailure(t, s2, "tls"), "tls")
 }
