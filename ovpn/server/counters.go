@@ -7,7 +7,8 @@ package server
 //	client reset that fails tls-auth / tls-crypt / tls-crypt-v2  -> tls_wrap
 //	tls-crypt-v2 key refused (metadata-allow, max-age)           -> key_refused
 //	newPeer: max-clients                                         -> max_clients
-//	newPeer: unproven sessions per source, connect-freq          -> rate_limit
+//	newPeer: unproven sessions per source, connect-freq;
+//	    a TCP connection refused at accept (tcpgate.go)          -> rate_limit
 //	runKeyState (first key), Run failed:
 //	    the client was refused after the key exchange (AUTH_FAILED) -> auth
 //	    the client's certificate was refused (control.ErrVerify)    -> verify
@@ -45,7 +46,8 @@ const (
 	// FailMaxClients: max-clients clients are connected.
 	FailMaxClients
 	// FailRateLimit: too many sessions from the source have not finished
-	// their handshake, or connect-freq was reached.
+	// their handshake, connect-freq was reached, or a TCP connection was
+	// refused at accept (Stats.TCPRefused).
 	FailRateLimit
 	// FailTLS: the TLS handshake failed for another reason than the
 	// client's certificate (TLS versions or ciphers, a client that refused

@@ -327,3 +327,24 @@ func TestFailedHandshakesTimeoutAndTLS(t *testing.T) {
 	}
 	onlyReasons(t, waitFailure(t, s2, "tls"), "tls")
 }
+
+// TestTCPRefusedCountsRateLimit: TCP connections over the per-source cap
+// of connections without a first frame are refused at accept, each
+// counted as a rate_limit failure.
+func TestTCPRefusedCountsRateLimit(t *testing.T) {
+	f := newFixture(t)
+	s := startServer(t, f.serverConfig(TCP), Options{})
+	for i := 0; i < maxTCPUnprovenPerSource+3; i++ {
+		c, err := net.Dial("tcp4", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	eventually(t, 2*time.Second, "connections over the per-source cap refused", func() bool { return s.Stats().TCPRefused.Load() == 3 })
+	if got := failures(s); got["rate_limit"] != 3 {
+		t.Errorf("failures %v, want rate_limit 3 (the refused connections)", got)
+	} else {
+		onlyReasons(t, got, "rate_limit")
+	}
+}

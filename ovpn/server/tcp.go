@@ -37,6 +37,7 @@ func (s *Server) acceptTCP() {
 		src := remoteAddrPort(c).Addr()
 		if !s.tcpGate.admit(src) {
 			s.stats.TCPRefused.Add(1)
+			s.stats.FailedHandshakes.add(FailRateLimit)
 			c.Close()
 			continue
 		}

@@ -12,7 +12,8 @@ import "github.com/wirelane/wirelane/ovpn/server"
 
 // OVPNServerCounters returns an OpenVPN server's drop counters:
 // wirelane_openvpn_dropped_packets_total{tunnel,reason} with the reasons
-// bad_control, bad_data, spoofed, no_route and rx_full,
+// bad_control, bad_data, spoofed, no_route, rx_full, no_cookie and
+// replies_withheld,
 // wirelane_tun_errors_total{tunnel},
 // wirelane_socket_errors_total{tunnel,op="send"}, and its failed handshakes:
 // wirelane_openvpn_handshakes_rejected_total{tunnel,reason}, one series
@@ -25,6 +26,8 @@ func OVPNServerCounters(tunnel string, st *server.Stats) []EngineCounter {
 		drop("spoofed", st.Spoofed.Load()),
 		drop("no_route", st.NoRoute.Load()),
 		drop("rx_full", st.RxFull.Load()),
+		drop("no_cookie", st.NoCookie.Load()),
+		drop("replies_withheld", st.RepliesWithheld.Load()),
 		tunErrors(tunnel, st.TUNErrors.Load()),
 		sendErrors(tunnel, st.SocketSendErrors.Load()),
 	}

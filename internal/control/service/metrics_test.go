@@ -143,6 +143,7 @@ func TestOVPNServerCountersExport(t *testing.T) {
 	want := []string{
 		`wirelane_openvpn_dropped_packets_total{reason="spoofed",tunnel="ovs"} 7`,
 		`wirelane_openvpn_dropped_packets_total{reason="no_route",tunnel="ovs"} 0`,
+		`wirelane_openvpn_dropped_packets_total{reason="replies_withheld",tunnel="ovs"} 0`,
 		`wirelane_tun_errors_total{tunnel="ovs"} 2`,
 		"# TYPE wirelane_engine_gomaxprocs gauge",
 		`wirelane_engine_gomaxprocs{tunnel="ovs"} 3`,
