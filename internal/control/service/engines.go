@@ -12,8 +12,9 @@ import "github.com/wirelane/wirelane/ovpn/server"
 
 // OVPNServerCounters returns an OpenVPN server's drop counters:
 // wirelane_openvpn_dropped_packets_total{tunnel,reason} with the reasons
-// bad_control, bad_data, spoofed, no_route, rx_full, no_cookie and
-// replies_withheld,
+// bad_control, bad_data, spoofed, no_route, rx_full, no_cookie,
+// replies_withheld, compressed (dropped under allow-compression no) and
+// decompress_failed,
 // wirelane_tun_errors_total{tunnel},
 // wirelane_socket_errors_total{tunnel,op="send"}, and its failed handshakes:
 // wirelane_openvpn_handshakes_rejected_total{tunnel,reason}, one series
@@ -28,6 +29,8 @@ func OVPNServerCounters(tunnel string, st *server.Stats) []EngineCounter {
 		drop("rx_full", st.RxFull.Load()),
 		drop("no_cookie", st.NoCookie.Load()),
 		drop("replies_withheld", st.RepliesWithheld.Load()),
+		drop("compressed", st.Compressed.Load()),
+		drop("decompress_failed", st.DecompressFailed.Load()),
 		tunErrors(tunnel, st.TUNErrors.Load()),
 		sendErrors(tunnel, st.SocketSendErrors.Load()),
 	}
@@ -40,15 +43,26 @@ func OVPNServerCounters(tunnel string, st *server.Stats) []EngineCounter {
 // helpOVPNRejected is the help of wirelane_openvpn_handshakes_rejected_total.
 const helpOVPNRejected = "OpenVPN client handshakes the server gave up on, by reason (tls_wrap: a reset failing tls-auth/tls-crypt, key_refused: a tls-crypt-v2 key refused, max_clients, rate_limit, tls, verify: the certificate refused, auth: AUTH_FAILED, timeout: hand-window, other); the stateless checks count packets."
 
-// OVPNClientCounters returns an OpenVPN client's drop counters (its
-// session's, since it last connected):
+// OVPNClientStats are the counters of an OpenVPN client tunnel that
+// OVPNClientCounters exports (from its status file).
+type OVPNClientStats struct {
+	// DroppedControl, DroppedData, DroppedCompressed, DecompressFailed
+	// and SocketSendErrors are the session's, since it last connected.
+	DroppedControl, DroppedData, DroppedCompressed, DecompressFailed uint64
+	SocketSendErrors                                                 uint64
+	// TUNErrors runs since the tunnel started.
+	TUNErrors uint64
+}
+
+// OVPNClientCounters returns an OpenVPN client's counters:
 // wirelane_openvpn_dropped_packets_total{tunnel,reason} with the reasons
-// bad_control and bad_data, as a server counts them, its failed socket
-// sends (wirelane_socket_errors_total{tunnel,op="send"}, also since it
-// last connected) and its TUN errors (since the tunnel started):
+// bad_control, bad_data, compressed and decompress_failed, as a server
+// counts them, wirelane_socket_errors_total{tunnel,op="send"} and
 // wirelane_tun_errors_total{tunnel}.
-func OVPNClientCounters(tunnel string, badControl, badData, tunErrs, sendErrs uint64) []EngineCounter {
-	return []EngineCounter{ovpnDrop(tunnel, "bad_control", badControl), ovpnDrop(tunnel, "bad_data", badData), tunErrors(tunnel, tunErrs), sendErrors(tunnel, sendErrs)}
+func OVPNClientCounters(tunnel string, st OVPNClientStats) []EngineCounter {
+	return []EngineCounter{ovpnDrop(tunnel, "bad_control", st.DroppedControl), ovpnDrop(tunnel, "bad_data", st.DroppedData),
+		ovpnDrop(tunnel, "compressed", st.DroppedCompressed), ovpnDrop(tunnel, "decompress_failed", st.DecompressFailed),
+		tunErrors(tunnel, st.TUNErrors), sendErrors(tunnel, st.SocketSendErrors)}
 }
 
 // sendErrors is one wirelane_socket_errors_total{op="send"} counter.

@@ -137,7 +137,7 @@ func TestOVPNServerCountersExport(t *testing.T) {
 	st.Spoofed.Add(7)
 	st.TUNErrors.Add(2)
 	h := NewFakeHost()
-	h.SetCounters(append(append(OVPNServerCounters("ovs", &st), EngineGOMAXPROCS("ovs", 3)), OVPNClientCounters("ovc", 1, 4, 5, 6)...))
+	h.SetCounters(append(append(OVPNServerCounters("ovs", &st), EngineGOMAXPROCS("ovs", 3)), OVPNClientCounters("ovc", OVPNClientStats{DroppedControl: 1, DroppedData: 4, TUNErrors: 5, SocketSendErrors: 6, DroppedCompressed: 7})...))
 	ts := startService(t, h, Config{}, roleRoot)
 	_, body, _ := ts.do("GET", "/metrics", "")
 	want := []string{
@@ -149,6 +149,8 @@ func TestOVPNServerCountersExport(t *testing.T) {
 		`wirelane_engine_gomaxprocs{tunnel="ovs"} 3`,
 		`wirelane_openvpn_dropped_packets_total{reason="bad_data",tunnel="ovc"} 4`,
 		`wirelane_tun_errors_total{tunnel="ovc"} 5`,
+		`wirelane_openvpn_dropped_packets_total{reason="compressed",tunnel="ovc"} 7`,
+		`wirelane_openvpn_dropped_packets_total{reason="decompress_failed",tunnel="ovs"} 0`,
 		`wirelane_socket_errors_total{op="send",tunnel="ovc"} 6`,
 		`wirelane_socket_errors_total{op="send",tunnel="ovs"} 0`,
 	}

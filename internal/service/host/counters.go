@@ -71,7 +71,8 @@ func (c *ovpnCounters) counters(tunnel string, kind service.Kind, st *ovpntunnel
 		// The tunnel runs in this process: its threads are ours.
 		service.EngineGOMAXPROCS(tunnel, runtime.GOMAXPROCS(0))}
 	if kind == service.KindOpenVPNClient && st != nil {
-		out = append(out, service.OVPNClientCounters(tunnel, st.DroppedControl, st.DroppedData, st.TUNErrors, st.SocketSendErrors)...)
+		out = append(out, service.OVPNClientCounters(tunnel, service.OVPNClientStats{DroppedControl: st.DroppedControl, DroppedData: st.DroppedData,
+			DroppedCompressed: st.DroppedCompressed, DecompressFailed: st.DecompressFailed, TUNErrors: st.TUNErrors, SocketSendErrors: st.SocketSendErrors})...)
 	}
 	if kind == service.KindOpenVPNServer {
 		out = append(out, service.EngineCounter{Tunnel: tunnel, Name: "openvpn_clients_left_total", Help: helpOVPNLeft, Value: float64(c.left.Load())})

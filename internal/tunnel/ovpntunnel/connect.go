@@ -199,7 +199,7 @@ func Connect(o ConnectOptions) int {
 			return TunnelStatus{Kind: KindClient, Interface: iface, Config: abs, Remote: sess.RemoteAddr().String(),
 				Proto: sess.Transport(), Cipher: sess.Cipher().String(), Address: prefixString(sess.Pushed().Local), Address6: prefixString(sess.Pushed().Local6), Since: st.Since,
 				RxBytes: st.RxBytes, TxBytes: st.TxBytes, DroppedControl: st.DroppedControl, DroppedData: st.DroppedData,
-				SocketSendErrors: sess.SocketSendErrors()}
+				DroppedCompressed: st.DroppedCompressed, DecompressFailed: st.DecompressFailed, SocketSendErrors: sess.SocketSendErrors()}
 		}
 	}
 	if ifname == "null" {

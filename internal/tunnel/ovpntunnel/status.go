@@ -73,6 +73,11 @@ type TunnelStatus struct {
 	// format), since it connected.
 	DroppedControl uint64 `json:"dropped_control,omitempty"`
 	DroppedData    uint64 `json:"dropped_data,omitempty"`
+	// DroppedCompressed counts a client's data packets the server
+	// compressed, dropped under allow-compression no; DecompressFailed
+	// those that did not decompress (since it connected).
+	DroppedCompressed uint64 `json:"dropped_compressed,omitempty"`
+	DecompressFailed  uint64 `json:"decompress_failed,omitempty"`
 	// TUNErrors counts failed calls on the TUN device since the tunnel
 	// started (a client's across its reconnects): writes that lost their
 	// batch (a packet the kernel refused, the device set down) and reads
