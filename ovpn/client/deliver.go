@@ -13,7 +13,11 @@ package client
 // copy; a slow writer holds the receive goroutine back and the socket
 // buffer absorbs the burst instead of a queue dropping it.
 
-import "github.com/wirelane/wirelane/tun"
+import (
+	"time"
+
+	"github.com/wirelane/wirelane/tun"
+)
 
 // PacketWriter takes batches of IP packets, bufs[i][offset:] each, and may
 // use the bytes before offset as scratch space. tun.Device has this Write.
@@ -46,9 +50,10 @@ func (s *Session) DeliverTo(w PacketWriter, offset int) {
 
 // rxBatch is one receive goroutine's state. Only that goroutine uses it.
 type rxBatch struct {
-	s *Session
-	k *sink            // the writer of the current batch, nil when there is none
-	w *tun.BatchWriter // the batch for k; nil when k is
+	s    *Session
+	k    *sink            // the writer of the current batch, nil when there is none
+	w    *tun.BatchWriter // the batch for k; nil when k is
+	recv bool             // a data packet authenticated since the last flush
 }
 
 func (s *Session) newRxBatch() *rxBatch { return &rxBatch{s: s} }
@@ -69,8 +74,13 @@ func (rb *rxBatch) add(p []byte) bool {
 	return true
 }
 
-// flush writes the batch.
+// flush notes the receive time (one clock read per receive batch instead
+// of one per packet) and writes the batch.
 func (rb *rxBatch) flush() {
+	if rb.recv {
+		rb.recv = false
+		rb.s.lastRecv.Store(time.Now().UnixNano())
+	}
 	if rb.w == nil {
 		return
 	}

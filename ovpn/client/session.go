@@ -391,7 +391,9 @@ func (s *Session) handlePacket(pkt []byte, rb *rxBatch) {
 		s.droppedData.Add(1)
 		return
 	}
-	s.lastRecv.Store(time.Now().UnixNano())
+	// The receive time is taken once per receive batch (rxBatch.flush),
+	// not per packet: the timers count in seconds.
+	rb.recv = true
 	switch kind {
 	case data.KindPing, data.KindOCC:
 		return

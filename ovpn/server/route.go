@@ -199,6 +199,11 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 		n = 0
 	}
 	now := time.Now().UnixNano()
+	// The client of the previous packet: a batch from the TUN reader is
+	// mostly runs to one destination (the segments of one TSO train), so
+	// a run takes the lock and the lookup once.
+	var lastDst netip.Addr
+	var last *peer
 	for _, pkt := range pkts {
 		if len(pkt) > maxPkt-64 {
 			keep(fmt.Errorf("server: packet of %d bytes too large", len(pkt)))
@@ -206,10 +211,15 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 		}
 		_, dst, ok := ipAddrs(pkt)
 		var p *peer
-		if ok {
+		switch {
+		case !ok:
+		case last != nil && dst == lastDst:
+			p = last
+		default:
 			s.mu.RLock()
 			p = s.routeLocked(dst)
 			s.mu.RUnlock()
+			lastDst, last = dst, p
 		}
 		if p == nil {
 			s.stats.NoRoute.Add(1)
