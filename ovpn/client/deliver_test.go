@@ -1,6 +1,8 @@
 package client
 
 import (
+	"time"
+
 	"bytes"
 	"testing"
 
@@ -152,5 +154,37 @@ func BenchmarkDeliver32x1400(b *testing.B) {
 			rb.handle(enc)
 		}
 		rb.flush()
+	}
+}
+
+// The receive time the keepalive timers read (lastRecv) is taken once per
+// receive batch, at its flush, and only when the batch held a packet that
+// authenticated: a forged packet leaves it alone.
+func TestReceiveTimePerBatch(t *testing.T) {
+	s, _ := benchSession(t)
+	s.rx = pktqueue.New(8, 2048)
+	srv := serverSide(t)
+	rb := s.newRxBatch()
+
+	forged := seal(t, srv, []byte("forged"))
+	forged[len(forged)-1] ^= 1
+	rb.handle(forged)
+	rb.flush()
+	if got := s.lastRecv.Load(); got != 0 {
+		t.Fatalf("lastRecv = %d after a forged packet, want 0", got)
+	}
+
+	before := time.Now().UnixNano()
+	for range 3 {
+		rb.handle(seal(t, srv, []byte("data")))
+	}
+	rb.flush()
+	got := s.lastRecv.Load()
+	if got < before {
+		t.Fatalf("lastRecv = %d after a batch of authenticated packets, want >= %d", got, before)
+	}
+	rb.flush() // nothing received since: the time stays
+	if s.lastRecv.Load() != got {
+		t.Fatal("an empty flush moved lastRecv")
 	}
 }

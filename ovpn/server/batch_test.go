@@ -113,6 +113,61 @@ func TestWritePacketsBatchesPerClient(t *testing.T) {
 	}
 }
 
+// WritePackets looks a destination up once per run of packets to it:
+// runs broken by a packet for an address no client has, by one that is
+// not IP, and by the other client still reach the right client each, in
+// order, and only the unroutable two count as NoRoute.
+func TestWritePacketsRunLookup(t *testing.T) {
+	f := newFixture(t)
+	s := startServer(t, f.serverConfig(UDP), Options{})
+	a := dialClient(t, f.clientConfig(t, s, "a", ""), client.Options{})
+	b := dialClient(t, f.clientConfig(t, s, "b", ""), client.Options{})
+	srv := s.TunnelAddress().Addr()
+	da, db, nobody := a.Pushed().Local.Addr(), b.Pushed().Local.Addr(), netip.MustParseAddr("10.8.0.250")
+	order := []netip.Addr{da, da, nobody, da, {}, da, db, db, da, nobody, nobody}
+	var pkts [][]byte
+	want := map[netip.Addr][]uint16{}
+	for i, dst := range order {
+		if !dst.IsValid() {
+			pkts = append(pkts, []byte{0x00, 1, 2, 3}) // not IP
+			continue
+		}
+		pkts = append(pkts, testnet.ICMPEcho(0, srv, dst, 1, uint16(i), make([]byte, 100)))
+		want[dst] = append(want[dst], uint16(i))
+	}
+	before := s.Stats().NoRoute.Load()
+	if err := s.WritePackets(pkts); !errors.Is(err, ErrNoRoute) {
+		t.Fatalf("WritePackets = %v, want ErrNoRoute (the first error)", err)
+	}
+	if n := s.Stats().NoRoute.Load() - before; n != 4 {
+		t.Fatalf("NoRoute counted %d, want 4 (three for nobody, one not IP)", n)
+	}
+	for _, c := range []*client.Session{a, b} {
+		dst := c.Pushed().Local.Addr()
+		buf := make([]byte, 2048)
+		for k, seq := range want[dst] {
+			got := make(chan []byte, 1)
+			go func() {
+				n, err := c.ReadPacket(buf)
+				if err != nil {
+					got <- nil
+					return
+				}
+				got <- buf[:n]
+			}()
+			var p []byte
+			select {
+			case p = <-got:
+			case <-time.After(3 * time.Second):
+				t.Fatalf("client %s: packet %d of %d (seq %d) never arrived", dst, k, len(want[dst]), seq)
+			}
+			if len(p) < 28 || binary.BigEndian.Uint16(p[26:]) != seq || netip.AddrFrom4([4]byte(p[16:20])) != dst {
+				t.Fatalf("client %s: packet %d is %x..., want seq %d", dst, k, p[:min(len(p), 28)], seq)
+			}
+		}
+	}
+}
+
 // With a TUN device attached, the UDP reader writes what clients send
 // straight to the device, a receive batch per Write (behind tun.Offset,
 // through the one tun.BatchWriter), in order, without the rx queue;
