@@ -9,6 +9,7 @@ package device
 
 import (
 	"runtime"
+	"runtime/metrics"
 	"sync/atomic"
 )
 
@@ -142,9 +143,37 @@ type Counters struct {
 	// the process now, the crypto workers the device started and the
 	// largest batch it seals or opens without them.
 	GOMAXPROCS, CryptoWorkers, InlineCrypto uint64
+	// GoHeapLive and GoStacks are not the device's either but the
+	// process's memory (runtime/metrics): the Go heap found live by the
+	// last garbage collection (none is forced), and the goroutine stacks'
+	// bytes now. GCCycles counts the collections done, so that a reader
+	// can tell whether one ran since it last looked.
+	GoHeapLive, GoStacks, GCCycles uint64
 }
 
-// Counters returns the device's counters. It only loads atomics.
+// memSamples are the runtime/metrics read for Counters, in the order of
+// the GoHeapLive, GoStacks and GCCycles fields.
+var memSamples = [...]string{"/gc/heap/live:bytes", "/memory/classes/heap/stacks:bytes", "/gc/cycles/total:gc-cycles"}
+
+// readMemory fills c's memory gauges. runtime/metrics reads these without
+// stopping the world; a name the runtime does not know reads as 0.
+func readMemory(c *Counters) {
+	var s [len(memSamples)]metrics.Sample
+	for i := range s {
+		s[i].Name = memSamples[i]
+	}
+	metrics.Read(s[:])
+	v := func(i int) uint64 {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			return s[i].Value.Uint64()
+		}
+		return 0
+	}
+	c.GoHeapLive, c.GoStacks, c.GCCycles = v(0), v(1), v(2)
+}
+
+// Counters returns the device's counters. It loads atomics and reads the
+// process's memory gauges (runtime/metrics, no stop of the world).
 func (d *Device) Counters() Counters {
 	c := &d.ctr
 	out := Counters{
@@ -167,6 +196,7 @@ func (d *Device) Counters() Counters {
 	for i := range c.dropped {
 		out.Dropped[i] = c.dropped[i].Load()
 	}
+	readMemory(&out)
 	return out
 }
 
@@ -176,7 +206,9 @@ func (d *Device) Counters() Counters {
 // handshakes_rejected_REASON, cookie_replies_sent, cookie_replies_received,
 // dropped_REASON, route_publications, socket_send_errors,
 // socket_receive_errors, tun_write_errors, and the gauges
-// engine_gomaxprocs, engine_crypto_workers and engine_inline_crypto_batch.
+// engine_gomaxprocs, engine_crypto_workers, engine_inline_crypto_batch,
+// engine_go_heap_live_bytes and engine_go_stack_bytes, and the counter
+// engine_go_gc_cycles.
 func (c *Counters) Each(f func(key string, v uint64)) {
 	f("handshake_initiations_sent", c.InitiationsSent)
 	f("handshakes_completed_initiator", c.CompletedInitiator)
@@ -196,6 +228,9 @@ func (c *Counters) Each(f func(key string, v uint64)) {
 	f("engine_gomaxprocs", c.GOMAXPROCS)
 	f("engine_crypto_workers", c.CryptoWorkers)
 	f("engine_inline_crypto_batch", c.InlineCrypto)
+	f("engine_go_heap_live_bytes", c.GoHeapLive)
+	f("engine_go_stack_bytes", c.GoStacks)
+	f("engine_go_gc_cycles", c.GCCycles)
 }
 
 // DropReasons lists the drop reasons' label names, in DropReason order.

@@ -69,7 +69,11 @@ func TestCountersMove(t *testing.T) {
 		t.Errorf("Each: engine gauges %d %d %d, want %d %d %d", keys["engine_gomaxprocs"], keys["engine_crypto_workers"], keys["engine_inline_crypto_batch"],
 			runtime.GOMAXPROCS(0), plan.CryptoWorkers, plan.InlineCrypto)
 	}
-	if want := 3 + len(RejectReasons()) + 2 + len(DropReasons()) + 4 + 3; len(keys) != want {
+	// The process's memory: a live heap and stacks, and collections.
+	if runtime.GC(); p.b.Counters().GCCycles == 0 || keys["engine_go_heap_live_bytes"] == 0 || keys["engine_go_stack_bytes"] == 0 {
+		t.Errorf("Each: memory gauges heap %d stacks %d", keys["engine_go_heap_live_bytes"], keys["engine_go_stack_bytes"])
+	}
+	if want := 3 + len(RejectReasons()) + 2 + len(DropReasons()) + 4 + 3 + 3; len(keys) != want {
 		t.Errorf("Each gave %d keys, want %d", len(keys), want)
 	}
 }

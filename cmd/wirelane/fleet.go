@@ -177,7 +177,9 @@ func gatewayFleetUp(g *gateway.Gateway) int {
 
 // heapProfileOnUSR1: with WIRELANE_FLEET_HEAP_PROFILE=FILE, SIGUSR1
 // writes the agent's heap profile to FILE after a collection (for `go
-// tool pprof`; scripts/fleet-scale.sh's measurement uses it).
+// tool pprof`; scripts/fleet-scale.sh's measurement uses it). A FILE
+// ending in .txt gets the text form, which also carries the heap's
+// totals (runtime.MemStats): the scale test reads HeapAlloc there.
 func heapProfileOnUSR1(log *slog.Logger) {
 	path := os.Getenv("WIRELANE_FLEET_HEAP_PROFILE")
 	if path == "" {
@@ -190,7 +192,11 @@ func heapProfileOnUSR1(log *slog.Logger) {
 			runtime.GC()
 			f, err := os.Create(path)
 			if err == nil {
-				err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+				debug := 0
+				if strings.HasSuffix(path, ".txt") {
+					debug = 1
+				}
+				err = errors.Join(pprof.Lookup("heap").WriteTo(f, debug), f.Close())
 			}
 			if err != nil {
 				log.Warn("heap profile", "file", path, "err", err)

@@ -158,6 +158,10 @@ func TestUAPIHostReadsRealDevices(t *testing.T) {
 		fmt.Sprintf(`wirelane_engine_crypto_workers{tunnel="wla"} %d`, plan.CryptoWorkers),
 		"# TYPE wirelane_engine_inline_crypto_batch gauge",
 		fmt.Sprintf(`wirelane_engine_inline_crypto_batch{tunnel="wlb"} %d`, plan.InlineCrypto),
+		// The process's memory (this test's own, which hosts the devices).
+		"# TYPE wirelane_engine_go_heap_live_bytes gauge",
+		"# TYPE wirelane_engine_go_stack_bytes gauge",
+		"# TYPE wirelane_engine_go_gc_cycles_total counter",
 	} {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("metrics lack %s", want)

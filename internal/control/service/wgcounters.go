@@ -39,6 +39,10 @@ const (
 	helpGOMAXPROCS    = "Threads running Go code at once in the process that carries the tunnel's packets (GOMAXPROCS)."
 	helpCryptoWorkers = "Crypto workers the WireGuard device started."
 	helpInlineCrypto  = "Largest batch the WireGuard device seals or opens without its crypto workers, in packets."
+	// The daemon process's memory (runtime/metrics).
+	helpGoHeapLive = "Go heap found live by the last garbage collection in the process that carries the tunnel, in bytes."
+	helpGoStacks   = "Goroutine stacks of the process that carries the tunnel, in bytes."
+	helpGCCycles   = "Garbage collections done by the process that carries the tunnel."
 )
 
 // wgCounterMetric says which metric and label a counter key becomes.
@@ -75,6 +79,12 @@ func wgCounterOf(key string) (wgCounterMetric, bool) {
 		return wgCounterMetric{"engine_crypto_workers", helpCryptoWorkers, [2]string{}}, true
 	case "engine_inline_crypto_batch":
 		return wgCounterMetric{"engine_inline_crypto_batch", helpInlineCrypto, [2]string{}}, true
+	case "engine_go_heap_live_bytes":
+		return wgCounterMetric{"engine_go_heap_live_bytes", helpGoHeapLive, [2]string{}}, true
+	case "engine_go_stack_bytes":
+		return wgCounterMetric{"engine_go_stack_bytes", helpGoStacks, [2]string{}}, true
+	case "engine_go_gc_cycles":
+		return wgCounterMetric{"engine_go_gc_cycles_total", helpGCCycles, [2]string{}}, true
 	}
 	if r, ok := strings.CutPrefix(key, "handshakes_rejected_"); ok && labelValueOK(r) {
 		return wgCounterMetric{"wireguard_handshakes_rejected_total", helpWGRejected, [2]string{"reason", r}}, true

@@ -215,9 +215,13 @@ lease_ttl = %d
 // start runs `wirelane gateway up` for g (the agent in the foreground).
 func (b *fleetBed) start(g *fleetGW) {
 	env := []string{"WIRELANE_FLEET_DIR=" + filepath.Join(b.dir, "status"), "WIRELANE_FLEET_CACHE_DIR=" + filepath.Join(b.dir, "cache")}
+	// The agent's heap, in text (agentHeap reads it); FLEET_HEAP_PROFILE
+	// asks for the profile go tool pprof reads best instead.
+	heap := agentHeapFile(b, g)
 	if p := os.Getenv("FLEET_HEAP_PROFILE"); p != "" {
-		env = append(env, "WIRELANE_FLEET_HEAP_PROFILE="+fmt.Sprintf("%s.site%d", p, g.n))
+		heap = fmt.Sprintf("%s.site%d", p, g.n)
 	}
+	env = append(env, "WIRELANE_FLEET_HEAP_PROFILE="+heap)
 	g.proc = netns.StartEnv(b.t, g.ns, env, filepath.Join(binDir, "wirelane"), "gateway", "up", g.file)
 }
 
