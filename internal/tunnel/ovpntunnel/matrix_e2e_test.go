@@ -11,7 +11,8 @@ package ovpntunnel
 //	  c1 192.168.96.2  ==========veth==========  s1 192.168.96.1
 //
 // The full matrix (features x 2 roles x udp/tcp) takes about five seconds
-// a row; by default (CI) each feature runs in two rows, one per role, the
+// a row (with one renegotiation: reneg-sec 3 on both ends, and a ping
+// after OpenVPN has logged the second handshake); by default (CI) each feature runs in two rows, one per role, the
 // transports alternating, so that every feature, role and transport is
 // covered; WIRELANE_OVPN_MATRIX=full runs every row. The test ends with
 // the table of every combination and its verdict (pass, FAIL, or not run
@@ -163,14 +164,15 @@ func runMatrixRow(t *testing.T, tb *testbed, n int, r matrixRow) {
 		srvProto, cliProto = "tcp4-server", "tcp"
 	}
 	conf, prof := fmt.Sprintf("mx%d.conf", n), fmt.Sprintf("mx%d.ovpn", n)
-	var wl *helper // the Wirelane end
+	var wl, ov *helper // the Wirelane end, the OpenVPN end
 	if r.role == "wirelane client" {
 		tb.write(t, map[string]string{
 			conf: fmt.Sprintf("port %d\nproto %s\nlocal %s\ndev mxs%d\ndev-type tun\ntopology subnet\nserver %s.0 255.255.255.0\n%s%s"+
-				"disable-dco\nkeepalive 10 60\nverb 3\n", port, srvProto, tb.srvIP, n, network, srvCreds, r.f.srv),
-			prof: fmt.Sprintf("client\ndev tun\nremote %s %d %s\nnobind\nremote-cert-tls server\n%s%s", tb.srvIP, port, cliProto, cliCreds, r.f.cli),
+				"disable-dco\nkeepalive 10 60\nreneg-sec %d\nverb 3\n", port, srvProto, tb.srvIP, n, network, srvCreds, r.f.srv, matrixRenegSec),
+			prof: fmt.Sprintf("client\ndev tun\nremote %s %d %s\nnobind\nremote-cert-tls server\n%s%sreneg-sec %d\n",
+				tb.srvIP, port, cliProto, cliCreds, r.f.cli, matrixRenegSec),
 		})
-		tb.startOpenVPN(t, tb.srvNS, conf)
+		ov = tb.startOpenVPN(t, tb.srvNS, conf)
 		wl = startHelper(t, tb.cliNS, "connect", "--dev", fmt.Sprintf("mxc%d", n), "--mtu", "1400", "--dns", "off", tb.path(prof))
 		wl.waitFor(t, "tunnel up", 15*time.Second)
 	} else {
@@ -180,14 +182,14 @@ func runMatrixRow(t *testing.T, tb *testbed, n int, r matrixRow) {
 			cliProto = "udp4"
 		}
 		tb.write(t, map[string]string{
-			conf: fmt.Sprintf("port %d\nproto %s\ndev mxw%d\ntun-mtu 1400\ntopology subnet\nserver %s.0 255.255.255.0\n%s%skeepalive 10 60\n",
-				port, srvProto, n, network, srvCreds, r.f.srv),
-			prof: fmt.Sprintf("client\ndev mxo%d\ndev-type tun\nremote %s %d %s\nnobind\nremote-cert-tls server\n%s%sdisable-dco\nverb 3\n",
-				n, tb.srvIP, port, cliProto, cliCreds, r.f.cli),
+			conf: fmt.Sprintf("port %d\nproto %s\ndev mxw%d\ntun-mtu 1400\ntopology subnet\nserver %s.0 255.255.255.0\n%s%skeepalive 10 60\nreneg-sec %d\n",
+				port, srvProto, n, network, srvCreds, r.f.srv, matrixRenegSec),
+			prof: fmt.Sprintf("client\ndev mxo%d\ndev-type tun\nremote %s %d %s\nnobind\nremote-cert-tls server\n%s%sdisable-dco\nreneg-sec %d\nverb 3\n",
+				n, tb.srvIP, port, cliProto, cliCreds, r.f.cli, matrixRenegSec),
 		})
 		wl = startHelper(t, tb.srvNS, "serve", tb.path(conf))
 		wl.waitFor(t, "listening on "+r.transport, 10*time.Second)
-		tb.startOpenVPN(t, tb.cliNS, prof)
+		ov = tb.startOpenVPN(t, tb.cliNS, prof)
 		wl.waitFor(t, `client "cli1" connected`, 5*time.Second)
 	}
 	if r.f.want != "" && !strings.Contains(wl.out.String(), r.f.want) {
@@ -200,5 +202,19 @@ func runMatrixRow(t *testing.T, tb *testbed, n int, r matrixRow) {
 			t.Fatalf("iperf3 (reverse %v) moved no data: %+v", reverse, res)
 		}
 	}
+	// One renegotiation: both ends have reneg-sec 3, so by now (or within
+	// a few seconds) a second TLS handshake has made a new key; OpenVPN
+	// (verb 3) logs "Control Channel: TLS..." once per handshake. Traffic
+	// must flow on the new key.
+	netns.Eventually(t, 3*matrixRenegSec*time.Second, "a renegotiation (reneg-sec 3)", func() error {
+		if k := strings.Count(ov.out.String(), "Control Channel: TLS"); k < 2 {
+			return fmt.Errorf("%d TLS handshake(s) in the OpenVPN log so far", k)
+		}
+		return nil
+	})
+	netns.Run(t, tb.cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", addr)
 	wl.interrupt(t)
 }
+
+// matrixRenegSec is every row's reneg-sec, on both ends.
+const matrixRenegSec = 3
