@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +44,16 @@ type matrixFeature struct {
 	srvCreds  string // "" = ca/cert/key of the testbed
 	cliCreds  string
 	want      string // in the Wirelane end's output ("" = nothing more)
+	ovWant    string // in the OpenVPN end's output, role "wirelane server" (instead of want)
 	coveredBy string // the dedicated test
+	serverNA  string // why the row has no "wirelane server" role ("" = it has)
+	// authToken: username/password checked once by the OpenVPN server's
+	// script, auth-gen-token, and a restart of the server in the middle
+	// that the client must survive with the token alone.
+	authToken bool
+	// connBlocks: the client's profile has two <connection> blocks, the
+	// first to a port nobody listens on.
+	connBlocks bool
 }
 
 func matrixFeatures(t *testing.T, tb *testbed) []matrixFeature {
@@ -78,6 +88,9 @@ func matrixFeatures(t *testing.T, tb *testbed) []matrixFeature {
 	inter := tb.pki.Intermediate(t, "Wirelane Matrix Intermediate")
 	isrv, isrvKey := inter.Valid(t, "server", x509.ExtKeyUsageServerAuth)
 	icli, icliKey := inter.Valid(t, "cli1", x509.ExtKeyUsageClientAuth)
+	if out, err := exec.Command("openvpn", "--genkey", "auth-token", tb.path("token.key")).CombinedOutput(); err != nil {
+		t.Fatalf("openvpn --genkey auth-token: %v: %s", err, out)
+	}
 	tb.write(t, map[string]string{"ta.key": string(ta.Format()), "tc.key": string(tc.Format()),
 		"v2s.key": string(sk.Format()), "v2c.key": string(ck.Format()),
 		"int.crt": string(inter.CAPEM), "isrv.crt": string(isrv), "isrv.key": string(isrvKey), "icli.crt": string(icli), "icli.key": string(icliKey)})
@@ -96,6 +109,13 @@ func matrixFeatures(t *testing.T, tb *testbed) []matrixFeature {
 			cliCreds: "ca ca.crt\ncert icli.crt\nkey icli.key\nextra-certs int.crt\n", coveredBy: "TestExtraCerts (ovpn/config)"},
 		{name: "PKCS#12 (OpenSSL 3 default)", srvCreds: "pkcs12 server.p12\naskpass pass.txt\ndh none\n", cliCreds: "pkcs12 cli1.p12\naskpass pass.txt\n",
 			coveredBy: "TestE2EEncryptedKeysInterop"},
+		{name: "auth-user-pass + auth-token, reconnect", cli: "auth-user-pass\nauth-nocache\n", authToken: true,
+			want: "authenticating as alice (auth-token)", coveredBy: "TestE2EConnectReconnectsWithAuthToken",
+			serverNA: "n/a: wirelane serve has no auth-user-pass-verify"},
+		{name: "<connection> blocks", connBlocks: true, coveredBy: "TestE2EConnectionBlocks",
+			serverNA: "n/a: the blocks are the client's (OpenVPN's own)"},
+		{name: "dns option (2.6, pushed)", srv: "push \"dns server 0 address 10.99.0.53\"\npush \"dns search-domains mx.example\"\n",
+			want: "10.99.0.53", ovWant: "dns server 0 address 10.99.0.53", coveredBy: "TestE2EConnectAppliesPushedDNSOption"},
 	}
 }
 
@@ -135,6 +155,10 @@ func TestE2EInteropMatrix(t *testing.T) {
 	verdicts := make([]string, len(rows))
 	for n, r := range rows {
 		name := r.f.name + "/" + r.role + "/" + r.transport
+		if r.role == "wirelane server" && r.f.serverNA != "" {
+			verdicts[n] = r.f.serverNA
+			continue
+		}
 		if !full && !r.inCI {
 			verdicts[n] = "not run (WIRELANE_OVPN_MATRIX=full)"
 			continue
@@ -164,16 +188,37 @@ func runMatrixRow(t *testing.T, tb *testbed, n int, r matrixRow) {
 		srvProto, cliProto = "tcp4-server", "tcp"
 	}
 	conf, prof := fmt.Sprintf("mx%d.conf", n), fmt.Sprintf("mx%d.ovpn", n)
+	srvLines, remote, wlArgs := r.f.srv, fmt.Sprintf("remote %s %d %s\n", tb.srvIP, port, cliProto), []string{}
+	authName := fmt.Sprintf("mx%d-auth.txt", n)
+	auth, calls := tb.path(authName), tb.path(fmt.Sprintf("mx%d-calls.log", n))
+	if r.f.authToken {
+		check := fmt.Sprintf("mx%d-check.sh", n)
+		tb.write(t, map[string]string{authName: "alice\ns3cret\n",
+			check: "#!/bin/sh\necho \"$(sed -n 1p \"$1\")\" >>" + calls + "\n" +
+				"[ \"$(sed -n 1p \"$1\")\" = alice ] && [ \"$(sed -n 2p \"$1\")\" = s3cret ]\n"})
+		if err := os.Chmod(tb.path(check), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		srvLines += "script-security 2\nauth-user-pass-verify " + tb.path(check) + " via-file\nauth-gen-token 0 120\nauth-gen-token-secret token.key\n"
+		if r.transport == "udp" { // the client learns of the restart at once
+			srvLines += "explicit-exit-notify 1\n"
+		}
+		wlArgs = append(wlArgs, "--auth-file", auth)
+	}
+	if r.f.connBlocks {
+		remote = fmt.Sprintf("<connection>\nremote %s %d %s\nserver-poll-timeout 2\n</connection>\n<connection>\nremote %s %d %s\n</connection>\n",
+			tb.srvIP, port+300, cliProto, tb.srvIP, port, cliProto)
+	}
 	var wl, ov *helper // the Wirelane end, the OpenVPN end
 	if r.role == "wirelane client" {
 		tb.write(t, map[string]string{
 			conf: fmt.Sprintf("port %d\nproto %s\nlocal %s\ndev mxs%d\ndev-type tun\ntopology subnet\nserver %s.0 255.255.255.0\n%s%s"+
-				"disable-dco\nkeepalive 10 60\nreneg-sec %d\nverb 3\n", port, srvProto, tb.srvIP, n, network, srvCreds, r.f.srv, matrixRenegSec),
-			prof: fmt.Sprintf("client\ndev tun\nremote %s %d %s\nnobind\nremote-cert-tls server\n%s%sreneg-sec %d\n",
-				tb.srvIP, port, cliProto, cliCreds, r.f.cli, matrixRenegSec),
+				"disable-dco\nkeepalive 10 60\nreneg-sec %d\nverb 3\n", port, srvProto, tb.srvIP, n, network, srvCreds, srvLines, matrixRenegSec),
+			prof: fmt.Sprintf("client\ndev tun\n%snobind\nremote-cert-tls server\n%s%sreneg-sec %d\n",
+				remote, cliCreds, r.f.cli, matrixRenegSec),
 		})
 		ov = tb.startOpenVPN(t, tb.srvNS, conf)
-		wl = startHelper(t, tb.cliNS, "connect", "--dev", fmt.Sprintf("mxc%d", n), "--mtu", "1400", "--dns", "off", tb.path(prof))
+		wl = startHelper(t, tb.cliNS, "connect", append(append([]string{"--dev", fmt.Sprintf("mxc%d", n), "--mtu", "1400", "--dns", "off"}, wlArgs...), tb.path(prof))...)
 		wl.waitFor(t, "tunnel up", 15*time.Second)
 	} else {
 		if cliProto == "tcp" {
@@ -192,7 +237,9 @@ func runMatrixRow(t *testing.T, tb *testbed, n int, r matrixRow) {
 		ov = tb.startOpenVPN(t, tb.cliNS, prof)
 		wl.waitFor(t, `client "cli1" connected`, 5*time.Second)
 	}
-	if r.f.want != "" && !strings.Contains(wl.out.String(), r.f.want) {
+	if r.role == "wirelane server" && r.f.ovWant != "" {
+		ov.waitFor(t, r.f.ovWant, 5*time.Second)
+	} else if r.f.want != "" && !r.f.authToken && !strings.Contains(wl.out.String(), r.f.want) {
 		t.Fatalf("the Wirelane end does not name %s:\n%s", r.f.want, wl.out.String())
 	}
 	addr := network + ".1"
@@ -201,6 +248,10 @@ func runMatrixRow(t *testing.T, tb *testbed, n int, r matrixRow) {
 		if res := tb.runIperf(t, addr, 1, reverse); res.Bytes <= 0 {
 			t.Fatalf("iperf3 (reverse %v) moved no data: %+v", reverse, res)
 		}
+	}
+	if r.f.authToken {
+		ov = matrixTokenReconnect(t, tb, wl, ov, conf, authName, calls, r.f.want)
+		netns.Run(t, tb.cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", addr)
 	}
 	// One renegotiation: both ends have reneg-sec 3, so by now (or within
 	// a few seconds) a second TLS handshake has made a new key; OpenVPN
@@ -218,3 +269,37 @@ func runMatrixRow(t *testing.T, tb *testbed, n int, r matrixRow) {
 
 // matrixRenegSec is every row's reneg-sec, on both ends.
 const matrixRenegSec = 3
+
+// matrixTokenReconnect restarts the OpenVPN server (same
+// auth-gen-token-secret, so the token stays valid) after the auth file
+// (authName, in the testbed directory) has been given a wrong password: the client must reconnect with the
+// token alone (want in its output), the password script having run once.
+func matrixTokenReconnect(t *testing.T, tb *testbed, wl, ov *helper, conf, auth, calls, want string) *helper {
+	t.Helper()
+	tb.write(t, map[string]string{auth: "alice\nnot-the-password\n"})
+	ov.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-ov.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the openvpn server did not stop")
+	}
+	ov = tb.startOpenVPN(t, tb.srvNS, conf)
+	netns.Eventually(t, 30*time.Second, "the client reconnected", func() error {
+		if !strings.Contains(wl.out.String(), "tunnel up again") {
+			select {
+			case <-wl.done:
+				t.Fatalf("connect exited (%v):\n%s", wl.err, wl.out.String())
+			default:
+			}
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	if out := wl.out.String(); !strings.Contains(out, want) || strings.Contains(out, "s3cret") {
+		t.Fatalf("connect did not reconnect with the token alone:\n%s", out)
+	}
+	if b, err := os.ReadFile(calls); err != nil || string(b) != "alice\n" {
+		t.Fatalf("the password script ran other than once (%v): %q", err, b)
+	}
+	return ov
+}
