@@ -11,13 +11,21 @@ package ovpntunnel
 //	  c1 192.168.96.2  ==========veth==========  s1 192.168.96.1
 //
 // The full matrix (features x 2 roles x udp/tcp) takes about five seconds
-// a row (with one renegotiation: reneg-sec 3 on both ends, and a ping
-// after OpenVPN has logged the second handshake); by default (CI) each feature runs in two rows, one per role, the
-// transports alternating, so that every feature, role and transport is
-// covered; WIRELANE_OVPN_MATRIX=full runs every row. The test ends with
+// a row; by default (CI) each feature runs in two rows, one per role
+// (one row for client-only features), the transports alternating, so that
+// every feature, role and transport is covered; WIRELANE_OVPN_MATRIX=full
+// runs every row. Every row renegotiates once: reneg-sec 3 on both ends,
+// and a ping after OpenVPN (verb 3) has logged a second "Control
+// Channel: TLS" handshake. The test ends with
 // the table of every combination and its verdict (pass, FAIL, or not run
 // here), and names the dedicated test that covers each feature further
-// (renegotiation, reconnects, errors).
+// (reconnects, errors).
+//
+// The auth-token rows also restart the
+// OpenVPN server in the middle, and the client must reconnect with the
+// token alone. Features that `wirelane serve` does not implement
+// (auth-user-pass-verify), or that only the client side has (<connection>
+// blocks), have no "wirelane server" rows; the table says why.
 
 import (
 	"crypto/sha256"
