@@ -11,12 +11,21 @@ package ovpntunnel
 //	  c1 192.168.96.2  ==========veth==========  s1 192.168.96.1
 //
 // The full matrix (features x 2 roles x udp/tcp) takes about five seconds
-// a row; by default (CI) each feature runs in two rows, one per role, the
-// transports alternating, so that every feature, role and transport is
-// covered; WIRELANE_OVPN_MATRIX=full runs every row. The test ends with
+// a row; by default (CI) each feature runs in two rows, one per role
+// (one row for client-only features), the transports alternating, so that
+// every feature, role and transport is covered; WIRELANE_OVPN_MATRIX=full
+// runs every row. Every row renegotiates once: reneg-sec 3 on both ends,
+// and a ping after OpenVPN (verb 3) has logged a second "Control
+// Channel: TLS" handshake. The test ends with
 // the table of every combination and its verdict (pass, FAIL, or not run
 // here), and names the dedicated test that covers each feature further
-// (renegotiation, reconnects, errors).
+// (reconnects, errors).
+//
+// The auth-token rows also restart the
+// OpenVPN server in the middle, and the client must reconnect with the
+// token alone. Features that `wirelane serve` does not implement
+// (auth-user-pass-verify), or that only the client side has (<connection>
+// blocks), have no "wirelane server" rows; the table says why.
 
 import (
 	"crypto/sha256"
@@ -26,6 +35,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +52,16 @@ type matrixFeature struct {
 	srvCreds  string // "" = ca/cert/key of the testbed
 	cliCreds  string
 	want      string // in the Wirelane end's output ("" = nothing more)
+	ovWant    string // in the OpenVPN end's output, role "wirelane server" (instead of want)
 	coveredBy string // the dedicated test
+	serverNA  string // why the row has no "wirelane server" role ("" = it has)
+	// authToken: username/password checked once by the OpenVPN server's
+	// script, auth-gen-token, and a restart of the server in the middle
+	// that the client must survive with the token alone.
+	authToken bool
+	// connBlocks: the client's profile has two <connection> blocks, the
+	// first to a port nobody listens on.
+	connBlocks bool
 }
 
 func matrixFeatures(t *testing.T, tb *testbed) []matrixFeature {
@@ -77,6 +96,9 @@ func matrixFeatures(t *testing.T, tb *testbed) []matrixFeature {
 	inter := tb.pki.Intermediate(t, "Wirelane Matrix Intermediate")
 	isrv, isrvKey := inter.Valid(t, "server", x509.ExtKeyUsageServerAuth)
 	icli, icliKey := inter.Valid(t, "cli1", x509.ExtKeyUsageClientAuth)
+	if out, err := exec.Command("openvpn", "--genkey", "auth-token", tb.path("token.key")).CombinedOutput(); err != nil {
+		t.Fatalf("openvpn --genkey auth-token: %v: %s", err, out)
+	}
 	tb.write(t, map[string]string{"ta.key": string(ta.Format()), "tc.key": string(tc.Format()),
 		"v2s.key": string(sk.Format()), "v2c.key": string(ck.Format()),
 		"int.crt": string(inter.CAPEM), "isrv.crt": string(isrv), "isrv.key": string(isrvKey), "icli.crt": string(icli), "icli.key": string(icliKey)})
@@ -95,6 +117,13 @@ func matrixFeatures(t *testing.T, tb *testbed) []matrixFeature {
 			cliCreds: "ca ca.crt\ncert icli.crt\nkey icli.key\nextra-certs int.crt\n", coveredBy: "TestExtraCerts (ovpn/config)"},
 		{name: "PKCS#12 (OpenSSL 3 default)", srvCreds: "pkcs12 server.p12\naskpass pass.txt\ndh none\n", cliCreds: "pkcs12 cli1.p12\naskpass pass.txt\n",
 			coveredBy: "TestE2EEncryptedKeysInterop"},
+		{name: "auth-user-pass + auth-token, reconnect", cli: "auth-user-pass\nauth-nocache\n", authToken: true,
+			want: "authenticating as alice (auth-token)", coveredBy: "TestE2EConnectReconnectsWithAuthToken",
+			serverNA: "n/a: wirelane serve has no auth-user-pass-verify"},
+		{name: "<connection> blocks", connBlocks: true, coveredBy: "TestE2EConnectionBlocks",
+			serverNA: "n/a: the blocks are the client's (OpenVPN's own)"},
+		{name: "dns option (2.6, pushed)", srv: "push \"dns server 0 address 10.99.0.53\"\npush \"dns search-domains mx.example\"\n",
+			want: "10.99.0.53", ovWant: "dns server 0 address 10.99.0.53", coveredBy: "TestE2EConnectAppliesPushedDNSOption"},
 	}
 }
 
@@ -134,6 +163,10 @@ func TestE2EInteropMatrix(t *testing.T) {
 	verdicts := make([]string, len(rows))
 	for n, r := range rows {
 		name := r.f.name + "/" + r.role + "/" + r.transport
+		if r.role == "wirelane server" && r.f.serverNA != "" {
+			verdicts[n] = r.f.serverNA
+			continue
+		}
 		if !full && !r.inCI {
 			verdicts[n] = "not run (WIRELANE_OVPN_MATRIX=full)"
 			continue
@@ -163,15 +196,37 @@ func runMatrixRow(t *testing.T, tb *testbed, n int, r matrixRow) {
 		srvProto, cliProto = "tcp4-server", "tcp"
 	}
 	conf, prof := fmt.Sprintf("mx%d.conf", n), fmt.Sprintf("mx%d.ovpn", n)
-	var wl *helper // the Wirelane end
+	srvLines, remote, wlArgs := r.f.srv, fmt.Sprintf("remote %s %d %s\n", tb.srvIP, port, cliProto), []string{}
+	authName := fmt.Sprintf("mx%d-auth.txt", n)
+	auth, calls := tb.path(authName), tb.path(fmt.Sprintf("mx%d-calls.log", n))
+	if r.f.authToken {
+		check := fmt.Sprintf("mx%d-check.sh", n)
+		tb.write(t, map[string]string{authName: "alice\ns3cret\n",
+			check: "#!/bin/sh\necho \"$(sed -n 1p \"$1\")\" >>" + calls + "\n" +
+				"[ \"$(sed -n 1p \"$1\")\" = alice ] && [ \"$(sed -n 2p \"$1\")\" = s3cret ]\n"})
+		if err := os.Chmod(tb.path(check), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		srvLines += "script-security 2\nauth-user-pass-verify " + tb.path(check) + " via-file\nauth-gen-token 0 120\nauth-gen-token-secret token.key\n"
+		if r.transport == "udp" { // the client learns of the restart at once
+			srvLines += "explicit-exit-notify 1\n"
+		}
+		wlArgs = append(wlArgs, "--auth-file", auth)
+	}
+	if r.f.connBlocks {
+		remote = fmt.Sprintf("<connection>\nremote %s %d %s\nserver-poll-timeout 2\n</connection>\n<connection>\nremote %s %d %s\n</connection>\n",
+			tb.srvIP, port+300, cliProto, tb.srvIP, port, cliProto)
+	}
+	var wl, ov *helper // the Wirelane end, the OpenVPN end
 	if r.role == "wirelane client" {
 		tb.write(t, map[string]string{
 			conf: fmt.Sprintf("port %d\nproto %s\nlocal %s\ndev mxs%d\ndev-type tun\ntopology subnet\nserver %s.0 255.255.255.0\n%s%s"+
-				"disable-dco\nkeepalive 10 60\nverb 3\n", port, srvProto, tb.srvIP, n, network, srvCreds, r.f.srv),
-			prof: fmt.Sprintf("client\ndev tun\nremote %s %d %s\nnobind\nremote-cert-tls server\n%s%s", tb.srvIP, port, cliProto, cliCreds, r.f.cli),
+				"disable-dco\nkeepalive 10 60\nreneg-sec %d\nverb 3\n", port, srvProto, tb.srvIP, n, network, srvCreds, srvLines, matrixRenegSec),
+			prof: fmt.Sprintf("client\ndev tun\n%snobind\nremote-cert-tls server\n%s%sreneg-sec %d\n",
+				remote, cliCreds, r.f.cli, matrixRenegSec),
 		})
-		tb.startOpenVPN(t, tb.srvNS, conf)
-		wl = startHelper(t, tb.cliNS, "connect", "--dev", fmt.Sprintf("mxc%d", n), "--mtu", "1400", "--dns", "off", tb.path(prof))
+		ov = tb.startOpenVPN(t, tb.srvNS, conf)
+		wl = startHelper(t, tb.cliNS, "connect", append(append([]string{"--dev", fmt.Sprintf("mxc%d", n), "--mtu", "1400", "--dns", "off"}, wlArgs...), tb.path(prof))...)
 		wl.waitFor(t, "tunnel up", 15*time.Second)
 	} else {
 		if cliProto == "tcp" {
@@ -180,17 +235,19 @@ func runMatrixRow(t *testing.T, tb *testbed, n int, r matrixRow) {
 			cliProto = "udp4"
 		}
 		tb.write(t, map[string]string{
-			conf: fmt.Sprintf("port %d\nproto %s\ndev mxw%d\ntun-mtu 1400\ntopology subnet\nserver %s.0 255.255.255.0\n%s%skeepalive 10 60\n",
-				port, srvProto, n, network, srvCreds, r.f.srv),
-			prof: fmt.Sprintf("client\ndev mxo%d\ndev-type tun\nremote %s %d %s\nnobind\nremote-cert-tls server\n%s%sdisable-dco\nverb 3\n",
-				n, tb.srvIP, port, cliProto, cliCreds, r.f.cli),
+			conf: fmt.Sprintf("port %d\nproto %s\ndev mxw%d\ntun-mtu 1400\ntopology subnet\nserver %s.0 255.255.255.0\n%s%skeepalive 10 60\nreneg-sec %d\n",
+				port, srvProto, n, network, srvCreds, r.f.srv, matrixRenegSec),
+			prof: fmt.Sprintf("client\ndev mxo%d\ndev-type tun\nremote %s %d %s\nnobind\nremote-cert-tls server\n%s%sdisable-dco\nreneg-sec %d\nverb 3\n",
+				n, tb.srvIP, port, cliProto, cliCreds, r.f.cli, matrixRenegSec),
 		})
 		wl = startHelper(t, tb.srvNS, "serve", tb.path(conf))
 		wl.waitFor(t, "listening on "+r.transport, 10*time.Second)
-		tb.startOpenVPN(t, tb.cliNS, prof)
+		ov = tb.startOpenVPN(t, tb.cliNS, prof)
 		wl.waitFor(t, `client "cli1" connected`, 5*time.Second)
 	}
-	if r.f.want != "" && !strings.Contains(wl.out.String(), r.f.want) {
+	if r.role == "wirelane server" && r.f.ovWant != "" {
+		ov.waitFor(t, r.f.ovWant, 5*time.Second)
+	} else if r.f.want != "" && !r.f.authToken && !strings.Contains(wl.out.String(), r.f.want) {
 		t.Fatalf("the Wirelane end does not name %s:\n%s", r.f.want, wl.out.String())
 	}
 	addr := network + ".1"
@@ -200,5 +257,66 @@ func runMatrixRow(t *testing.T, tb *testbed, n int, r matrixRow) {
 			t.Fatalf("iperf3 (reverse %v) moved no data: %+v", reverse, res)
 		}
 	}
+	if r.f.authToken {
+		ov = matrixTokenReconnect(t, tb, wl, ov, conf, authName, calls, r.f.want)
+		netns.Run(t, tb.cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", addr)
+	}
+	// One renegotiation: both ends have reneg-sec 3, so by now (or within
+	// a few seconds) a second TLS handshake has made a new key; OpenVPN
+	// (verb 3) logs "Control Channel: TLS..." once per handshake. Traffic
+	// must flow on the new key.
+	netns.Eventually(t, 3*matrixRenegSec*time.Second, "a renegotiation (reneg-sec 3)", func() error {
+		if k := strings.Count(ov.out.String(), "Control Channel: TLS"); k < 2 {
+			return fmt.Errorf("%d TLS handshake(s) in the OpenVPN log so far", k)
+		}
+		return nil
+	})
+	// OpenVPN logs the handshake before both ends have switched to the
+	// new key; on the loaded CI machine one auth-token TCP row once lost
+	// its first ping right after it, so the ping is retried for a few
+	// seconds (the row still fails if no traffic flows on the new key).
+	netns.Eventually(t, 6*time.Second, "a ping after the renegotiation", func() error {
+		if out, err := netns.Command(tb.cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "1", addr).CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
 	wl.interrupt(t)
+}
+
+// matrixRenegSec is every row's reneg-sec, on both ends.
+const matrixRenegSec = 3
+
+// matrixTokenReconnect restarts the OpenVPN server (same
+// auth-gen-token-secret, so the token stays valid) after the auth file
+// (authName, in the testbed directory) has been given a wrong password: the client must reconnect with the
+// token alone (want in its output), the password script having run once.
+func matrixTokenReconnect(t *testing.T, tb *testbed, wl, ov *helper, conf, auth, calls, want string) *helper {
+	t.Helper()
+	tb.write(t, map[string]string{auth: "alice\nnot-the-password\n"})
+	ov.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-ov.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the openvpn server did not stop")
+	}
+	ov = tb.startOpenVPN(t, tb.srvNS, conf)
+	netns.Eventually(t, 30*time.Second, "the client reconnected", func() error {
+		if !strings.Contains(wl.out.String(), "tunnel up again") {
+			select {
+			case <-wl.done:
+				t.Fatalf("connect exited (%v):\n%s", wl.err, wl.out.String())
+			default:
+			}
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	if out := wl.out.String(); !strings.Contains(out, want) || strings.Contains(out, "s3cret") {
+		t.Fatalf("connect did not reconnect with the token alone:\n%s", out)
+	}
+	if b, err := os.ReadFile(calls); err != nil || string(b) != "alice\n" {
+		t.Fatalf("the password script ran other than once (%v): %q", err, b)
+	}
+	return ov
 }
