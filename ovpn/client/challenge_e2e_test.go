@@ -11,7 +11,10 @@ import (
 // A dynamic challenge from a real openvpn 2.6 server (a deferred
 // auth-user-pass-verify script that fails the password with a CRV1
 // reason, and accepts the CRV1 answer): Dial fails with the challenge,
-// and a second Dial with its answer connects.
+// and a second Dial with its answer connects. The script gives its
+// verdict a second after the client's first PUSH_REQUEST, as a plugin
+// asking a remote service does: the server answers only a PUSH_REQUEST
+// that comes after the verdict, so the client must repeat it.
 func TestE2EDynamicChallenge(t *testing.T) {
 	e := newEnv(t)
 	script := filepath.Join(e.dir, "check.sh")
@@ -20,16 +23,17 @@ func TestE2EDynamicChallenge(t *testing.T) {
 	// failure reason.
 	os.WriteFile(script, []byte(`#!/bin/sh
 user=$(sed -n 1p "$1"); pass=$(sed -n 2p "$1")
+verdict() { (sleep 1; echo "$1" >"$auth_control_file") </dev/null >/dev/null 2>&1 & }
 if [ "$user" = alice ] && [ "$pass" = s3cret ]; then
 	echo 'CRV1:R,E:state42:Ym9i:Enter the code from your token' >"$auth_failed_reason_file"
-	echo 0 >"$auth_control_file"
+	verdict 0
 	exit 2
 fi
 if [ "$user" = bob ] && [ "$pass" = 'CRV1::state42::424242' ]; then
-	echo 1 >"$auth_control_file"
+	verdict 1
 	exit 2
 fi
-echo 0 >"$auth_control_file"
+verdict 0
 exit 2
 `), 0o700)
 	srv := e.startServer(t, false, "script-security 2", "auth-user-pass-verify "+script+" via-file")

@@ -18,6 +18,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
@@ -184,12 +185,23 @@ func (x side) Explain(stage control.Stage, ctxErr, err error) error {
 	return err
 }
 
-// pull sends PUSH_REQUEST and processes the (possibly split) reply.
+// pushRequestInterval is how often PUSH_REQUEST is repeated until the
+// server answers, as OpenVPN 2.6 clients do: a server whose
+// authentication is deferred (a plugin or script answering later, a
+// dynamic challenge) answers only a PUSH_REQUEST that arrives after the
+// verdict. A variable so that tests can shorten it.
+var pushRequestInterval = 5 * time.Second
+
+// pull sends PUSH_REQUEST, repeated every pushRequestInterval until an
+// answer comes, and processes the (possibly split) reply.
 func (s *Session) pull(tc *tls.Conn, mr *control.MessageReader) error {
 	if err := control.WriteMessage(tc, "PUSH_REQUEST"); err != nil {
 		return err
 	}
 	s.ev.emit(StateGetConfig, "requesting options", nil)
+	answered := make(chan struct{})
+	defer close(answered)
+	go s.repeatPushRequest(tc, answered)
 	var acc control.PushAccumulator
 	for {
 		m, err := mr.Read()
@@ -236,6 +248,26 @@ func (s *Session) pull(tc *tls.Conn, mr *control.MessageReader) error {
 			return fmt.Errorf("%w: %s", ErrHalt, m)
 		default:
 			s.log.Debug("control message before PUSH_REPLY ignored", "kind", control.MessageKind(m))
+		}
+	}
+}
+
+// repeatPushRequest sends PUSH_REQUEST again every pushRequestInterval
+// until answered is closed or the hand-window has passed (the handshake
+// deadline ends the wait then). tls.Conn serialises the writes.
+func (s *Session) repeatPushRequest(tc *tls.Conn, answered <-chan struct{}) {
+	t := time.NewTicker(pushRequestInterval)
+	defer t.Stop()
+	window := time.Duration(cmp0(s.cfg.HandWindow, 60)) * time.Second
+	for n := 1; time.Duration(n)*pushRequestInterval < window; n++ {
+		select {
+		case <-answered:
+			return
+		case <-t.C:
+		}
+		s.log.Debug("no answer to PUSH_REQUEST yet; repeating it", "sent", n+1)
+		if err := control.WriteMessage(tc, "PUSH_REQUEST"); err != nil {
+			return
 		}
 	}
 }

@@ -58,7 +58,7 @@ exit 2
 	cli.cmd.Env = append(os.Environ(), "WIRELANE_OVPNCLI_HELPER=connect", "WIRELANE_OVPNCLI_STATUS_DIR="+StatusDir)
 	cli.cmd.Stdin = slave
 	cli.start(t, os.Kill)
-	cli.waitFor(t, "CHALLENGE: Enter the code from your token ", 15*time.Second)
+	cli.waitFor(t, "CHALLENGE: Enter the code from your token ", 30*time.Second) // a deferred verdict may wait for a repeated PUSH_REQUEST (5 s)
 	master.WriteString("424242\n")
 	cli.waitFor(t, "tunnel up", 20*time.Second)
 	if out := cli.out.String(); strings.Contains(out, "424242") || strings.Contains(out, "s3cret") {
