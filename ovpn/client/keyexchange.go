@@ -298,8 +298,10 @@ func (s *Session) applyPush(r *control.PushReply) error {
 	s.mu.Lock()
 	s.push, s.cipher, s.useEKM = r, c, r.TLSEKM
 	s.mu.Unlock()
-	s.data.Store(s.newDataChannel(peerID, framing))
-	s.log.Info("pushed", "local", r.Local, "cipher", c.String(), "ekm", r.TLSEKM)
+	ch := s.newDataChannel(peerID, framing)
+	ch.SetMSS(s.mssFor(c, framing, r.HasPeerID))
+	s.data.Store(ch)
+	s.log.Info("pushed", "local", r.Local, "cipher", c.String(), "ekm", r.TLSEKM, "mss", ch.MSS())
 	return nil
 }
 

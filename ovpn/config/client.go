@@ -47,7 +47,7 @@ var ignoredDirectives = map[string]string{
 	"redirect-gateway": "routes are applied by the caller", "route": "routes are applied by the caller",
 	"route-ipv6": "routes are applied by the caller", "route-nopull": "", "route-delay": "",
 	"block-outside-dns": "", "sndbuf": "", "rcvbuf": "", "float": "", "explicit-exit-notify": "exit is always notified",
-	"pull": "implied by client", "tun-mtu": "", "mssfix": "", "setenv": "",
+	"pull": "implied by client", "tun-mtu": "", "setenv": "",
 	"setenv-safe": "", "ignore-unknown-option": "", "user": "", "group": "", "log": "", "log-append": "",
 	"status": "", "tran-window": "", "tls-timeout": "", "key-method": "", "dev-type": "",
 	"push-peer-info": "", "auth-retry": "", "pull-filter": "", "suppress-timestamps": "",

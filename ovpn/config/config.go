@@ -157,6 +157,12 @@ type Common struct {
 	// packets are decompressed.
 	AllowCompression string
 
+	// MSSFix is the mssfix line (MSSFixSet says whether there was one;
+	// MSS gives the setting in force, the default without one). TCP SYNs
+	// through the tunnel are clamped to it both ways (mssfix.go).
+	MSSFix    data.MSSFix
+	MSSFixSet bool
+
 	// keyLocked: Key is an encrypted PEM key, or pkcs12 holds a PKCS#12
 	// file, still waiting for its passphrase (privkey.go).
 	keyLocked bool

@@ -119,6 +119,9 @@ type Channel struct {
 	// decomp decompresses what the peer compressed (nil: refused);
 	// set before the channel is shared (decompress.go).
 	decomp *Decompressor
+	// mss clamps the MSS of TCP SYNs both ways (0: off); set before the
+	// channel is shared (mss.go).
+	mss int
 
 	primary   atomic.Pointer[Key] // used to send; written only under mu
 	secondary atomic.Pointer[Key] // lame duck, receive only; written only under mu
@@ -212,6 +215,9 @@ func (c *Channel) Encrypt(buf []byte, n int) ([]byte, error) {
 	if pid == 0 {
 		k.sendPID.Store(^uint32(0))
 		return nil, ErrExhausted
+	}
+	if c.mss != 0 {
+		ClampMSS(buf[Headroom:Headroom+n], c.mss)
 	}
 	pt, end := Headroom, Headroom+n
 	if c.framing != FramingNone {
@@ -355,6 +361,9 @@ func (c *Channel) payload(out []byte) ([]byte, Kind, error) {
 			return out, KindExit, nil
 		}
 		return out, KindOCC, nil
+	}
+	if c.mss != 0 {
+		ClampMSS(out, c.mss)
 	}
 	return out, KindPacket, nil
 }

@@ -152,7 +152,7 @@ var serverIgnored = map[string]string{
 	"log-append": "", "daemon": "", "writepid": "", "ifconfig-pool-persist": "addresses are assigned per connection",
 	"mute-replay-warnings": "", "sndbuf": "", "rcvbuf": "", "txqueuelen": "",
 	"script-security": "scripts are not run", "up": "scripts are not run", "down": "scripts are not run", "dh": "ECDHE is used",
-	"ecdh-curve": "", "tls-timeout": "", "replay-window": "", "mssfix": "", "float": "", "multihome": "", "management": "",
+	"ecdh-curve": "", "tls-timeout": "", "replay-window": "", "float": "", "multihome": "", "management": "",
 	"suppress-timestamps": "", "machine-readable-output": "", "cd": "", "setenv": "",
 	"tran-window":     "",
 	"tcp-queue-limit": "", "bcast-buffers": "", "tun-mtu-extra": "", "link-mtu": "", "dev-type": "",

@@ -122,7 +122,9 @@ func (p *peer) setup(cn string, pi peerInfo, occ string) error {
 		peerID = p.id
 	}
 	p.mu.Unlock()
-	p.data.Store(s.newDataChannel(peerID, cfg))
+	ch := s.newDataChannel(peerID, cfg)
+	ch.SetMSS(s.mssFor(p, cfg, ciph, peerID != wire.UndefinedPeerID))
+	p.data.Store(ch)
 	return nil
 }
 
