@@ -4,9 +4,13 @@ package ovpntunnel
 // TestFaultsOnTheUnderlay does for WireGuard: `wirelane ovpn connect`
 // talks to `wirelane ovpn serve` through a relay in the server's namespace
 // that impairs the datagrams (the test kernels have no netem qdisc): loss,
-// reordering, duplication, corruption, and the link down for 5 s. A file
-// sent with TCP through the tunnel must arrive with the right SHA-256, and
-// the tunnel must carry traffic again by itself afterwards.
+// reordering, duplication, corruption, a path-MTU black hole (datagrams
+// over 1280 bytes dropped without an ICMP error; the client's
+// `mssfix 1280 mtu` clamps TCP under it), the link down for 5 s, and the
+// server's daemon killed with SIGKILL and started again (the client finds
+// out by ping-restart and reconnects by itself). A file sent with TCP
+// through the tunnel must arrive with the right SHA-256, and the tunnel
+// must carry traffic again by itself afterwards.
 //
 //	ofc (client)                                   ofs (server)
 //	  wlfc0 10.13.0.2 <- connect                     wlfs0 10.13.0.1 <- serve :1194
@@ -22,7 +26,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +40,7 @@ import (
 // ovpnImpairment is what the relay does to each datagram.
 type ovpnImpairment struct {
 	loss, dup, corrupt, reorder float64
+	maxSize                     int // datagrams larger than this vanish (0: none)
 	rate                        int // bytes a second each way (0: unlimited)
 }
 
@@ -47,6 +54,7 @@ type ovpnRelay struct {
 	imp         ovpnImpairment
 	down        bool
 	rng         *mathrand.Rand
+	dropped     atomic.Int64 // datagrams lost, the link down or too large
 }
 
 // listenIn opens a UDP socket on addr in ns.
@@ -129,7 +137,8 @@ func (r *ovpnRelay) pump(in, out net.PacketConn, dst func(from net.Addr) net.Add
 				time.Sleep(d)
 			}
 		}
-		if down || lose {
+		if down || lose || (imp.maxSize > 0 && n > imp.maxSize) {
+			r.dropped.Add(1)
 			continue
 		}
 		if corrupt {
@@ -159,8 +168,10 @@ func TestE2EOpenVPNFaultsOnTheUnderlay(t *testing.T) {
 	tb.write(t, map[string]string{
 		"server.conf": "port 1194\nproto udp\nlocal 192.168.87.1\ndev wlfs0\ntopology subnet\nserver 10.13.0.0 255.255.255.0\n" +
 			serverCreds + "data-ciphers AES-256-GCM\nkeepalive 1 10\nverb 3\n",
+		// Large enough for every case's link, and small enough for the
+		// black hole's: 1280 bytes with the IP and UDP headers.
 		"cli1.ovpn": "client\ndev tun\nremote 192.168.87.1 1195 udp\nnobind\nremote-cert-tls server\ndata-ciphers AES-256-GCM\n" +
-			tb.clientInline(),
+			"mssfix 1280 mtu\n" + tb.clientInline(),
 	})
 	mb := 8
 	if v, err := strconv.Atoi(os.Getenv("FAULT_FILE_MB")); err == nil && v > 0 {
@@ -185,20 +196,72 @@ func TestE2EOpenVPNFaultsOnTheUnderlay(t *testing.T) {
 	cli.waitFor(t, "tunnel up", 15*time.Second)
 	t.Cleanup(func() { cli.interrupt(t) })
 	netns.Run(t, tb.cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", "10.13.0.1")
+	// TCP retries at least once a second (kernels from 6.15; older ones
+	// back off to minutes): a transfer resumes within a second of the
+	// tunnel's recovery, so the time of a case is the tunnel's, not the
+	// backoff's. With retries that frequent, 40 of them (about 38 s)
+	// before TCP gives up outlast the ping-restart outage.
+	for _, ns := range []*netns.NS{tb.cliNS, tb.srvNS} {
+		netns.Try(ns, nil, "sysctl", "-q", "-w", "net.ipv4.tcp_rto_max_ms=1000")
+		netns.Run(t, ns, "sysctl", "-q", "-w", "net.ipv4.tcp_retries2=40")
+	}
 
+	parent := t
 	for i, tc := range []struct {
 		name   string
 		imp    ovpnImpairment
-		during func()
+		during func(t *testing.T)
 	}{
 		{name: "loss 5%", imp: ovpnImpairment{loss: 0.05}},
 		{name: "reordering", imp: ovpnImpairment{reorder: 0.25}},
 		{name: "duplication", imp: ovpnImpairment{dup: 0.05}},
 		{name: "corruption 1%", imp: ovpnImpairment{corrupt: 0.01}},
-		{name: "link down for 5 s", imp: ovpnImpairment{rate: 2500000}, during: func() {
+		// Datagrams over 1280 bytes (with the IP and UDP headers) vanish
+		// with no ICMP error: only MSS clamping lets TCP through.
+		{name: "path MTU black hole", imp: ovpnImpairment{maxSize: 1280 - 28}},
+		{name: "link down for 5 s", imp: ovpnImpairment{rate: 2500000}, during: func(*testing.T) {
 			relay.setDown(true)
 			time.Sleep(5 * time.Second)
 			relay.setDown(false)
+		}},
+		// The server's process dies with no goodbye; the client notices
+		// by ping-restart (the pushed keepalive 1 10) and reconnects to
+		// the server started again, which must come up over what the
+		// dead one left (its status file and control socket).
+		{name: "server daemon SIGKILLed and restarted", imp: ovpnImpairment{rate: 2500000}, during: func(t *testing.T) {
+			pid := srv.cmd.Process.Pid
+			srv.cmd.Process.Kill()
+			select {
+			case <-srv.done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the server survived SIGKILL")
+			}
+			netns.Eventually(t, 5*time.Second, "wlfs0 gone with the server", func() error {
+				if _, err := netns.Try(tb.srvNS, nil, "ip", "link", "show", "wlfs0"); err == nil {
+					return os.ErrExist
+				}
+				return nil
+			})
+			ups := strings.Count(cli.out.String(), "tunnel up again")
+			srv = startHelper(parent, tb.srvNS, "serve", tb.path("server.conf")) // for the cases after this one
+			srv.waitFor(t, "listening on udp", 10*time.Second)
+			parent.Cleanup(func() { srv.interrupt(parent) })
+			netns.Eventually(t, 30*time.Second, "client reconnected by itself", func() error {
+				if strings.Count(cli.out.String(), "tunnel up again") <= ups {
+					return os.ErrDeadlineExceeded
+				}
+				return nil
+			})
+			// What the killed server left goes at the next look.
+			if _, err := Status(); err != nil {
+				t.Fatal(err)
+			}
+			for _, ext := range []string{".json", ".sock"} {
+				f := filepath.Join(StatusDir, "ovpn-"+strconv.Itoa(pid)+ext)
+				if _, err := os.Stat(f); !os.IsNotExist(err) {
+					t.Errorf("%s of the killed server is still there (%v)", f, err)
+				}
+			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -212,10 +275,10 @@ func TestE2EOpenVPNFaultsOnTheUnderlay(t *testing.T) {
 				return err
 			})
 			start := time.Now()
-			ncc := netns.Start(t, tb.cliNS, "sh", "-c", "exec ncat --send-only 10.13.0.1 "+port+" <"+in)
+			ncc := netns.Start(t, tb.cliNS, "sh", "-c", "exec ncat -w 60 --send-only 10.13.0.1 "+port+" <"+in)
 			if tc.during != nil {
 				time.Sleep(500 * time.Millisecond)
-				tc.during()
+				tc.during(t)
 			}
 			if o, err := ncc.Wait(t, 4*time.Minute); err != nil {
 				t.Fatalf("ncat client: %v\n%s", err, o)
@@ -228,7 +291,8 @@ func TestE2EOpenVPNFaultsOnTheUnderlay(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := sha256.Sum256(b)
-			t.Logf("%s: %d MB in %v", tc.name, mb, time.Since(start).Round(time.Millisecond))
+			t.Logf("%s: %d MB in %v; the relay dropped %d datagrams", tc.name, mb,
+				time.Since(start).Round(time.Millisecond), relay.dropped.Swap(0))
 			if string(got[:]) != want {
 				t.Fatalf("the file arrived with a different SHA-256 (%d bytes of %d)", len(b), mb<<20)
 			}
