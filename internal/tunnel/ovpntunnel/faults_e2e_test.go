@@ -277,7 +277,19 @@ func TestE2EOpenVPNFaultsOnTheUnderlay(t *testing.T) {
 			start := time.Now()
 			ncc := netns.Start(t, tb.cliNS, "sh", "-c", "exec ncat -w 60 --send-only 10.13.0.1 "+port+" <"+in)
 			if tc.during != nil {
-				time.Sleep(500 * time.Millisecond)
+				// Mid-transfer: the connection is up and 1 MiB is in
+				// (a fault before the handshake would test SYN retries).
+				netns.Eventually(t, 20*time.Second, "the transfer under way", func() error {
+					if st, err := os.Stat(out); err != nil || st.Size() < 1<<20 {
+						return os.ErrNotExist
+					}
+					return nil
+				})
+				select {
+				case <-ncs.Exited():
+					t.Fatal("the transfer was over before the fault")
+				default:
+				}
 				tc.during(t)
 			}
 			if o, err := ncc.Wait(t, 4*time.Minute); err != nil {
