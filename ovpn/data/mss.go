@@ -17,7 +17,10 @@ package data
 // packets get 20 bytes less. Only SYNs whose MSS is larger are changed,
 // the TCP checksum adjusted (RFC 1624); an option is never added.
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"strconv"
+)
 
 // MSSFix is an mssfix setting.
 type MSSFix struct {
@@ -27,6 +30,19 @@ type MSSFix struct {
 	// TCP headers. Fixed (the fixed flag): Max is the inner IP packet's
 	// size and nothing else is counted. Neither: Max is the UDP payload.
 	Encap, Fixed bool
+}
+
+// String is the setting as an mssfix line's arguments: "1492 mtu".
+func (m MSSFix) String() string {
+	switch {
+	case m.Max <= 0:
+		return "0 (off)"
+	case m.Encap:
+		return strconv.Itoa(m.Max) + " mtu"
+	case m.Fixed:
+		return strconv.Itoa(m.Max) + " fixed"
+	}
+	return strconv.Itoa(m.Max)
 }
 
 // DefaultMSSFix is OpenVPN 2.6's default, mssfix 1492 mtu.

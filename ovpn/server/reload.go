@@ -22,8 +22,8 @@ package server
 //     and connect-freq for new sessions, the TLS settings of every later
 //     handshake (including the renegotiations of connected clients);
 //   - for sessions set up after the reload: push lines (routes, DNS, ...),
-//     data-ciphers, duplicate-cn, ping/ping-restart, reneg-sec, the pools'
-//     netmask; connected clients keep what they were pushed until they
+//     data-ciphers, duplicate-cn, ping/ping-restart, reneg-sec, mssfix,
+//     the pools' netmask; connected clients keep what they were pushed until they
 //     reconnect;
 //   - client-config-dir entries of connected clients (ccd.go): iroutes at
 //     once; disable or ccd-exclusive: AUTH_FAILED; a new fixed address:
@@ -394,6 +394,9 @@ func (p *ReloadPlan) diff(a, b *live) {
 	}
 	if o.Compress != n.Compress || o.CompressDirective != n.CompressDirective {
 		line("compression framing: %q -> %q (new sessions; connected clients keep theirs)", o.CompressDirective, n.CompressDirective)
+	}
+	if o.MSSFix != n.MSSFix || o.MSSFixSet != n.MSSFixSet {
+		line("mssfix: %v -> %v (new sessions; connected clients keep theirs)", o.mssFix(), n.mssFix())
 	}
 	if o.AllowCompression != n.AllowCompression {
 		line("allow-compression: %q -> %q (new sessions; nothing is ever compressed)", o.AllowCompression, n.AllowCompression)

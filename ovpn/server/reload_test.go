@@ -227,6 +227,8 @@ func TestReloadCoversEveryField(t *testing.T) {
 		"Compress":            func(c *Config) { c.Compress = data.FramingV2 },
 		"CompressDirective":   func(c *Config) { c.CompressDirective = "compress stub-v2" },
 		"AllowCompression":    func(c *Config) { c.AllowCompression = "asym" },
+		"MSSFix":              func(c *Config) { c.MSSFix, c.MSSFixSet = data.MSSFix{Max: 1280, Encap: true}, true },
+		"MSSFixSet":           func(c *Config) { c.MSSFixSet = true }, // mssfix 0
 		"ExplicitExitNotify":  func(c *Config) { c.ExplicitExitNotify = 2 },
 	}
 	maps.Copy(mut, ccdMutations()) // ccd_test.go
