@@ -24,7 +24,7 @@ import (
 
 // MSSFix is an mssfix setting.
 type MSSFix struct {
-	// Max is the size bytes limit (0: off).
+	// Max is the limit in bytes (0: off).
 	Max int
 	// Encap (the mtu flag): Max includes the transport's IP and UDP or
 	// TCP headers. Fixed (the fixed flag): Max is the inner IP packet's
