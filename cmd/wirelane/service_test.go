@@ -45,6 +45,40 @@ func TestShowOfAServiceTunnelHasItsNamesAndHidesItsKeys(t *testing.T) {
 	}
 }
 
+// TestShowPrintsTheServicesCounters: through the service, `show` prints a
+// tunnel's troubles (its engine counters that are not zero) in its
+// interface's section, before the peers, and nothing of them for a tunnel
+// without trouble or without a service.
+func TestShowPrintsTheServicesCounters(t *testing.T) {
+	tn := service.Tunnel{Name: "wg0", Kind: service.KindWireGuard, State: service.StateUp, PublicKey: svcPubA, ListenPort: 51820,
+		Peers: []service.Peer{{PublicKey: svcPubB}}}
+	d, names := deviceOf(&tn)
+	var counters countersOf = func(iface string) ([]service.Counter, bool) {
+		if iface != "wg0" {
+			return nil, false
+		}
+		return []service.Counter{
+			{Name: "wirelane_wireguard_dropped_packets_total", Labels: map[string]string{"reason": "malformed"}, Value: 20},
+			{Name: "wirelane_wireguard_dropped_packets_total", Labels: map[string]string{"reason": "decrypt"}},
+			{Name: "wirelane_socket_errors_total", Labels: map[string]string{"op": "receive"}, Value: 2},
+		}, true
+	}
+	var b bytes.Buffer
+	if err := wgquick.FormatDeviceLines(&b, d, names, counters.lines("wg0"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	want := "  listening port: 51820\n  dropped: malformed 20\n  socket errors: receive 2\n\npeer: " + svcPubB
+	if !strings.Contains(b.String(), want) || strings.Contains(b.String(), "decrypt") {
+		t.Errorf("show, want %q in:\n%s", want, b.String())
+	}
+	if l := counters.lines("wg1"); l != nil {
+		t.Errorf("a tunnel the service does not run: %q", l)
+	}
+	if l := countersOf(nil).lines("wg0"); l != nil {
+		t.Errorf("without a service: %q", l)
+	}
+}
+
 func TestListFromTheServiceKeepsOpenVPNTunnelsRunOutsideIt(t *testing.T) {
 	hs := time.Unix(1700000000, 0)
 	ts := []service.Tunnel{

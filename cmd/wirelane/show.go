@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 
 	"github.com/wirelane/wirelane/internal/control/service"
+	"github.com/wirelane/wirelane/internal/control/service/client"
 	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/internal/tunnel/wgquick"
 	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
@@ -62,12 +64,14 @@ func cmdShow(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: warning: OpenVPN tunnel status: %v\n", prog, oerr)
 	}
 
-	if _, ts := serviceClient(); ts != nil {
+	svc, ts := serviceClient()
+	counters := serviceCounters(svc, ts)
+	if ts != nil {
 		if devs, names, ok := serviceDevices(ts, what); ok {
 			if what != "all" && what != "interfaces" {
 				ovpns = nil
 			}
-			return printShow(what, devs, names, ovpns, *asJSON)
+			return printShow(what, devs, names, ovpns, counters, *asJSON)
 		}
 	}
 
@@ -88,14 +92,55 @@ func cmdShow(args []string) int {
 			return fail(fmt.Errorf("unable to access interface %s: its daemon is not running (%s)", what, wgtunnel.RemoveStaleSocket(what)))
 		case !st.Up:
 			if t, ok := findOvpn(ovpns, what); ok {
-				return showOvpn(t, *asJSON)
+				return showOvpn(t, counters, *asJSON)
 			}
 			return fail(fmt.Errorf("unable to access interface %s: no such WireGuard interface", what))
 		}
 		devs = []*wgtypes.Device{st.Device}
 		ovpns = nil // one WireGuard interface was asked for
 	}
-	return printShow(what, devs, nil, ovpns, *asJSON)
+	return printShow(what, devs, nil, ovpns, counters, *asJSON)
+}
+
+// countersOf returns the service's engine counters of the tunnel on an
+// interface; false when the service has no such tunnel running.
+type countersOf func(iface string) ([]service.Counter, bool)
+
+// serviceCounters asks c for the counters of ts's tunnels; nil when no
+// service answers (c nil).
+func serviceCounters(c *client.Client, ts []service.Tunnel) countersOf {
+	if c == nil {
+		return nil
+	}
+	return func(iface string) ([]service.Counter, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		return c.InterfaceCounters(ctx, ts, iface)
+	}
+}
+
+// ovpn adapts counters to ovpntunnel.FormatStatusCounters (nil
+// for nil).
+func (counters countersOf) ovpn() func(ovpntunnel.TunnelStatus) ([]service.Counter, bool) {
+	if counters == nil {
+		return nil
+	}
+	return func(t ovpntunnel.TunnelStatus) ([]service.Counter, bool) {
+		if t.Interface == "" {
+			return nil, false
+		}
+		return counters(t.Interface)
+	}
+}
+
+// lines returns what `show` prints of the service's counters of the
+// tunnel on iface (none without a service).
+func (counters countersOf) lines(iface string) []string {
+	if counters == nil {
+		return nil
+	}
+	cs, _ := counters(iface)
+	return service.CounterLines(cs)
 }
 
 // serviceDevices returns the service's running WireGuard tunnels that
@@ -131,8 +176,9 @@ func serviceDevices(ts []service.Tunnel, what string) ([]*wgtypes.Device, map[wg
 }
 
 // printShow prints the devices (with their peers' friendly names) and the
-// OpenVPN tunnels as text or as the JSON document.
-func printShow(what string, devs []*wgtypes.Device, names map[wgtypes.Key]string, ovpns []ovpntunnel.TunnelStatus, asJSON bool) int {
+// OpenVPN tunnels as text or as the JSON document; as text with the
+// troubles the service's counters show (counters nil: no service).
+func printShow(what string, devs []*wgtypes.Device, names map[wgtypes.Key]string, ovpns []ovpntunnel.TunnelStatus, counters countersOf, asJSON bool) int {
 	if asJSON {
 		if err := writeShowJSON(os.Stdout, devs, names, ovpns); err != nil {
 			return fail(err)
@@ -159,7 +205,7 @@ func printShow(what string, devs []*wgtypes.Device, names map[wgtypes.Key]string
 		if i > 0 {
 			fmt.Println()
 		}
-		if err := wgquick.FormatDeviceNamed(os.Stdout, d, names, now); err != nil {
+		if err := wgquick.FormatDeviceLines(os.Stdout, d, names, counters.lines(d.Name), now); err != nil {
 			return fail(err)
 		}
 	}
@@ -167,7 +213,7 @@ func printShow(what string, devs []*wgtypes.Device, names map[wgtypes.Key]string
 		if len(devs) > 0 {
 			fmt.Println()
 		}
-		if err := ovpntunnel.FormatStatus(os.Stdout, ovpns); err != nil {
+		if err := ovpntunnel.FormatStatusCounters(os.Stdout, ovpns, counters.ovpn()); err != nil {
 			return fail(err)
 		}
 	}
@@ -185,12 +231,12 @@ func findOvpn(ts []ovpntunnel.TunnelStatus, name string) (ovpntunnel.TunnelStatu
 }
 
 // showOvpn prints one OpenVPN tunnel, as text or as the JSON document.
-func showOvpn(t ovpntunnel.TunnelStatus, asJSON bool) int {
+func showOvpn(t ovpntunnel.TunnelStatus, counters countersOf, asJSON bool) int {
 	var err error
 	if asJSON {
 		err = writeShowJSON(os.Stdout, nil, nil, []ovpntunnel.TunnelStatus{t})
 	} else {
-		err = ovpntunnel.FormatStatus(os.Stdout, []ovpntunnel.TunnelStatus{t})
+		err = ovpntunnel.FormatStatusCounters(os.Stdout, []ovpntunnel.TunnelStatus{t}, counters.ovpn())
 	}
 	if err != nil {
 		return fail(err)

@@ -93,3 +93,46 @@ func isStatus(err error, code int) bool {
 	var ce *client.Error
 	return errors.As(err, &ce) && ce.Status == code
 }
+
+// TestClientInterfaceCounters: the counters `wirelane show` prints for an
+// interface are those of the running tunnel on it (the service's counters
+// endpoint); none for a tunnel that is down or an interface it does not
+// know.
+func TestClientInterfaceCounters(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "wirelane.sock")
+	h := service.NewFakeHost()
+	h.SetCounters([]service.EngineCounter{{Tunnel: "wg0", Name: "wireguard_dropped_packets_total", Help: "h", Labels: [][2]string{{"reason", "malformed"}}, Value: 20}})
+	s := service.New(h, service.Config{PollInterval: 50 * time.Millisecond})
+	l, err := service.Listen(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	defer s.Shutdown(context.Background())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c := client.New(socket)
+	ts, err := c.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs, ok := c.InterfaceCounters(ctx, ts, "wg0"); ok || cs != nil {
+		t.Errorf("a tunnel that is down: %v %v", cs, ok)
+	}
+	if _, err := c.Up(ctx, "wg0"); err != nil {
+		t.Fatal(err)
+	}
+	if ts, err = c.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cs, ok := c.InterfaceCounters(ctx, ts, "wg0")
+	if !ok || len(cs) != 1 || cs[0].Name != "wirelane_wireguard_dropped_packets_total" || cs[0].Value != 20 {
+		t.Errorf("the running tunnel: %+v %v", cs, ok)
+	}
+	if got := service.CounterLines(cs); len(got) != 1 || got[0] != "dropped: malformed 20" {
+		t.Errorf("lines: %q", got)
+	}
+	if _, ok := c.InterfaceCounters(ctx, ts, "nope0"); ok {
+		t.Error("an interface the service does not know")
+	}
+}

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelane/wirelane/internal/control/service"
 )
 
 // StatusDir is where running tunnels publish their status files. Tests
@@ -291,8 +293,19 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// FormatStatus writes the tunnels in the style of `wg show`.
+// FormatStatus writes the tunnels in the style of `wg show`, with the
+// troubles their status files count (drops, failed handshakes, TUN and
+// socket errors; none at zero).
 func FormatStatus(w io.Writer, tunnels []TunnelStatus) error {
+	return FormatStatusCounters(w, tunnels, nil)
+}
+
+// FormatStatusCounters is FormatStatus with the engine counters of the
+// service's tunnels: for a tunnel for which counters answers true, the
+// lines of those counters (service.CounterLines: the engine's full set,
+// a server's drops by reason among them) replace the status file's. A nil
+// counters is FormatStatus.
+func FormatStatusCounters(w io.Writer, tunnels []TunnelStatus, counters func(TunnelStatus) ([]service.Counter, bool)) error {
 	var b strings.Builder
 	for i, t := range tunnels {
 		if i > 0 {
@@ -322,19 +335,15 @@ func FormatStatus(w io.Writer, tunnels []TunnelStatus) error {
 		}
 		fmt.Fprintf(&b, "  %s since: %s (%s)\n", label, t.Since.Format(time.RFC3339), ago(t.Updated.Sub(t.Since)))
 		fmt.Fprintf(&b, "  transfer: %s received, %s sent\n", byteCount(t.RxBytes), byteCount(t.TxBytes))
-		if t.TUNErrors > 0 {
-			fmt.Fprintf(&b, "  tun errors: %d\n", t.TUNErrors)
+		cs, ok := []service.Counter(nil), false
+		if counters != nil {
+			cs, ok = counters(t)
 		}
-		if t.SocketSendErrors > 0 {
-			fmt.Fprintf(&b, "  socket send errors: %d\n", t.SocketSendErrors)
+		if !ok {
+			cs = statusCounters(t)
 		}
-		if len(t.HandshakesFailed) > 0 {
-			reasons := make([]string, 0, len(t.HandshakesFailed))
-			for r, n := range t.HandshakesFailed {
-				reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
-			}
-			sort.Strings(reasons)
-			fmt.Fprintf(&b, "  failed handshakes: %s\n", strings.Join(reasons, ", "))
+		for _, l := range service.CounterLines(cs) {
+			fmt.Fprintf(&b, "  %s\n", l)
 		}
 		if t.Kind == KindServer {
 			fmt.Fprintf(&b, "  clients: %d\n", len(t.Clients))
@@ -373,4 +382,21 @@ func byteCount(n uint64) string {
 		i++
 	}
 	return fmt.Sprintf("%.2f %s", v, units[i])
+}
+
+// statusCounters are the counters a status file holds, as the service
+// names them (service.OVPNClientCounters, OVPNServerCounters), for
+// service.CounterLines.
+func statusCounters(t TunnelStatus) []service.Counter {
+	drop := func(reason string, v uint64) service.Counter {
+		return service.Counter{Name: "wirelane_openvpn_dropped_packets_total", Labels: map[string]string{"reason": reason}, Value: float64(v)}
+	}
+	cs := []service.Counter{drop("bad_control", t.DroppedControl), drop("bad_data", t.DroppedData),
+		drop("compressed", t.DroppedCompressed), drop("decompress_failed", t.DecompressFailed),
+		{Name: "wirelane_tun_errors_total", Value: float64(t.TUNErrors)},
+		{Name: "wirelane_socket_errors_total", Labels: map[string]string{"op": "send"}, Value: float64(t.SocketSendErrors)}}
+	for r, n := range t.HandshakesFailed {
+		cs = append(cs, service.Counter{Name: "wirelane_openvpn_handshakes_rejected_total", Labels: map[string]string{"reason": r}, Value: float64(n)})
+	}
+	return cs
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wirelane/wirelane/internal/control/service"
 	"github.com/wirelane/wirelane/internal/testkit/netns"
 	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/tun"
@@ -67,7 +68,9 @@ func TestCountedTUNCountsWhatTheKernelRefuses(t *testing.T) {
 
 // TestStatusCounters: tun_errors, socket_send_errors and handshakes_failed are optional
 // fields (absent at zero, so readers of the earlier schema see the same
-// JSON) and shown by FormatStatus when present.
+// JSON) and shown by FormatStatus when present, with a client's drops, in
+// the words `show` uses for the service's counters (service.CounterLines);
+// FormatStatusCounters prints the service's counters instead of the file's.
 func TestStatusCounters(t *testing.T) {
 	st := TunnelStatus{Kind: KindServer, Interface: "tun7", Address: "10.8.0.1/24"}
 	b, _ := json.Marshal(st)
@@ -83,11 +86,20 @@ func TestStatusCounters(t *testing.T) {
 			t.Fatalf("status JSON lacks %s: %s", want, b)
 		}
 	}
+	st.DroppedData = 6
 	var text strings.Builder
 	FormatStatus(&text, []TunnelStatus{st})
-	for _, want := range []string{"  tun errors: 3\n", "  socket send errors: 4\n", "  failed handshakes: tls_wrap 5, verify 2\n"} {
+	for _, want := range []string{"  dropped: bad_data 6\n", "  tun errors: 3\n", "  socket errors: send 4\n", "  failed handshakes: tls_wrap 5, verify 2\n"} {
 		if !strings.Contains(text.String(), want) {
 			t.Fatalf("formatted status lacks %q:\n%s", want, text.String())
 		}
+	}
+	text.Reset()
+	svc := func(TunnelStatus) ([]service.Counter, bool) {
+		return []service.Counter{{Name: "wirelane_openvpn_dropped_packets_total", Labels: map[string]string{"reason": "spoofed"}, Value: 8}}, true
+	}
+	FormatStatusCounters(&text, []TunnelStatus{st}, svc)
+	if !strings.Contains(text.String(), "  dropped: spoofed 8\n") || strings.Contains(text.String(), "tun errors") || strings.Contains(text.String(), "bad_data") {
+		t.Fatalf("with the service's counters, want only theirs:\n%s", text.String())
 	}
 }

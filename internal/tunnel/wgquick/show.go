@@ -114,6 +114,13 @@ func FormatDevice(w io.Writer, d *wgtypes.Device, now time.Time) error {
 // FormatDeviceNamed is FormatDevice with the peers' friendly names (by
 // public key; "# Name = ..." in the file) shown under their keys.
 func FormatDeviceNamed(w io.Writer, d *wgtypes.Device, names map[wgtypes.Key]string, now time.Time) error {
+	return FormatDeviceLines(w, d, names, nil, now)
+}
+
+// FormatDeviceLines is FormatDeviceNamed with more lines in the interface's
+// section, after its own (the service's engine counters: "dropped:
+// malformed 20"), each indented as the others.
+func FormatDeviceLines(w io.Writer, d *wgtypes.Device, names map[wgtypes.Key]string, lines []string, now time.Time) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "interface: %s\n", d.Name)
 	if d.PrivateKey != (wgtypes.Key{}) {
@@ -125,6 +132,9 @@ func FormatDeviceNamed(w io.Writer, d *wgtypes.Device, names map[wgtypes.Key]str
 	}
 	if d.FirewallMark != 0 {
 		fmt.Fprintf(&b, "  fwmark: 0x%x\n", d.FirewallMark)
+	}
+	for _, l := range lines {
+		fmt.Fprintf(&b, "  %s\n", l)
 	}
 	for _, p := range SortPeers(d.Peers) {
 		fmt.Fprintf(&b, "\npeer: %s\n", p.PublicKey)
