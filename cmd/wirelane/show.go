@@ -41,7 +41,11 @@ are listed after the WireGuard interfaces.
 When the Wirelane service runs (its socket answers you), the WireGuard and
 gateway tunnels are the service's, with their peers' friendly names ("# Name
 = ..." in a [Peer] section: "name" in the JSON), also for the members of the
-group wirelane.`
+group wirelane; and each of the service's tunnels shows its troubles that
+are not zero, one line per kind, from the engine's counters ("dropped:
+malformed 20, unknown_index 5", "rejected handshakes: mac1 3", "tun errors:
+2", "socket errors: send 1"; not in the JSON: GET
+/v1/tunnels/NAME/counters has them).`
 
 func cmdShow(args []string) int {
 	flags := flag.NewFlagSet("show", flag.ContinueOnError)
