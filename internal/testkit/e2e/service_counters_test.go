@@ -155,7 +155,8 @@ func TestServiceOpenVPNClientTUNErrors(t *testing.T) {
 // certificate from another CA (reason verify) and one with a wrong
 // tls-crypt key (reason tls_wrap); /metrics shows both under
 // wirelane_openvpn_handshakes_rejected_total, their sum as the failed
-// handshakes, and the exposition passes promtool.
+// handshakes, and the exposition passes promtool; `wirelane show NAME`
+// through the service prints them with the server's drops.
 func TestServiceOpenVPNServerRejectedHandshakes(t *testing.T) {
 	netns.Need(t, "openvpn")
 	sb := newServiceBed(t)
@@ -235,6 +236,14 @@ func TestServiceOpenVPNServerRejectedHandshakes(t *testing.T) {
 		if v := counterValue(cs, "wirelane_openvpn_handshakes_rejected_total", r); v < 1 {
 			t.Errorf("GET .../counters: rejected %s = %v, want >= 1: %+v", r, v, cs)
 		}
+	}
+	// `wirelane show` through the service prints them, and the server's
+	// drops, which its status file does not hold (the resets that failed
+	// tls-crypt are bad_control).
+	out := netns.RunEnv(t, nil, []string{"WIRELANE_SOCKET=" + sb.socket}, filepath.Join(binDir, "wirelane"), "show", name)
+	if !strings.Contains(out, "\n  failed handshakes: ") || !strings.Contains(out, " tls_wrap ") || !strings.Contains(out, " verify ") ||
+		!strings.Contains(out, "\n  dropped: bad_control ") {
+		t.Errorf("wirelane show %s through the service:\n%s", name, out)
 	}
 }
 
