@@ -9,7 +9,11 @@
 # works (wirelaned, wireguard-go, and wirelaned built with
 # -tags wirelane_refmode for the conventional locked send path).
 #
-# STREAMS=N in the environment runs N parallel TCP streams (iperf3 -P N).
+# STREAMS=N in the environment runs N parallel TCP streams (iperf3 -P N);
+# with SPLIT=1 as well, N iperf3 client processes (-Z) against N one-off
+# servers, as the kernel's WireGuard selftest (netns.sh) runs them, the
+# figure being their sum (iperf3 before 3.16 runs -P N on one thread);
+# SPLIT=both runs each binary both ways in every round (NAME, NAME+split).
 # With PING=N in the environment each run is instead a flood ping of N
 # echo requests (ping -f: one in flight, request/response traffic) and
 # prints round trips per second and CPU microseconds per round trip; the
@@ -23,7 +27,7 @@
 #   go build -o /tmp/wireguard-go golang.zx2c4.com/wireguard
 #   scripts/netns-ab.sh 6 8 wireguard-go=/tmp/wireguard-go wirelane=/tmp/wirelaned ref=/tmp/wirelaned-ref
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '2,24p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,28p' "$0" >&2; exit 2; }
 ROUNDS=$1
 SECS=$2
 shift 2
@@ -97,17 +101,54 @@ PY
 	exit 0
 fi
 
+# iperf_split I: STREAMS iperf3 clients as separate processes, each against
+# its own one-off server, as the kernel's selftest (netns.sh) runs its
+# parallel streams; one JSON file per stream in $work/run-*.json.
+iperf_split() {
+	local i=$1 k pids=() cpids=()
+	for k in $(seq "$STREAMS"); do
+		ip netns exec "$PAIR_TAG$i-b" iperf3 -s -1 -B "$PAIR_NET.$i.2" -p $((PAIR_PORT + 500 + k)) >/dev/null 2>&1 &
+		pids+=($!)
+	done
+	sleep 0.3
+	for k in $(seq "$STREAMS"); do
+		ip netns exec "$PAIR_TAG$i-a" iperf3 -Z -c "$PAIR_NET.$i.2" -p $((PAIR_PORT + 500 + k)) -t "$SECS" -J >"$work/run-$k.json" &
+		cpids+=($!)
+	done
+	wait "${cpids[@]}" "${pids[@]}"
+}
+
+# SPLIT=both: every binary both ways in every round, as NAME (-P) and
+# NAME+split; the summary has a row for each.
+modes=(p)
+[ -n "${SPLIT:-}" ] && modes=(split)
+if [ "${SPLIT:-}" = both ]; then
+	modes=(p split)
+	all=()
+	for nm in "${names[@]}"; do all+=("$nm" "$nm+split"); done
+	names=("${all[@]}")
+fi
 for r in $(seq "$ROUNDS"); do
 	for i in $(seq "$n"); do
-		c0=$(cpu "$i")
-		ip netns exec "$PAIR_TAG$i-a" iperf3 -c "$PAIR_NET.$i.2" -t "$SECS" -P "${STREAMS:-1}" -J >"$work/run.json"
-		c1=$(cpu "$i")
-		python3 - "$r" "${names[$((i - 1))]}" "$SECS" "$((c1 - c0))" "$(getconf CLK_TCK)" "$work/run.json" <<'PY' | tee -a "$work/results"
+		for mode in "${modes[@]}"; do
+			name=${names[$((i - 1))]}
+			[ "${SPLIT:-}" = both ] && name=${names[$(((i - 1) * 2))]}
+			c0=$(cpu "$i")
+			rm -f "$work"/run-*.json
+			if [ "$mode" = split ]; then
+				iperf_split "$i"
+				[ "${SPLIT:-}" = both ] && name=$name+split
+			else
+				ip netns exec "$PAIR_TAG$i-a" iperf3 -c "$PAIR_NET.$i.2" -t "$SECS" -P "${STREAMS:-1}" -J >"$work/run-1.json"
+			fi
+			c1=$(cpu "$i")
+			python3 - "$r" "$name" "$SECS" "$((c1 - c0))" "$(getconf CLK_TCK)" "$work"/run-*.json <<'PY' | tee -a "$work/results"
 import json, sys
-r, name, secs, ticks, hz, path = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-g = json.load(open(path))["end"]["sum_received"]["bits_per_second"] / 1e9
+r, name, secs, ticks, hz = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+g = sum(json.load(open(p))["end"]["sum_received"]["bits_per_second"] for p in sys.argv[6:]) / 1e9
 print(f"round {r} {name} {g:.3f} Gbit/s {ticks / hz / (g * secs / 8):.2f} CPU-s/GB")
 PY
+		done
 	done
 done
 

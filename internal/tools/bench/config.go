@@ -28,6 +28,7 @@ const (
 	CaseSmallOne  = "64 B, 1 in flight"
 	CaseTCP1      = "TCP x1"
 	CaseTCP4      = "TCP x4"
+	CaseTCP4Procs = "TCP x4, 4 processes"
 	CaseTCP32     = "TCP x32"
 	CaseUDP       = "UDP 1392 B"
 	CasePing      = "flood ping"

@@ -45,15 +45,29 @@ type netnsTest struct {
 	args []string
 	udp  bool
 	ping bool // ping -f instead of iperf3: request/response, one in flight
+	// procs > 0: that many iperf3 clients at once, each its own process
+	// with one stream (-Z) against its own server, as the kernel's
+	// WireGuard selftest (netns.sh) runs parallel streams; the figure is
+	// their sum. iperf3 before 3.16 runs all of -P's streams on one
+	// thread, client and server.
+	procs int
 }
 
 var netnsTests = []netnsTest{
-	{CaseTCP1, []string{"-P", "1"}, false, false},
-	{CaseTCP4, []string{"-P", "4"}, false, false},
-	{CaseTCP32, []string{"-P", "32"}, false, false},
-	{CaseUDP, []string{"-u", "-b", "0", "-l", "1392"}, true, false},
-	{CasePing, nil, false, true},
+	{CaseTCP1, []string{"-P", "1"}, false, false, 0},
+	{CaseTCP4, []string{"-P", "4"}, false, false, 0},
+	{CaseTCP4Procs, []string{"-Z"}, false, false, netnsSplitServers},
+	{CaseTCP32, []string{"-P", "32"}, false, false, 0},
+	{CaseUDP, []string{"-u", "-b", "0", "-l", "1392"}, true, false, 0},
+	{CasePing, nil, false, true, 0},
 }
+
+// netnsSplitServers is how many extra iperf3 servers each pair runs, on
+// ports netnsSplitPort+1 on, for the tests with separate processes.
+const (
+	netnsSplitServers = 4
+	netnsSplitPort    = 5210
+)
 
 // netnsEngines lists veth first, then the tunnel engines of cfg.
 func netnsEngines(cfg Config) []string {
@@ -259,9 +273,20 @@ func setupPair(engine string, idx int, tag string, bins netnsBins, keyDir string
 		return p, err
 	}
 	p.children = append(p.children, srv)
+	servers := []*child{srv}
+	for k := 1; k <= netnsSplitServers; k++ {
+		c, err := startChild(nil, "ip", "netns", "exec", p.nsB, "iperf3", "-s", "-B", p.addrB, "-p", strconv.Itoa(netnsSplitPort+k))
+		if err != nil {
+			return p, err
+		}
+		p.children = append(p.children, c)
+		servers = append(servers, c)
+	}
 	time.Sleep(200 * time.Millisecond)
-	if srv.exited() {
-		return p, fmt.Errorf("iperf3 server exited: %s", srv.out.String())
+	for _, c := range servers {
+		if c.exited() {
+			return p, fmt.Errorf("iperf3 server exited: %s", c.out.String())
+		}
 	}
 	return p, nil
 }
@@ -319,6 +344,41 @@ func (p *netnsPair) iperf(t netnsTest, d time.Duration) (iperfResult, error) {
 		return res, fmt.Errorf("%s %s: %w", p.engine, t.name, err)
 	}
 	return res, nil
+}
+
+// iperfProcs runs t.procs iperf3 clients at once from nsA, each its own
+// process against its own server in nsB, for d, and returns the sum of
+// the servers' rates. When one fails, all are run again (up to three
+// times), so that the sum is always of clients that ran together.
+func (p *netnsPair) iperfProcs(t netnsTest, d time.Duration) (iperfResult, error) {
+	secs := max(1, int(d.Round(time.Second)/time.Second))
+	var last error
+	for try := 0; try < 3; try++ {
+		outs := make([]string, t.procs)
+		errs := make([]error, t.procs)
+		var wg sync.WaitGroup
+		for k := range t.procs {
+			args := append([]string{"iperf3", "-c", p.addrB, "-J", "-t", strconv.Itoa(secs),
+				"-p", strconv.Itoa(netnsSplitPort + 1 + k)}, t.args...)
+			wg.Go(func() { outs[k], errs[k] = run(p.nsA, args...) })
+		}
+		wg.Wait()
+		var sum iperfResult
+		last = nil
+		for k := range t.procs {
+			res, perr := parseIperf([]byte(outs[k]), false)
+			if perr != nil {
+				last = errors.Join(errs[k], perr)
+				break
+			}
+			sum.bitsPerSecond += res.bitsPerSecond
+		}
+		if last == nil {
+			return sum, nil
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return iperfResult{}, fmt.Errorf("%s %s: %w", p.engine, t.name, last)
 }
 
 // iperfIn runs one iperf3 client in namespace ns against the server on
@@ -465,7 +525,11 @@ func netnsSection(r *Report, cfg Config, p *progress) error {
 					r.Add(SectionNetns, t.name, MetricRoundTrips, pr.engine, HigherIsBetter, rt)
 					continue
 				}
-				res, err := pr.iperf(t, cfg.Duration)
+				iperf := pr.iperf
+				if t.procs > 0 {
+					iperf = pr.iperfProcs
+				}
+				res, err := iperf(t, cfg.Duration)
 				if err != nil {
 					return err
 				}
