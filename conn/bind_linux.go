@@ -119,9 +119,9 @@ type StdBind struct {
 	segMax atomic.Int64
 	pool   sync.Pool // *sendState
 
-	mu   sync.Mutex // serialises Open, Close and SetMark
-	open *sockets   // guarded by mu; the same pointer as socks while open
-	mark uint32     // guarded by mu
+	mu     sync.Mutex // serialises Open, Close and SetMark
+	opened *sockets   // guarded by mu; the same pointer as socks while open
+	mark   uint32     // guarded by mu
 }
 
 // sockets is what one Open made. Immutable once published, except the
@@ -207,9 +207,22 @@ func (b *StdBind) Offload() (gso, gro bool) {
 // a time; a datagram it could not read whole (truncated, or with an
 // unreadable address) is reported with size 0.
 func (b *StdBind) Open(port uint16) ([]ReceiveFunc, uint16, error) {
+	rss, actual, err := b.open(port)
+	if err != nil {
+		return nil, 0, err
+	}
+	fns := make([]ReceiveFunc, len(rss))
+	for i, rs := range rss {
+		fns[i] = rs.receive
+	}
+	return fns, actual, nil
+}
+
+// open is Open, returning each socket's receive state.
+func (b *StdBind) open(port uint16) ([]*recvState, uint16, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.open != nil {
+	if b.opened != nil {
 		return nil, 0, ErrBindAlreadyOpen
 	}
 	tries := 1
@@ -236,17 +249,17 @@ func (b *StdBind) Open(port uint16) ([]ReceiveFunc, uint16, error) {
 	}
 	b.segMax.Store(noSegLimit)
 	b.inval.start()
-	var fns []ReceiveFunc
+	var rss []*recvState
 	for _, u := range []*udpSocket{s.v4, s.v6} {
 		if u != nil {
 			rs := newRecvState(u)
 			rs.views = b.views.Load()
-			fns = append(fns, rs.receive)
+			rss = append(rss, rs)
 		}
 	}
-	b.open = s
+	b.opened = s
 	b.socks.Store(s)
-	return fns, s.port, nil
+	return rss, s.port, nil
 }
 
 // listen makes the sockets for one Open attempt.
@@ -380,7 +393,7 @@ func probeGSO(u *udpSocket) bool {
 func (b *StdBind) SetMark(mark uint32) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if s := b.open; s != nil {
+	if s := b.opened; s != nil {
 		for _, u := range []*udpSocket{s.v4, s.v6} {
 			if u == nil {
 				continue
@@ -411,11 +424,11 @@ func (b *StdBind) SetMark(mark uint32) error {
 func (b *StdBind) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.open
+	s := b.opened
 	if s == nil {
 		return nil
 	}
-	b.open = nil
+	b.opened = nil
 	b.socks.Store(nil)
 	// A Send parked waiting for socket buffer space wakes with a deadline
 	// error instead of holding the grace period up.

@@ -108,3 +108,26 @@ func NewSender(b Bind) (Sender, func()) {
 
 // ErrBindAlreadyOpen is returned by Open on an open Bind.
 var ErrBindAlreadyOpen = errors.New("conn: bind is already open")
+
+// StampedReceiveFunc is a ReceiveFunc that also says when each datagram
+// reached its socket: arrived[i] is datagram i's kernel receive timestamp
+// in Unix nanoseconds (CLOCK_REALTIME, the clock of time.Now), or 0 when it
+// has none (timestamps off, see Timestamper). len(arrived) must be at least
+// len(bufs). The time a datagram waited in the socket's receive buffer is
+// time.Now().UnixNano() - arrived[i].
+type StampedReceiveFunc func(bufs [][]byte, sizes []int, eps []Endpoint, arrived []int64) (n int, err error)
+
+// Timestamper is implemented by a Bind whose sockets can stamp received
+// datagrams with the time they arrived (kernel receive timestamps), so that
+// a caller can tell how long each waited in the socket's buffer.
+type Timestamper interface {
+	// OpenStamped is Open, returning StampedReceiveFuncs (same sockets,
+	// same one-caller-at-a-time rule). Timestamps start off.
+	OpenStamped(port uint16) (fns []StampedReceiveFunc, actualPort uint16, err error)
+	// SetReceiveTimestamps turns the kernel's receive timestamps on or
+	// off on the open sockets. Off, nothing is stamped and the receive
+	// path pays nothing for it. A datagram already queued when they were
+	// turned on is stamped with the time it is read (age 0). It does
+	// nothing on a closed bind.
+	SetReceiveTimestamps(on bool) error
+}

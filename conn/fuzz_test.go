@@ -34,7 +34,7 @@ func FuzzParseMessage(f *testing.F) {
 	f.Add([]byte{}, []byte{})
 	f.Add([]byte{2, 0}, []byte{255, 255, 255, 255, 255, 255, 255, 255, 0, 0, 0, 0, 8, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, name, oob []byte) {
-		ep, gso, ok := parseMessage(name, oob)
+		ep, gso, _, ok := parseMessage(name, oob)
 		if !ok {
 			return
 		}
@@ -72,7 +72,7 @@ func TestStickyControlRoundTrip(t *testing.T) {
 		{Dst: netip.MustParseAddrPort("[2001:db8::1]:1"), Src: netip.MustParseAddr("2001:db8::7"), SrcIfindex: 9},
 	} {
 		c := stickyControl(ep)
-		src, ifi, gso := parseControl(append(c, groControl(1337)...))
+		src, ifi, gso, _ := parseControl(append(c, groControl(1337)...))
 		if src != ep.Src || ifi != ep.SrcIfindex || gso != 1337 {
 			t.Errorf("%v: read back src %v ifindex %d gso %d", ep, src, ifi, gso)
 		}

@@ -204,7 +204,7 @@ func FuzzLayout(f *testing.F) {
 		}
 		var got [][]byte
 		var gotEP []Endpoint
-		o, _ := rs.layout(bufs, sizes, eps, 0, readAt, len(msgs))
+		o, _ := rs.layout(bufs, sizes, eps, nil, 0, readAt, len(msgs))
 		for {
 			for i := 0; i < o; i++ {
 				got = append(got, append([]byte(nil), bufs[i][:sizes[i]]...))
@@ -214,7 +214,7 @@ func FuzzLayout(f *testing.F) {
 				break
 			}
 			copy(bufs, own) // as a caller that allows views does
-			o = rs.unstash(bufs, sizes, eps)
+			o = rs.unstash(bufs, sizes, eps, nil)
 		}
 		if rs.drops != 0 {
 			t.Fatalf("%d dropped", rs.drops)

@@ -11,7 +11,9 @@ package conn
 //	   them after single datagrams)
 //	3. recvmmsg through the runtime poller (one receiver per socket)
 //	4. parse each message's sockaddr and control messages into an Endpoint
-//	   value: Dst from the sockaddr, Src and SrcIfindex from PKTINFO
+//	   value: Dst from the sockaddr, Src and SrcIfindex from PKTINFO; and,
+//	   for a StampedReceiveFunc while timestamps are on, the kernel's
+//	   receive timestamp (timestamps_linux.go)
 //	5. lay the datagrams out forward from the first free buffer, cutting
 //	   GRO trains at their segment size (copied, or with AllowViews handed
 //	   out as views into the buffer they landed in); every piece carries its train's
@@ -63,6 +65,7 @@ type stashed struct {
 	off, n int // its bytes: slab[off:off+n]
 	gso    int // segment size; 0 for a single datagram
 	ep     Endpoint
+	at     int64 // receive timestamp (Unix ns); 0 when none
 }
 
 func newRecvState(u *udpSocket) *recvState {
@@ -91,11 +94,18 @@ func (rs *recvState) readMsgs(fd uintptr) bool {
 	}
 }
 
+// receive is the socket's ReceiveFunc.
 func (rs *recvState) receive(bufs [][]byte, sizes []int, eps []Endpoint) (int, error) {
+	return rs.receiveStamped(bufs, sizes, eps, nil)
+}
+
+// receiveStamped is the socket's StampedReceiveFunc; receive when arrived
+// is nil.
+func (rs *recvState) receiveStamped(bufs [][]byte, sizes []int, eps []Endpoint, arrived []int64) (int, error) {
 	if len(bufs) > IdealBatchSize {
 		bufs = bufs[:IdealBatchSize]
 	}
-	if len(sizes) < len(bufs) || len(eps) < len(bufs) {
+	if len(sizes) < len(bufs) || len(eps) < len(bufs) || (arrived != nil && len(arrived) < len(bufs)) {
 		return 0, ErrShortSlices
 	}
 	if len(bufs) == 0 {
@@ -104,7 +114,7 @@ func (rs *recvState) receive(bufs [][]byte, sizes []int, eps []Endpoint) (int, e
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	k := len(bufs)
-	o := rs.unstash(bufs, sizes, eps)
+	o := rs.unstash(bufs, sizes, eps, arrived)
 	if o == k || rs.head < len(rs.pend) {
 		return o, nil
 	}
@@ -165,7 +175,7 @@ func (rs *recvState) receive(bufs [][]byte, sizes []int, eps []Endpoint) (int, e
 		}
 		return 0, &net.OpError{Op: "recvmmsg", Net: "udp", Err: rs.errno}
 	}
-	o, maxSegs := rs.layout(bufs, sizes, eps, o, readAt, rs.n)
+	o, maxSegs := rs.layout(bufs, sizes, eps, arrived, o, readAt, rs.n)
 	if gro && rs.n > 0 {
 		rs.span = max(1, k/maxSegs)
 	}
@@ -173,10 +183,10 @@ func (rs *recvState) receive(bufs [][]byte, sizes []int, eps []Endpoint) (int, e
 }
 
 // message parses message m's address and control messages.
-func (rs *recvState) message(m int) (ep Endpoint, gso int, ok bool) {
+func (rs *recvState) message(m int) (ep Endpoint, gso int, at int64, ok bool) {
 	h := &rs.hdrs[m].Hdr
 	if h.Flags&unix.MSG_TRUNC != 0 {
-		return Endpoint{}, 0, false
+		return Endpoint{}, 0, 0, false
 	}
 	name := (*[unix.SizeofSockaddrInet6]byte)(unsafe.Pointer(&rs.names[m]))[:min(int(h.Namelen), unix.SizeofSockaddrInet6)]
 	oob := rs.oob[m][:min(int(h.Controllen), recvCtrlSpace)]
@@ -184,18 +194,18 @@ func (rs *recvState) message(m int) (ep Endpoint, gso int, ok bool) {
 }
 
 // parseMessage turns a received sockaddr and control messages into an
-// Endpoint and the GRO segment size.
-func parseMessage(name, oob []byte) (ep Endpoint, gso int, ok bool) {
+// Endpoint, the GRO segment size and the receive timestamp (0: none).
+func parseMessage(name, oob []byte) (ep Endpoint, gso int, at int64, ok bool) {
 	dst, ok := parseSockaddr(name)
 	if !ok {
-		return Endpoint{}, 0, false
+		return Endpoint{}, 0, 0, false
 	}
 	ep.Dst = dst
-	ep.Src, ep.SrcIfindex, gso = parseControl(oob)
+	ep.Src, ep.SrcIfindex, gso, at = parseControl(oob)
 	if ep.Src.IsValid() && ep.Src.Is4() != dst.Addr().Is4() {
 		ep.Src, ep.SrcIfindex = netipZero, 0 // a family mix-up is no usable source
 	}
-	return ep, gso, true
+	return ep, gso, at, true
 }
 
 // layout lays the n messages read at bufs[readAt:] out as datagrams from
@@ -203,12 +213,13 @@ func parseMessage(name, oob []byte) (ep Endpoint, gso int, ok bool) {
 // count and the most segments one message held (at least 1). A destination
 // is safe when it is at or before the message being cut (already consumed)
 // or past every message read. When a train does not fit, its rest and all
-// later messages go to the stash.
-func (rs *recvState) layout(bufs [][]byte, sizes []int, eps []Endpoint, o, readAt, n int) (int, int) {
+// later messages go to the stash. Every piece of a train carries its
+// receive timestamp into arrived (when not nil).
+func (rs *recvState) layout(bufs [][]byte, sizes []int, eps []Endpoint, arrived []int64, o, readAt, n int) (int, int) {
 	maxSegs := 1
 	for m := 0; m < n; m++ {
 		i := readAt + m
-		ep, gso, ok := rs.message(m)
+		ep, gso, at, ok := rs.message(m)
 		if !ok {
 			rs.drops++
 			continue
@@ -227,10 +238,10 @@ func (rs *recvState) layout(bufs [][]byte, sizes []int, eps []Endpoint, o, readA
 			}
 			if (o > i && o < readAt+n) || o >= len(bufs) {
 				// No safe buffer left: keep the rest for the next call.
-				rs.stash(src[off:l], gso, ep)
+				rs.stash(src[off:l], gso, ep, at)
 				for mm := m + 1; mm < n; mm++ {
-					if ep, gso, ok := rs.message(mm); ok {
-						rs.stash(bufs[readAt+mm][:rs.hdrs[mm].Len], gso, ep)
+					if ep, gso, at, ok := rs.message(mm); ok {
+						rs.stash(bufs[readAt+mm][:rs.hdrs[mm].Len], gso, ep, at)
 					} else {
 						rs.drops++
 					}
@@ -241,6 +252,9 @@ func (rs *recvState) layout(bufs [][]byte, sizes []int, eps []Endpoint, o, readA
 			case rs.views:
 				bufs[o] = src[off : off+seg : off+seg]
 				sizes[o], eps[o] = seg, ep
+				if arrived != nil {
+					arrived[o] = at
+				}
 				o++
 			case len(bufs[o]) < seg:
 				rs.drops++
@@ -249,6 +263,9 @@ func (rs *recvState) layout(bufs [][]byte, sizes []int, eps []Endpoint, o, readA
 					copy(bufs[o][:seg], src[off:off+seg])
 				}
 				sizes[o], eps[o] = seg, ep
+				if arrived != nil {
+					arrived[o] = at
+				}
 				o++
 			}
 			off += seg
@@ -262,19 +279,19 @@ func (rs *recvState) layout(bufs [][]byte, sizes []int, eps []Endpoint, o, readA
 
 // stash keeps one message (a datagram or the rest of a train) for the next
 // call. The slab grows only when an overflow is larger than any before.
-func (rs *recvState) stash(data []byte, gso int, ep Endpoint) {
+func (rs *recvState) stash(data []byte, gso int, ep Endpoint, at int64) {
 	if need := rs.used + len(data); need > len(rs.slab) {
 		grown := make([]byte, max(need, 2*len(rs.slab)))
 		copy(grown, rs.slab[:rs.used])
 		rs.slab = grown
 	}
 	copy(rs.slab[rs.used:], data)
-	rs.pend = append(rs.pend, stashed{off: rs.used, n: len(data), gso: gso, ep: ep})
+	rs.pend = append(rs.pend, stashed{off: rs.used, n: len(data), gso: gso, ep: ep, at: at})
 	rs.used += len(data)
 }
 
 // unstash hands stashed datagrams out from bufs[0] on and returns how many.
-func (rs *recvState) unstash(bufs [][]byte, sizes []int, eps []Endpoint) int {
+func (rs *recvState) unstash(bufs [][]byte, sizes []int, eps []Endpoint, arrived []int64) int {
 	o := 0
 	for rs.head < len(rs.pend) && o < len(bufs) {
 		p := &rs.pend[rs.head]
@@ -287,6 +304,9 @@ func (rs *recvState) unstash(bufs [][]byte, sizes []int, eps []Endpoint) int {
 		} else {
 			copy(bufs[o], rs.slab[p.off:p.off+seg])
 			sizes[o], eps[o] = seg, p.ep
+			if arrived != nil {
+				arrived[o] = p.at
+			}
 			o++
 		}
 		p.off += seg

@@ -28,9 +28,10 @@ const (
 	groSpace = (cmsgHdrLen + 4 + cmsgAlign - 1) &^ (cmsgAlign - 1)
 	// sendCtrlSpace fits a sticky source and a segment size.
 	sendCtrlSpace = pktinfo6Space + segmentSpace
-	// recvCtrlSpace fits everything the receive path asks for, with room
-	// for one unexpected message.
-	recvCtrlSpace = pktinfo6Space + groSpace + 64
+	// recvCtrlSpace fits everything the receive path asks for (a receive
+	// timestamp only while they are on), with room for one unexpected
+	// message.
+	recvCtrlSpace = pktinfo6Space + groSpace + timestampSpace + 64
 )
 
 // putCmsgHeader writes a control message header for dataLen bytes of data
@@ -92,10 +93,11 @@ func putSegment(b []byte, size uint16) int {
 }
 
 // parseControl walks received control messages and returns the sticky
-// source (address and interface) and the UDP GRO segment size (0 when the
-// datagram was not coalesced). Malformed messages end the walk; what was
-// read before them stands.
-func parseControl(oob []byte) (src netip.Addr, ifindex int32, gso int) {
+// source (address and interface), the UDP GRO segment size (0 when the
+// datagram was not coalesced) and the kernel's receive timestamp in Unix
+// nanoseconds (0 when timestamps are off). Malformed messages end the
+// walk; what was read before them stands.
+func parseControl(oob []byte) (src netip.Addr, ifindex int32, gso int, at int64) {
 	for len(oob) >= cmsgHdrLen {
 		var l uint64
 		var level, typ int32
@@ -125,6 +127,8 @@ func parseControl(oob []byte) (src netip.Addr, ifindex int32, gso int) {
 			} else {
 				gso = int(binary.NativeEndian.Uint16(data[0:2]))
 			}
+		case level == unix.SOL_SOCKET:
+			at = parseTimestamp(typ, data)
 		}
 		next := (l + uint64(cmsgAlign) - 1) &^ uint64(cmsgAlign-1)
 		if next > uint64(len(oob)) {
