@@ -80,6 +80,12 @@ const (
 	// UnderLoadAfterTime is how long the device stays under load after the
 	// queue last crossed UnderLoadQueueSize.
 	UnderLoadAfterTime = time.Second
+	// StaleHandshakeAge is how long a handshake message (initiation,
+	// response, cookie reply) may have waited in the socket's receive
+	// buffer and still be worked on while the device is under load; an
+	// older one is dropped unread (DropHandshakeStale). See stale.go for
+	// why 200 ms.
+	StaleHandshakeAge = 200 * time.Millisecond
 )
 
 // timing holds the protocol durations a device uses. It is a copy of the

@@ -55,10 +55,14 @@ const (
 	// has no endpoint (none configured, none learnt from the peer);
 	// answered with an ICMP error (icmp.go) as the kernel does.
 	DropNoEndpoint
+	// DropHandshakeStale: under load, a handshake message that waited in
+	// the socket's receive buffer longer than StaleHandshakeAge, dropped
+	// unread (stale.go).
+	DropHandshakeStale
 	numDropReasons
 )
 
-var dropNames = [numDropReasons]string{"malformed", "unknown_index", "decrypt", "replay", "expired", "not_allowed", "no_peer", "too_big", "handshake_queue_full", "staged_overflow", "no_buffer", "no_endpoint"}
+var dropNames = [numDropReasons]string{"malformed", "unknown_index", "decrypt", "replay", "expired", "not_allowed", "no_peer", "too_big", "handshake_queue_full", "staged_overflow", "no_buffer", "no_endpoint", "handshake_stale"}
 
 // String returns the reason as the metrics label has it.
 func (r DropReason) String() string {

@@ -95,6 +95,7 @@ type Device struct {
 
 	underLoadUntil atomic.Int64 // unix nanoseconds (device clock)
 	forceUnderLoad atomic.Bool  // test hook
+	stamps         stampState   // receive timestamps while under load (stale.go)
 	limiter        *rateLimiter
 	// cookieRepliesSent counts cookie replies sent (for tests and stats).
 	cookieRepliesSent atomic.Uint64
@@ -141,6 +142,7 @@ func newDevice(t tun.Device, b conn.Bind, opts Options, clk clock, refMode bool)
 	}
 	d.tunMerges = t.File() != nil
 	d.inlineCrypto.Store(defaultInlineCrypto())
+	d.stamps.ts, _ = b.(conn.Timestamper)
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -242,7 +244,21 @@ func (d *Device) openBindLocked(port uint16) error {
 		// the next: segments of a GRO train can stay where they landed.
 		v.AllowViews(true)
 	}
-	fns, actual, err := d.bind.Open(port)
+	var fns []conn.StampedReceiveFunc
+	var actual uint16
+	var err error
+	if ts := d.stamps.ts; ts != nil {
+		// Receive timestamps, turned on under load (stale.go).
+		fns, actual, err = ts.OpenStamped(port)
+	} else {
+		var plain []conn.ReceiveFunc
+		plain, actual, err = d.bind.Open(port)
+		for _, fn := range plain {
+			fns = append(fns, func(bufs [][]byte, sizes []int, eps []conn.Endpoint, _ []int64) (int, error) {
+				return fn(bufs, sizes, eps)
+			})
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -264,6 +280,7 @@ func (d *Device) openBindLocked(port uint16) error {
 func (d *Device) closeBindLocked() error {
 	err := d.bind.Close()
 	d.recvWG.Wait()
+	d.resetStamps()
 	d.boundPort.Store(0)
 	return err
 }

@@ -27,6 +27,10 @@ type Drops struct {
 	// HandshakeQueueFull: handshake messages dropped because the
 	// handshake queue (and its free list) was full.
 	HandshakeQueueFull uint64
+	// HandshakeStale: handshake messages dropped unread under load
+	// because they waited in the socket's buffer longer than
+	// StaleHandshakeAge.
+	HandshakeStale uint64
 	// BadMAC1: handshake messages whose mac1 did not verify.
 	BadMAC1 uint64
 	// RateLimited: handshake messages over their source's budget while
@@ -53,6 +57,7 @@ func (d *Device) Drops() Drops {
 		Replayed:           c.Dropped[DropReplay] + c.Dropped[DropExpired],
 		NotAllowed:         c.Dropped[DropNotAllowed],
 		HandshakeQueueFull: c.Dropped[DropHandshakeQueue],
+		HandshakeStale:     c.Dropped[DropHandshakeStale],
 		BadMAC1:            c.Rejected[RejectMAC1],
 		RateLimited:        c.Rejected[RejectRateLimit],
 		HandshakeRejected:  c.Rejected[RejectInvalid] + c.Rejected[RejectStale],

@@ -28,8 +28,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,53 +35,6 @@ import (
 	"github.com/wirelane/wirelane/device/noise"
 	"github.com/wirelane/wirelane/tun/memtun"
 )
-
-// udpFlood sends msgs to dst from sockets bound to many loopback addresses
-// (127.77.0.0/16) at about rate a second until stopped.
-type udpFlood struct {
-	sent atomic.Int64
-	stop chan struct{}
-	wg   sync.WaitGroup
-}
-
-func startUDPFlood(b testing.TB, dst netip.AddrPort, msgs [][]byte, rate int) *udpFlood {
-	f := &udpFlood{stop: make(chan struct{})}
-	var socks []*net.UDPConn
-	for i := 0; i < 64; i++ {
-		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 77, byte(i / 8), byte(1 + i%8)}), 0)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		socks = append(socks, c)
-	}
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		defer func() {
-			for _, c := range socks {
-				c.Close()
-			}
-		}()
-		start := time.Now()
-		n := 0
-		for {
-			select {
-			case <-f.stop:
-				return
-			default:
-			}
-			due := int(time.Since(start).Seconds() * float64(rate))
-			for ; n < due; n++ {
-				socks[n%len(socks)].WriteToUDPAddrPort(msgs[n%len(msgs)], dst)
-			}
-			f.sent.Store(int64(n))
-			time.Sleep(100 * time.Microsecond)
-		}
-	}()
-	return f
-}
-
-func (f *udpFlood) halt() { close(f.stop); f.wg.Wait() }
 
 // timedInitiator completes one handshake with the responder (pub at dst)
 // from a fresh key and no cookie, and returns how long it took (or an

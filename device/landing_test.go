@@ -25,7 +25,7 @@ func feedReceive(d *Device, warm, batches int, fill func(i int, buf []byte) int)
 	from := conn.Endpoint{Dst: netip.MustParseAddrPort("198.51.100.77:4444")}
 	calls := 0
 	var m0, m1 runtime.MemStats
-	fn := func(bufs [][]byte, sizes []int, eps []conn.Endpoint) (int, error) {
+	fn := func(bufs [][]byte, sizes []int, eps []conn.Endpoint, _ []int64) (int, error) {
 		if calls == warm {
 			runtime.ReadMemStats(&m0)
 		}

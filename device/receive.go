@@ -11,9 +11,12 @@ package device
 //	     (Device.Drops), never given a packet
 //	  -> handshake messages to the handshake queue (bounded, from a
 //	     bounded free list; its length, or the arrival rate, decides
-//	     "under load"); under load: mac1 checked here, a verified mac2 to
-//	     the priority queue, no valid mac2 answered here with a cookie
-//	     reply (one sendmmsg per batch), never queued
+//	     "under load"); under load: one that waited in the socket's
+//	     buffer past StaleHandshakeAge dropped unread (kernel receive
+//	     timestamps, on only while under load: stale.go), mac1 checked
+//	     here, a verified mac2 to the priority queue, no valid mac2
+//	     answered here with a cookie reply (one sendmmsg per batch),
+//	     never queued
 //	  -> transport: receiver index -> session (index read lock per batch)
 //	  -> group by session into batches; a small batch (every batch on
 //	     <= 2 cores) with nothing queued for the peer's receiver is
@@ -44,7 +47,7 @@ import (
 )
 
 // runReceive reads datagrams from one socket until the bind closes.
-func (d *Device) runReceive(fn conn.ReceiveFunc) {
+func (d *Device) runReceive(fn conn.StampedReceiveFunc) {
 	defer d.recvWG.Done()
 	bs := d.bind.BatchSize()
 	if bs <= 0 || bs > conn.IdealBatchSize {
@@ -54,6 +57,7 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 	bufs := make([][]byte, bs)
 	sizes := make([]int, bs)
 	eps := make([]conn.Endpoint, bs)
+	arrived := make([]int64, bs) // receive timestamps, while under load (stale.go)
 	kps := make([]*keypair, bs)
 	var seen []*keypair
 	failures := 0
@@ -83,7 +87,7 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 	for {
 		d.pool.getPackets(pkts)
 		copy(bufs, landing) // the bind may have replaced them by views (conn.ViewReceiver)
-		n, err := fn(bufs, sizes, eps)
+		n, err := fn(bufs, sizes, eps, arrived)
 		if err != nil {
 			if isClosedErr(err) {
 				break
@@ -108,12 +112,13 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 		// live session that does not fit an MTU-sized packet (a peer
 		// with a larger MTU) takes one of the pool's few large packets,
 		// and is dropped when none is free.
-		var junk, unknown, noBuffer, hsFull, cookies, badMAC1 uint64
+		var junk, unknown, noBuffer, hsFull, cookies, badMAC1, stale uint64
 		// Whether the device is under load, looked at once per batch and
 		// only for a batch with handshake messages.
 		loaded, loadChecked := false, false
 		var id *identity
 		var now time.Time
+		var wall int64 // the wall clock for receive timestamps, read on first use
 		// Runs of datagrams name the same index; the map is looked up
 		// once per run (it cannot change under the read lock).
 		var lastIdx uint32
@@ -173,6 +178,12 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 				isCookie := noise.MessageType(msg) == noise.MessageCookieReplyType
 				if !isCookie {
 					rate.count++
+				}
+				if loaded && isStale(arrived[i], &wall) {
+					// Waited in the socket's buffer past any use: the
+					// backlog is worked off at the price of this check.
+					stale++
+					continue
 				}
 				if loaded && id != nil && !isCookie {
 					// Under load, an initiator that answered our cookie
@@ -236,6 +247,9 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			}
 		}
 		d.indices.mu.RUnlock()
+		if loaded && !d.stamps.on.Load() {
+			d.startStamps()
+		}
 		if len(cookieOut) > 0 {
 			if tx == nil {
 				tx = d.newTxState()
@@ -244,8 +258,9 @@ func (d *Device) runReceive(fn conn.ReceiveFunc) {
 			clear(cookieRoutes)
 			cookieOut, cookieRoutes = cookieOut[:0], cookieRoutes[:0]
 		}
-		if junk|unknown|noBuffer|hsFull|cookies|badMAC1 != 0 {
+		if junk|unknown|noBuffer|hsFull|cookies|badMAC1|stale != 0 {
 			d.drop(DropMalformed, int(junk))
+			d.drop(DropHandshakeStale, int(stale))
 			d.drop(DropUnknownIndex, int(unknown))
 			d.drop(DropNoBuffer, int(noBuffer))
 			d.drop(DropHandshakeQueue, int(hsFull))
