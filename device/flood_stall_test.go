@@ -19,7 +19,7 @@ import (
 	"github.com/wirelane/wirelane/tun/memtun"
 )
 
-// The responder of TestHandshakeAfterStall runs in a process of its own
+// The responder of TestHandshakeUnderFloodAfterStall runs in a process of its own
 // (this test binary again) so that it can be stopped whole, as a host that
 // gives it no CPU would: the kernel goes on queuing the flood in its
 // socket's buffer, and nothing of the responder runs meanwhile.
@@ -85,7 +85,7 @@ func startStallResponder(t *testing.T, key noise.PrivateKey, peers []noise.Publi
 	for _, p := range peers {
 		hexPeers = append(hexPeers, hex.EncodeToString(p[:]))
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHandshakeAfterStall$")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHandshakeUnderFloodAfterStall$")
 	cmd.Env = append(os.Environ(), stallChildEnv+"="+hex.EncodeToString(key[:]), "WIRELANE_STALL_PEERS="+strings.Join(hexPeers, " "))
 	if noStale {
 		cmd.Env = append(cmd.Env, "WIRELANE_STALL_NOSTALE=1")
@@ -160,22 +160,22 @@ func stallBacklog() uint64 {
 	return size * 3 / 4
 }
 
-// TestHandshakeAfterStall reproduces a responder starved of CPU under a
-// handshake flood, over real UDP: while it is flooded (and under load),
-// its process is stopped; the flood (four times faster meanwhile, to keep
-// the test short) fills three quarters of its socket's buffer and then
-// pauses until all of that is older than
-// StaleHandshakeAge; a fresh legitimate initiator (retry every 250 ms,
-// answers the cookie at once) sends its initiation behind the backlog;
-// the responder is let go, still starved (it runs a third of the time),
-// and the flood goes on (10,000 a second). The handshake must complete
-// within 500 ms of the responder's resumption, in every round: the
-// responder drops the stale backlog unread and answers the fresh
-// initiation. Without the stale drop (WIRELANE_STALL_NOSTALE, which
-// FLOOD_STALL_COMPARE=1 also runs and logs) it first works through the
-// whole backlog, mac1 and a cookie reply each, while the flood keeps
-// coming, and every answer it sends is older than the initiator's retry.
-func TestHandshakeAfterStall(t *testing.T) {
+// TestHandshakeUnderFloodAfterStall reproduces a responder starved of CPU
+// under a handshake flood, over real UDP: while it is flooded (and under
+// load), its process is stopped; the flood (four times faster meanwhile,
+// to keep the test short) fills three quarters of its socket's buffer and
+// then pauses until all of that is older than StaleHandshakeAge; a fresh
+// legitimate initiator (retry every 250 ms, answers the cookie at once)
+// sends its initiation behind the backlog; the responder is let go, still
+// starved (it runs a third of the time), and the flood goes on (10,000 a
+// second). The handshake must complete within 500 ms of the responder's
+// resumption, in every round: the responder drops the stale backlog
+// unread and answers the fresh initiation. Without the stale drop
+// (WIRELANE_STALL_NOSTALE, which FLOOD_STALL_COMPARE=1 also runs and
+// logs) it first works through the whole backlog, mac1 and a cookie reply
+// each, while the flood keeps coming, and every answer it sends is older
+// than the initiator's retry.
+func TestHandshakeUnderFloodAfterStall(t *testing.T) {
 	if os.Getenv(stallChildEnv) != "" {
 		stallResponder()
 		return
