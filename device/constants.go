@@ -84,8 +84,8 @@ const (
 	// response, cookie reply) may have waited in the socket's receive
 	// buffer and still be worked on while the device is under load; an
 	// older one is dropped unread (DropHandshakeStale). See stale.go for
-	// why 200 ms.
-	StaleHandshakeAge = 200 * time.Millisecond
+	// why 100 ms.
+	StaleHandshakeAge = 100 * time.Millisecond
 )
 
 // timing holds the protocol durations a device uses. It is a copy of the
