@@ -139,9 +139,9 @@ func (c *stallChild) signal(t *testing.T, s syscall.Signal) {
 }
 
 // After the stall the responder stays starved: it runs starveRun out of
-// every starveRun+starveStop (a third of a CPU at most, less on a shared
-// machine).
-const starveRun, starveStop = 10 * time.Millisecond, 20 * time.Millisecond
+// every starveRun+starveStop (a quarter of a CPU at most, less on a
+// shared machine).
+const starveRun, starveStop = 5 * time.Millisecond, 15 * time.Millisecond
 
 // stallBacklog is how much of the responder's socket buffer the stalled
 // rounds fill with flood (bytes of the kernel's accounting, about 830 per
@@ -167,8 +167,8 @@ func stallBacklog() uint64 {
 // then pauses until all of that is older than StaleHandshakeAge; a fresh
 // legitimate initiator (retry every 250 ms, answers the cookie at once)
 // sends its initiation behind the backlog; the responder is let go, still
-// starved (it runs a third of the time), and the flood goes on (10,000 a
-// second). The handshake must complete within 500 ms of the responder's
+// starved (it runs a quarter of the time), and the flood goes on (20,000
+// a second). The handshake must complete within 500 ms of the responder's
 // resumption, in every round: the responder drops the stale backlog
 // unread and answers the fresh initiation. Without the stale drop
 // (WIRELANE_STALL_NOSTALE, which FLOOD_STALL_COMPARE=1 also runs and
@@ -187,7 +187,7 @@ func TestHandshakeUnderFloodAfterStall(t *testing.T) {
 	if os.Getenv("FLOOD_STALL_COMPARE") == "1" {
 		variants = append(variants, true)
 	}
-	rate := 10000
+	rate := 20000
 	if v, err := strconv.Atoi(os.Getenv("FLOOD_RATE")); err == nil && v > 0 {
 		rate = v
 	}
@@ -244,7 +244,7 @@ func TestHandshakeUnderFloodAfterStall(t *testing.T) {
 			fl = startUDPFlood(t, ep, flood, rate)
 			resumed := time.Now()
 			child.signal(t, syscall.SIGCONT)
-			// Still starved: a third of the time running.
+			// Still starved: a quarter of the time running.
 			starved := make(chan struct{})
 			go func() {
 				defer close(starved)
