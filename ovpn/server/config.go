@@ -138,7 +138,7 @@ var serverUnsupported = map[string]string{
 	"client-connect": "scripts", "client-disconnect": "scripts",
 	// The server would go on parsing clients' input as root: refused
 	// rather than ignored (user and group are honoured).
-	"chroot": "chroot (user and group drop privileges; the files read after the start, client-config-dir and crl-verify, stay outside any chroot)",
+	"chroot": "changing the root directory (user and group are supported; client-config-dir and crl-verify are read after the start, from the real root)",
 }
 
 // serverIgnored concern the local host or tuning and are accepted with a

@@ -124,3 +124,13 @@ func TestStatusRewrittenInPlace(t *testing.T) {
 		t.Fatalf("after a large shrink: %d clients, %d bytes", len(st.Clients), size)
 	}
 }
+
+// A client reload does not list user/group (or their lines moving) as
+// settings for the next reconnect: the drop is made once, at the start.
+func TestReloadLeavesUserGroupToTheStart(t *testing.T) {
+	a := &config.Config{Common: config.Common{User: "nobody", UserLine: 3}}
+	b := &config.Config{Common: config.Common{User: "root", UserLine: 7, Group: "root", GroupLine: 8}}
+	if got := changedFields(a, b); len(got) != 0 {
+		t.Errorf("changed fields %q, want none", got)
+	}
+}

@@ -7,6 +7,9 @@ package ovpntunnel
 //	       /var/run/wirelane/ovpn-<pid>.json (dir 0755, file 0640: client
 //	       names and addresses are for root and its group; a process's later
 //	       tunnels, in the service: ovpn-<pid>-<n>.json)
+//	    after a drop to the file's user (privileges.go): the file kept
+//	    open and rewritten in place, padded to its old length; emptied,
+//	    not removed, on exit
 //	Status() -> read every ovpn-*.json -> skip files whose process is gone
 //	    or that stopped being updated -> []TunnelStatus -> FormatStatus
 
