@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 
 	"kernel.org/pub/linux/libs/security/libcap/cap"
 
@@ -78,23 +79,28 @@ func Lookup(userName, groupName string) (Target, error) {
 func (t Target) Empty() bool { return t.UID < 0 && t.GID < 0 }
 
 // String describes t for progress lines ("user nobody (65534), group
-// nogroup (65534)").
+// nogroup (65534)"; the ids are left out when not looked up).
 func (t Target) String() string {
-	s := ""
-	if t.UID >= 0 {
-		s = fmt.Sprintf("user %s (%d)", t.User, t.UID)
+	var parts []string
+	if t.User != "" || t.UID >= 0 {
+		parts = append(parts, "user "+t.User+id(t.UID))
 	}
-	if t.GID >= 0 {
-		if s != "" {
-			s += ", "
-		}
+	if t.Group != "" || t.GID >= 0 {
 		name := t.Group
 		if name == "" {
 			name = "the user's primary group"
 		}
-		s += fmt.Sprintf("group %s (%d)", name, t.GID)
+		parts = append(parts, "group "+name+id(t.GID))
 	}
-	return s
+	return strings.Join(parts, ", ")
+}
+
+// id is " (N)", or "" for -1.
+func id(n int) string {
+	if n < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d)", n)
 }
 
 // Drop changes every thread of the process to t's group (the only

@@ -114,7 +114,7 @@ func Connect(o ConnectOptions) int {
 		return 1
 	}
 	target, err := dropTarget(file, &cfg.Common)
-	if err != nil {
+	if err != nil && !o.Hosted {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}

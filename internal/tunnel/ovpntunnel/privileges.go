@@ -30,19 +30,21 @@ import (
 )
 
 // dropTarget looks up the file's user and group; an unknown name is an
-// error with its line.
+// error with its line (the Target then holds the names only: inside the
+// service, which drops nothing, that is no error).
 func dropTarget(file string, c *config.Common) (privdrop.Target, error) {
+	names := privdrop.Target{User: c.User, Group: c.Group, UID: -1, GID: -1}
 	if c.User == "" && c.Group == "" {
-		return privdrop.Target{UID: -1, GID: -1}, nil
+		return names, nil
 	}
 	if c.User != "" {
 		if _, err := privdrop.Lookup(c.User, ""); err != nil {
-			return privdrop.Target{}, fmt.Errorf("%s:%d: user: %w", file, c.UserLine, err)
+			return names, fmt.Errorf("%s:%d: user: %w", file, c.UserLine, err)
 		}
 	}
 	t, err := privdrop.Lookup(c.User, c.Group)
 	if err != nil {
-		return privdrop.Target{}, fmt.Errorf("%s:%d: group: %w", file, c.GroupLine, err)
+		return names, fmt.Errorf("%s:%d: group: %w", file, c.GroupLine, err)
 	}
 	return t, nil
 }
@@ -57,11 +59,11 @@ var keptCaps = []cap.Value{cap.NET_ADMIN}
 // after a skip is reported through warnf; a non-nil error means the
 // process may be half changed and the tunnel must end.
 func dropPrivileges(t privdrop.Target, hosted bool, dnsBy netcfg.Resolver, pub *statusPublisher, warnf func(string, ...any)) error {
-	if t.Empty() {
+	if hosted && (t.User != "" || t.Group != "") {
+		warnf("user/group (%s) not applied: the tunnel runs inside wirelaned, which keeps its privileges for its other tunnels (give the service's own unit its User= instead)", t)
 		return nil
 	}
-	if hosted {
-		warnf("user/group (%s) not applied: the tunnel runs inside wirelaned, which keeps its privileges for its other tunnels (give the service's own unit its User= instead)", t)
+	if t.Empty() || hosted {
 		return nil
 	}
 	if dnsBy == netcfg.Resolvconf {

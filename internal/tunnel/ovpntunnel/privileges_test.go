@@ -74,6 +74,16 @@ func TestDropPrivilegesSkipped(t *testing.T) {
 			t.Errorf("hosted %v, DNS by %q: warnings %q, uid %d", tc.hosted, tc.by, warned, os.Getuid())
 		}
 	}
+	// Inside the service an unknown name is no error: nothing is dropped.
+	names, err := dropTarget("c.ovpn", &config.Common{User: "no-such-user-privdrop", UserLine: 3})
+	if err == nil {
+		t.Fatal("unknown user: no error")
+	}
+	var warned []string
+	if err := dropPrivileges(names, true, "", nil, func(f string, a ...any) { warned = append(warned, fmt.Sprintf(f, a...)) }); err != nil ||
+		len(warned) != 1 || !strings.HasPrefix(warned[0], "user/group (user no-such-user-privdrop) not applied: the tunnel runs inside wirelaned") {
+		t.Errorf("hosted, unknown user: %v, %q", err, warned)
+	}
 }
 
 // After keepOpen the status file is rewritten in place: shorter text is

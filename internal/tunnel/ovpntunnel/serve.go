@@ -55,7 +55,7 @@ func Serve(o ServeOptions) int {
 		return 1
 	}
 	target, err := dropTarget(file, &cfg.Common)
-	if err != nil {
+	if err != nil && !o.Hosted {
 		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
 		return 1
 	}
