@@ -48,7 +48,7 @@ var ignoredDirectives = map[string]string{
 	"route-ipv6": "routes are applied by the caller", "route-nopull": "", "route-delay": "",
 	"block-outside-dns": "", "sndbuf": "", "rcvbuf": "", "float": "", "explicit-exit-notify": "exit is always notified",
 	"pull": "implied by client", "tun-mtu": "", "setenv": "",
-	"setenv-safe": "", "ignore-unknown-option": "", "user": "", "group": "", "log": "", "log-append": "",
+	"setenv-safe": "", "ignore-unknown-option": "", "log": "", "log-append": "",
 	"status": "", "tran-window": "", "tls-timeout": "", "key-method": "", "dev-type": "",
 	"push-peer-info": "", "auth-retry": "", "pull-filter": "", "suppress-timestamps": "",
 	"machine-readable-output": "", "writepid": "", "daemon": "",

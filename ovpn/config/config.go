@@ -163,6 +163,14 @@ type Common struct {
 	MSSFix    data.MSSFix
 	MSSFixSet bool
 
+	// User and Group are the user and group directives ("" = not
+	// given): once the tunnel is set up, `wirelane ovpn connect` and
+	// `wirelane ovpn serve` drop to them, keeping CAP_NET_ADMIN
+	// (internal/sys/privdrop). The names are looked up by the caller,
+	// which reports an unknown one with UserLine or GroupLine.
+	User, Group         string
+	UserLine, GroupLine int
+
 	// keyLocked: Key is an encrypted PEM key, or pkcs12 holds a PKCS#12
 	// file, still waiting for its passphrase (privkey.go).
 	keyLocked bool

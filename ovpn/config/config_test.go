@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wrap"
@@ -354,5 +355,26 @@ func TestMisspeltInlineBlockGetsASuggestion(t *testing.T) {
 	_, err := Parse([]byte("client\nremote h\n<caa>\n"+pem+"</caa>\n"), "x.ovpn", "")
 	if want := "x.ovpn:3: <caa>: unknown inline block; did you mean ca?"; err == nil || err.Error() != want {
 		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
+// user and group are kept with their lines (the caller looks them up and
+// drops to them); a missing name is an error.
+func TestUserGroup(t *testing.T) {
+	const creds = testpki.FixtureInline
+	cfg, err := Parse([]byte("client\nremote 192.0.2.1\nuser nobody\ngroup nogroup\n"+creds), "c.ovpn", "")
+	if err != nil || cfg.User != "nobody" || cfg.UserLine != 3 || cfg.Group != "nogroup" || cfg.GroupLine != 4 {
+		t.Fatalf("%+v, %v", cfg.Common, err)
+	}
+	for _, w := range cfg.Warnings {
+		if w.Directive == "user" || w.Directive == "group" {
+			t.Errorf("warned: %+v", w)
+		}
+	}
+	for _, line := range []string{"user", "group a b"} {
+		_, err := Parse([]byte("client\nremote 192.0.2.1\n"+line+"\n"+creds), "c.ovpn", "")
+		if err == nil || !strings.Contains(err.Error(), "c.ovpn:3: "+strings.Fields(line)[0]+": takes 1 argument") {
+			t.Errorf("%q: %v", line, err)
+		}
 	}
 }

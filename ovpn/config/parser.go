@@ -84,7 +84,7 @@ type Directives interface {
 // handles.
 var sharedNames = []string{"ca", "cert", "key", "tls-auth", "tls-crypt", "key-direction", "auth", "tls-version-min", "data-ciphers", "ncp-ciphers", "crl-verify",
 	"tls-crypt-v2", "peer-fingerprint", "compress", "comp-lzo", "allow-compression", "cipher", "data-ciphers-fallback", "pkcs12", "askpass",
-	"extra-certs", "mssfix"}
+	"extra-certs", "mssfix", "user", "group"}
 
 // Run parses text into c (the shared directives) and ext (the rest),
 // then runs ext.Finish. c holds the side's defaults; its KeyDirection
@@ -495,6 +495,15 @@ func (p *Parser) sharedDirective(args []string) (bool, error) {
 		p.ciphers = args[1]
 	case "crl-verify":
 		return true, p.crlVerify(args)
+	case "user", "group":
+		if err := p.Want(args, 1, 1); err != nil {
+			return true, err
+		}
+		if name == "user" {
+			c.User, c.UserLine = args[1], p.Line
+		} else {
+			c.Group, c.GroupLine = args[1], p.Line
+		}
 	case "tls-crypt-v2":
 		return true, p.tlsCryptV2(args)
 	case "peer-fingerprint":

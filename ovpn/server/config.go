@@ -137,13 +137,9 @@ var serverUnsupported = map[string]string{
 	"x509-username-field": "username fields", "auth-gen-token": "auth tokens", "learn-address": "scripts",
 	"client-connect": "scripts", "client-disconnect": "scripts",
 	// The server would go on parsing clients' input as root: refused
-	// rather than ignored until privileges are really dropped.
-	"user": privDrop, "group": privDrop, "chroot": privDrop,
+	// rather than ignored (user and group are honoured).
+	"chroot": "changing the root directory (user and group are supported; client-config-dir and crl-verify are read after the start, from the real root)",
 }
-
-// privDrop explains the refusal of user, group and chroot.
-const privDrop = "dropping privileges (the server would keep running as root; remove the line, " +
-	"or start it as a user with CAP_NET_ADMIN from the service manager)"
 
 // serverIgnored concern the local host or tuning and are accepted with a
 // warning.

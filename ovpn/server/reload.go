@@ -30,7 +30,8 @@ package server
 //     RESTART; their push lines from the next connection;
 //   - never without a restart: local/port/proto, dev, tun-mtu, tls-auth,
 //     tls-crypt, tls-crypt-v2 and its tls-crypt-v2-metadata-allow file's
-//     name, key-direction, auth, hand-window (PlanReload refuses them).
+//     name, key-direction, auth, hand-window, user/group (PlanReload
+//     refuses them).
 //     peer-fingerprint is a certificate check (at once, for everyone);
 //     tls-crypt-v2-max-age applies to new sessions.
 //
@@ -228,6 +229,7 @@ func needsRestart(old, c *Config) error {
 	add(old.KeyDirection != c.KeyDirection, "key-direction")
 	add(old.Auth != c.Auth, "auth")
 	add(old.HandWindow != c.HandWindow, "hand-window")
+	add(old.User != c.User || old.Group != c.Group, "user/group (privileges are dropped once, at the start)")
 	add(old.Network.IsValid() != c.Network.IsValid(), "server (adding or removing the IPv4 pool)")
 	add(old.Network6.IsValid() != c.Network6.IsValid(), "server-ipv6 (adding or removing the IPv6 pool)")
 	if len(what) == 0 {

@@ -87,14 +87,18 @@ func TestParseConnectFreq(t *testing.T) {
 	}
 }
 
-// user, group and chroot are refused with their line, not ignored: the
-// server would otherwise run as root while the file says it does not.
-func TestPrivilegeDropDirectivesRefused(t *testing.T) {
+// chroot is refused with its line, not ignored: the server would
+// otherwise run outside it while the file says it does not. user and
+// group are kept for the caller, which drops to them
+// (internal/tunnel/ovpntunnel).
+func TestPrivilegeDropDirectives(t *testing.T) {
 	const creds = testpki.FixtureInline
-	for _, line := range []string{"user nobody", "group nogroup", "chroot /var/empty"} {
-		_, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\n"+line+"\n"+creds), "s.conf", "")
-		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "s.conf:2") {
-			t.Errorf("%q: %v", line, err)
-		}
+	_, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\nchroot /var/empty\n"+creds), "s.conf", "")
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "s.conf:2") {
+		t.Errorf("chroot: %v", err)
+	}
+	cfg, err := ParseConfig([]byte("server 10.8.0.0 255.255.255.0\nuser nobody\ngroup nogroup\n"+creds), "s.conf", "")
+	if err != nil || cfg.User != "nobody" || cfg.UserLine != 2 || cfg.Group != "nogroup" || cfg.GroupLine != 3 || len(cfg.Warnings) != 0 {
+		t.Fatalf("user and group: %+v, %v", cfg, err)
 	}
 }

@@ -96,6 +96,9 @@ type ConnectOptions struct {
 	// request (the service's reload; reload_client.go); the control
 	// socket (`wirelane reload`) does the same without it.
 	Reloader *Reloader
+	// Hosted says the process is the service (wirelaned): the file's
+	// user and group are not applied, with a warning (privileges.go).
+	Hosted bool
 }
 
 // Connect runs an OpenVPN client until it is interrupted or the tunnel
@@ -107,6 +110,11 @@ func Connect(o ConnectOptions) int {
 	noDump(warn)
 	cfg, err := config.ParseFile(file)
 	if err != nil {
+		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
+		return 1
+	}
+	target, err := dropTarget(file, &cfg.Common)
+	if err != nil && !o.Hosted {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
@@ -211,6 +219,12 @@ func Connect(o ConnectOptions) int {
 		if err != nil {
 			progress("status not published: %v", err)
 		}
+		if err := dropPrivileges(target, o.Hosted, "", pub, warn); err != nil {
+			sess.Close()
+			pub.close()
+			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
+			return 1
+		}
 		ph.report(client.StateConnected, connectedLine(sess, "", ph.elapsed()), nil)
 		return waitSession(ctx, sess, ph, pub.close)
 	}
@@ -285,6 +299,13 @@ func Connect(o ConnectOptions) int {
 	pub, err := publishStatus(withControl(snapshot(name)), statusInterval)
 	if err != nil {
 		progress("status not published: %v", err)
+	}
+	if err := dropPrivileges(target, o.Hosted, dns.holder(), pub, warn); err != nil {
+		sess.Close()
+		pub.close()
+		teardown()
+		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
+		return 1
 	}
 	go pumpFromTUN(d, &cur, &block)
 	// The session's receive goroutines write to the device themselves,

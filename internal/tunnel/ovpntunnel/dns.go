@@ -145,8 +145,9 @@ type dnsApplier struct {
 	progress func(string, ...any) // progress lines (stderr)
 	warn     func(string, ...any) // warnings (stderr)
 
-	wanted     dnsSettings // planned for the last push
-	registered bool        // wanted is registered with the resolver now
+	wanted     dnsSettings     // planned for the last push
+	registered bool            // wanted is registered with the resolver now
+	by         netcfg.Resolver // what holds the record while registered
 }
 
 // apply plans push's DNS and, when it differs from the last plan,
@@ -178,9 +179,17 @@ func (d *dnsApplier) apply(push *control.PushReply) error {
 		d.remove() // the servers of an earlier push are no longer wanted
 		return fmt.Errorf("DNS servers %s not applied: %v (--dns=off connects without them)", want, err)
 	}
-	d.registered = true
+	d.registered, d.by = true, by
 	d.progress("DNS for %s: %s (%s)", d.ifname, want, by)
 	return nil
+}
+
+// holder is what holds the registered record ("" = none).
+func (d *dnsApplier) holder() netcfg.Resolver {
+	if !d.registered {
+		return ""
+	}
+	return d.by
 }
 
 // remove deletes the record registered by apply, if any.

@@ -6,6 +6,8 @@ package ovpntunnel
 //	parse (FILE:LINE) -> the file's own DNS (dhcp-option lines) changed:
 //	    applied at once with the session's push (dns.go)
 //	-> block-ipv6 changed: the routes are rebuilt at once (routes.go)
+//	-> user/group changed: noted, for the next start (the drop is made
+//	    once)
 //	-> anything else changed (remotes, credentials, ciphers, TLS, timers):
 //	    kept for the next reconnect (the session runs on untouched, as
 //	    OpenVPN's client would until it restarts); Plan.Notes says so
@@ -40,6 +42,9 @@ func (r *reconnector) reload(dry bool) (*Plan, error) {
 	}
 	if blockChanged {
 		p.Lines = append(p.Lines, fmt.Sprintf("block-ipv6: %v -> %v (routes rebuilt now)", r.cfg.BlockIPv6, cfg.BlockIPv6))
+	}
+	if cfg.User != r.cfg.User || cfg.Group != r.cfg.Group {
+		p.Lines = append(p.Lines, "user/group: changed (applies at the next start: privileges are dropped once, not on a reconnect)")
 	}
 	later := changedFields(r.cfg, cfg)
 	for _, f := range later {
@@ -95,12 +100,13 @@ func (r *reconnector) rebuildRoutes(block bool) error {
 }
 
 // changedFields names the settings of the two client files that differ,
-// other than those reload applies at once (DNS, block-ipv6) and the
-// parser's diagnostics.
+// other than those reload applies at once (DNS, block-ipv6), user and
+// group (applied at the start only) and the parser's diagnostics.
 func changedFields(a, b *config.Config) []string {
 	x, y := *a, *b
 	for _, c := range []*config.Config{&x, &y} {
 		c.DHCPOptions, c.BlockIPv6, c.Warnings, c.SecretFiles = nil, false, nil, nil
+		c.User, c.Group, c.UserLine, c.GroupLine = "", "", 0, 0
 	}
 	var out []string
 	collect(reflect.ValueOf(x), reflect.ValueOf(y), &out)

@@ -36,6 +36,9 @@ type ServeOptions struct {
 	// departure.
 	OnServer func(*server.Server)
 	OnEvent  func(server.Event)
+	// Hosted says the process is the service (wirelaned): the file's
+	// user and group are not applied, with a warning (privileges.go).
+	Hosted bool
 }
 
 // Serve runs an OpenVPN server until it is interrupted, and returns the
@@ -48,6 +51,11 @@ func Serve(o ServeOptions) int {
 	noDump(warnf)
 	cfg, err := server.ParseConfigFile(file)
 	if err != nil {
+		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
+		return 1
+	}
+	target, err := dropTarget(file, &cfg.Common)
+	if err != nil && !o.Hosted {
 		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
 		return 1
 	}
@@ -162,6 +170,11 @@ func Serve(o ServeOptions) int {
 		progress("status not published: %v", err)
 	}
 	defer pub.close()
+	if err := dropPrivileges(target, o.Hosted, "", pub, warnf); err != nil {
+		s.Close()
+		fmt.Fprintf(stderr, "wirelane ovpn serve: %v\n", err)
+		return 1
+	}
 
 	// With a context, the signals are the caller's (a service must not
 	// stop its tunnels on a SIGPIPE from a client that hung up).

@@ -7,10 +7,14 @@ package ovpntunnel
 //	       /var/run/wirelane/ovpn-<pid>.json (dir 0755, file 0640: client
 //	       names and addresses are for root and its group; a process's later
 //	       tunnels, in the service: ovpn-<pid>-<n>.json)
+//	    after a drop to the file's user (privileges.go): the file kept
+//	    open and rewritten in place, padded to its old length; emptied,
+//	    not removed, on exit
 //	Status() -> read every ovpn-*.json -> skip files whose process is gone
 //	    or that stopped being updated -> []TunnelStatus -> FormatStatus
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,6 +123,13 @@ type statusPublisher struct {
 	stop     chan struct{}
 	done     chan struct{}
 	once     sync.Once
+
+	// mu guards f and size. f, once set by keepOpen (before a privilege
+	// drop: StatusDir stays root's), is the status file, rewritten in
+	// place instead of replaced; size is its length.
+	mu   sync.Mutex
+	f    *os.File
+	size int
 }
 
 // publishers counts the status publishers this process has started.
@@ -170,7 +181,8 @@ func (p *statusPublisher) run(interval time.Duration) {
 	}
 }
 
-// write replaces the status file atomically.
+// write replaces the status file atomically, or after keepOpen
+// rewrites it in place.
 func (p *statusPublisher) write() error {
 	st := p.snapshot()
 	st.PID = os.Getpid()
@@ -179,11 +191,17 @@ func (p *statusPublisher) write() error {
 	if err != nil {
 		return err
 	}
+	b = append(b, '\n')
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.f != nil {
+		return p.rewrite(b)
+	}
 	f, err := os.CreateTemp(StatusDir, ".ovpn-*.tmp")
 	if err != nil {
 		return fmt.Errorf("status file: %w", err)
 	}
-	_, werr := f.Write(append(b, '\n'))
+	_, werr := f.Write(b)
 	cerr := f.Close()
 	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o640)); err != nil {
 		os.Remove(f.Name())
@@ -196,7 +214,52 @@ func (p *statusPublisher) write() error {
 	return nil
 }
 
-// close stops publishing and removes the file.
+// keepOpen opens the status file for rewriting in place: after a
+// privilege drop the process may no longer create, rename or remove
+// files in StatusDir (root's), but it may write a file it opened before.
+func (p *statusPublisher) keepOpen() error {
+	if p == nil {
+		return nil
+	}
+	f, err := os.OpenFile(p.path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("status file: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("status file: %w", err)
+	}
+	p.mu.Lock()
+	p.f, p.size = f, int(fi.Size())
+	p.mu.Unlock()
+	return nil
+}
+
+// rewrite writes b over the kept-open file in one write, padded with
+// spaces (JSON whitespace) to the old length, so a reader never sees
+// the tail of an older, longer text; a truncation only ever cuts
+// padding. Called with mu held.
+func (p *statusPublisher) rewrite(b []byte) error {
+	n := len(b)
+	if n < p.size {
+		b = append(b, bytes.Repeat([]byte{' '}, p.size-n)...)
+	}
+	if _, err := p.f.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("status file: %w", err)
+	}
+	p.size = len(b)
+	if p.size-n > 4096 {
+		if err := p.f.Truncate(int64(n)); err == nil {
+			p.size = n
+		}
+	}
+	return nil
+}
+
+// close stops publishing and removes the file; a file kept open
+// (keepOpen) cannot be removed and is emptied instead: Status skips it,
+// and removes it once its process is gone, when run as root.
 func (p *statusPublisher) close() {
 	if p == nil {
 		return
@@ -204,7 +267,14 @@ func (p *statusPublisher) close() {
 	p.once.Do(func() {
 		close(p.stop)
 		<-p.done
-		os.Remove(p.path)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err := os.Remove(p.path); err != nil && p.f != nil {
+			_ = p.f.Truncate(0)
+		}
+		if p.f != nil {
+			p.f.Close()
+		}
 	})
 }
 
@@ -227,7 +297,7 @@ func Status() ([]TunnelStatus, error) {
 			removeStale(name)
 			continue
 		}
-		b, err := os.ReadFile(name)
+		b, err := readStatusFile(name)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			continue // removed while listing
@@ -236,6 +306,9 @@ func Status() ([]TunnelStatus, error) {
 			continue
 		case err != nil:
 			return nil, err
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue // its process dropped privileges, and ended
 		}
 		var st TunnelStatus
 		if err := json.Unmarshal(b, &st); err != nil {
@@ -256,6 +329,19 @@ func Status() ([]TunnelStatus, error) {
 		return out, &UnreadableError{N: unreadable}
 	}
 	return out, nil
+}
+
+// readStatusFile reads a status file; one rewritten in place (keepOpen)
+// may be read in the middle of a write, so text that is not JSON is read
+// again, a few times.
+func readStatusFile(name string) ([]byte, error) {
+	for try := 0; ; try++ {
+		b, err := os.ReadFile(name)
+		if err != nil || try == 4 || len(bytes.TrimSpace(b)) == 0 || json.Valid(b) {
+			return b, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // UnreadableError says how many OpenVPN tunnels' status files this user
