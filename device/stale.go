@@ -37,7 +37,8 @@ package device
 // that is 100 ms. (In two benchmark runs each, at 84,000-98,000 a second
 // on a shared 2-core machine: with 200 ms the kernel dropped 38,000 and
 // 186,000 datagrams and 3 and 4 of 20 handshakes took over 500 ms; with
-// 100 ms 1,700 and 26,000, and 0 and 2 of 20.) Much lower would
+// 100 ms 1,700 and 26,000, and 0 and 2 of 20; a later repeat at a
+// higher load, 9 of 20.) Much lower would
 // drop messages that the scheduling delays of a loaded host (tens of ms)
 // hold up. The cost falls on a 5 s initiator whose message waited more
 // than 100 ms under load: it is answered at its next retry (up to 5 s
