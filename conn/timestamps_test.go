@@ -68,6 +68,19 @@ func TestReceiveTimestamps(t *testing.T) {
 			if err := b.SetReceiveTimestamps(true); err != nil {
 				t.Fatal(err)
 			}
+			// The kernel turns arrival stamping on for the whole host
+			// from a work queue when the first socket asks for it; until
+			// then a datagram is stamped when it is read (it reads as
+			// fresh, never as old). Wait for stamping to have begun.
+			for deadline := time.Now().Add(5 * time.Second); ; {
+				at := read(1, 10*time.Millisecond)[0]
+				if time.Duration(time.Now().UnixNano()-at) >= 10*time.Millisecond {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: the kernel did not begin stamping datagrams on arrival within 5 s", name)
+				}
+			}
 			const wait = 40 * time.Millisecond
 			before := time.Now()
 			for i, at := range read(10, wait) {

@@ -50,7 +50,10 @@ package device
 // The kernel's timestamps are CLOCK_REALTIME: a step of the wall clock
 // forward while datagrams wait makes them look old once (dropped, their
 // senders retry); a step back makes them look new (worked on, as without
-// timestamps).
+// timestamps). When no socket on the host had asked for timestamps, the
+// kernel begins stamping on arrival only after a work queue has run, a
+// moment after the option is set; until then a datagram is stamped when
+// it is read, so it looks fresh and is worked on, as without timestamps.
 
 import (
 	"sync"
