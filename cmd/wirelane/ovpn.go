@@ -109,7 +109,7 @@ func ovpnConnectFlags() (fs *flag.FlagSet, o *ovpntunnel.ConnectOptions, dns *st
 	fs = flag.NewFlagSet("wirelane ovpn connect", flag.ContinueOnError)
 	o = &ovpntunnel.ConnectOptions{}
 	fs.StringVar(&o.Dev, "dev", "", devUsage)
-	fs.IntVar(&o.MTU, "mtu", 1500, "TUN MTU")
+	fs.IntVar(&o.MTU, "mtu", 0, "TUN MTU, 576 to 65535 (default: a tun-mtu the server pushes, else the file's tun-mtu, else 1500)")
 	fs.StringVar(&o.AuthFile, "auth-file", "", "`file` with the username and password lines for auth-user-pass (default: ask on the terminal)")
 	fs.BoolVar(&o.NoRoutes, "no-routes", false, "do not install pushed routes (addresses only)")
 	fs.BoolVar(&o.BlockIPv6, "block-ipv6", false, "answer IPv6 packets into the tunnel with ICMPv6 no-route instead of sending them (as the block-ipv6 directive; with redirect-gateway, global IPv6 is routed into the tunnel)")
@@ -138,7 +138,7 @@ func ovpnConnect(args []string) int {
 		return st
 	}
 	o.File = file
-	if o.MTU < 576 || o.MTU > 65535 {
+	if o.MTU != 0 && (o.MTU < 576 || o.MTU > 65535) {
 		fmt.Fprintf(os.Stderr, "wirelane ovpn connect: --mtu %d out of range 576..65535\n", o.MTU)
 		return 2
 	}

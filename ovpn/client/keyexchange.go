@@ -55,7 +55,7 @@ func (s *Session) peerInfo() string {
 	for _, c := range s.cfg.DataCiphers {
 		names = append(names, c.String())
 	}
-	return strings.Join([]string{
+	lines := []string{
 		"IV_VER=" + Version,
 		"IV_PLAT=linux",
 		fmt.Sprintf("IV_PROTO=%d", proto),
@@ -67,7 +67,11 @@ func (s *Session) peerInfo() string {
 		"IV_COMP_STUB=1",
 		"IV_COMP_STUBv2=1",
 		"IV_GUI_VER=wirelane",
-	}, "\n") + "\n"
+	}
+	if s.opts.PushMTU > 0 {
+		lines = append(lines, fmt.Sprintf("IV_MTU=%d", s.opts.PushMTU))
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // runKeyState runs the key exchange on ks (control.Exchange), then

@@ -1,9 +1,11 @@
 package client
 
 // MSS clamping on the client: the data channel lowers the MSS of every
-// TCP SYN it carries, both ways, to what the file's mssfix (default 1492
-// mtu, as OpenVPN 2.6) leaves room for with the negotiated cipher,
-// framing and transport (ovpn/data's mss.go).
+// TCP SYN it carries, both ways, to what the file's mssfix leaves room
+// for with the negotiated cipher, framing and transport (ovpn/data's
+// mss.go). Without an mssfix line it is OpenVPN 2.6's default: 1492 mtu,
+// or TUN-MTU fixed with a tun-mtu other than 1500 in the file
+// (config.ClientMSS). mssfix is not a pushable option in OpenVPN 2.6.
 
 import (
 	"strings"
@@ -20,5 +22,5 @@ func (s *Session) mssFor(c data.Cipher, f data.Framing, dataV2 bool) int {
 	if !c.AEAD() && s.kx.Auth != nil {
 		fr.Digest = s.kx.Auth().Size()
 	}
-	return s.cfg.MSS().MSS(fr)
+	return s.cfg.ClientMSS().MSS(fr)
 }

@@ -55,6 +55,10 @@ type Options struct {
 	// DisableEKM leaves TLS_KEY_EXPORT out of IV_PROTO, so the server uses
 	// the older PRF key expansion.
 	DisableEKM bool
+	// PushMTU is the largest pushed tun-mtu the caller applies to its
+	// device, announced to the server as IV_MTU as OpenVPN 2.6 does
+	// (0: not announced). The pushed value is in Pushed().TunMTU.
+	PushMTU int
 	// WrapSocket, when set, runs fn (which creates the session's socket)
 	// and returns once fn has; tests use it to create the socket in another
 	// network namespace.

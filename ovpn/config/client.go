@@ -47,7 +47,7 @@ var ignoredDirectives = map[string]string{
 	"redirect-gateway": "routes are applied by the caller", "route": "routes are applied by the caller",
 	"route-ipv6": "routes are applied by the caller", "route-nopull": "", "route-delay": "",
 	"block-outside-dns": "", "sndbuf": "", "rcvbuf": "", "float": "", "explicit-exit-notify": "exit is always notified",
-	"pull": "implied by client", "tun-mtu": "", "setenv": "",
+	"pull": "implied by client", "setenv": "",
 	"setenv-safe": "", "ignore-unknown-option": "", "log": "", "log-append": "",
 	"status": "", "tran-window": "", "tls-timeout": "", "key-method": "", "dev-type": "",
 	"push-peer-info": "", "auth-retry": "", "pull-filter": "", "suppress-timestamps": "",
@@ -254,6 +254,8 @@ func (e *clientExt) Directive(p *Parser, args []string) error {
 		} else {
 			c.PingRestart = v
 		}
+	case "tun-mtu":
+		return e.tunMTU(p, args)
 	case "keepalive":
 		ping, restart, err := p.Keepalive(args)
 		if err != nil {
@@ -327,7 +329,7 @@ func (e *clientExt) Role() Role { return ClientRole }
 func (e *clientExt) Directives() []string {
 	return []string{"client", "tls-client", "dev", "proto", "port", "rport", "remote", "remote-random", "dhcp-option",
 		"dns", "block-ipv6", "nobind", "auth-nocache", "auth-user-pass", "remote-cert-tls", "verify-x509-name", "reneg-sec",
-		"reneg-bytes", "reneg-pkts", "ping", "ping-restart", "keepalive"}
+		"reneg-bytes", "reneg-pkts", "ping", "ping-restart", "keepalive", "tun-mtu"}
 }
 
 // Inline handles <auth-user-pass> and refuses the blocks a client does

@@ -208,6 +208,8 @@ type Config struct {
 	Remotes      []Remote // in order; tried one after another
 	RemoteRandom bool
 	Nobind       bool
+	// TunMTU is the file's tun-mtu (tunmtu.go), 0 without one.
+	TunMTU int
 
 	AuthUserPass       bool
 	Username, Password string // from an inline block or file, when given

@@ -582,3 +582,28 @@ func TestServerChannelAfterStatelessReset(t *testing.T) {
 		t.Fatalf("hard reset from a new client session: %v, want ErrNewSession", err)
 	}
 }
+
+// A pushed tun-mtu (OpenVPN 2.6 pushes it with OPT_P_PUSH_MTU), with or
+// without its occ-mtu; a malformed or out-of-range one is Ignored.
+func TestPushReplyTunMTU(t *testing.T) {
+	for _, tc := range []struct {
+		opt     string
+		mtu     int
+		ignored bool
+	}{
+		{"tun-mtu 1400", 1400, false},
+		{"tun-mtu 1420 1500", 1420, false},
+		{"tun-mtu 99", 0, true},
+		{"tun-mtu 70000", 0, true},
+		{"tun-mtu x", 0, true},
+		{"tun-mtu", 0, true},
+	} {
+		r, err := ParsePushOptions([]string{"ifconfig 10.8.0.2 255.255.255.0", "topology subnet", tc.opt})
+		if err != nil {
+			t.Fatalf("%q: %v", tc.opt, err)
+		}
+		if r.TunMTU != tc.mtu || (len(r.Ignored) > 0) != tc.ignored {
+			t.Errorf("%q: TunMTU %d, Ignored %q", tc.opt, r.TunMTU, r.Ignored)
+		}
+	}
+}

@@ -42,7 +42,11 @@ type PushReply struct {
 	TLSEKM      bool // key-derivation tls-ekm or protocol-flags tls-ekm
 	CCExit      bool // protocol-flags cc-exit
 	Topology    string
-	Compress    string // any compression option pushed (not supported)
+	// TunMTU is a pushed `tun-mtu N` (OpenVPN 2.6 servers push it to
+	// clients that announce IV_MTU), 0 when none was pushed; a value
+	// outside 100 to 65535 is noted in Ignored instead.
+	TunMTU   int
+	Compress string // any compression option pushed (not supported)
 	// AuthToken is a pushed auth-token: the password to use on later
 	// key exchanges and reconnects ("" = none).
 	AuthToken string
@@ -204,6 +208,16 @@ func ParsePushOptions(opts []string) (*PushReply, error) {
 					r.CCExit = true
 				}
 			}
+		case "tun-mtu":
+			v, err := 0, error(nil)
+			if len(f) == 2 || len(f) == 3 {
+				v, err = strconv.Atoi(f[1])
+			}
+			if (len(f) != 2 && len(f) != 3) || err != nil || v < 100 || v > 65535 {
+				r.Ignored = append(r.Ignored, fmt.Sprintf("%q: want an MTU from 100 to 65535", o))
+				continue
+			}
+			r.TunMTU = v
 		case "topology":
 			if len(f) == 2 {
 				r.Topology = f[1]

@@ -79,7 +79,7 @@ func (h *Host) startOVPN(ctx context.Context, e *entry) (*ovpnRun, error) {
 	go func() {
 		defer close(run.done)
 		if e.kind == service.KindOpenVPNClient {
-			run.status = ovpntunnel.Connect(ovpntunnel.ConnectOptions{File: e.path, Dev: e.iface, MTU: 1500, DNS: ovpntunnel.DNSAuto, Context: rctx, Reloader: run.reloader, Hosted: true,
+			run.status = ovpntunnel.Connect(ovpntunnel.ConnectOptions{File: e.path, Dev: e.iface, DNS: ovpntunnel.DNSAuto, Context: rctx, Reloader: run.reloader, Hosted: true,
 				OnEvent: func(ev client.Event) { h.ovpnPhase(name, run, ev) },
 				Credentials: func(needUser bool, challenge string, echo bool) (string, string, string, error) {
 					return h.askCredentials(rctx, name, needUser, challenge, echo)

@@ -52,7 +52,7 @@ func capture(t *testing.T) (errOut *bytes.Buffer) {
 // helperConnect runs Connect with the flags the end-to-end tests give
 // (cmd/wirelane parses the real command line; its tests cover the flags).
 func helperConnect(args []string) int {
-	o := ConnectOptions{MTU: 1500}
+	o := ConnectOptions{}
 	fs := flag.NewFlagSet("connect", flag.ContinueOnError)
 	fs.StringVar(&o.Dev, "dev", "", "")
 	fs.IntVar(&o.MTU, "mtu", o.MTU, "")

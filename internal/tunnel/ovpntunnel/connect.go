@@ -60,7 +60,8 @@ type ConnectOptions struct {
 	// Dev names the TUN device: "" takes the file's dev, and "tun" (or
 	// none in the file) lets the kernel pick tunN.
 	Dev string
-	// MTU of the TUN device, 576 to 65535.
+	// MTU of the TUN device, 576 to 65535; 0 takes a pushed tun-mtu,
+	// else the file's, else 1500 (mtu.go).
 	MTU int
 	// AuthFile holds the username and password lines for auth-user-pass.
 	// Without it (and without credentials in the file) they are asked
@@ -142,7 +143,7 @@ func Connect(o ConnectOptions) int {
 	// One AuthToken for every session of the tunnel: a reconnect
 	// authenticates with the token the server pushed (authtoken.go).
 	opts := client.Options{Logger: log, Retry: true, OnEvent: ph.event, OnWarning: func(m string) { warn("%s", m) },
-		AuthToken: new(client.AuthToken)}
+		AuthToken: new(client.AuthToken), PushMTU: pushMTULimit(o.MTU, cfg)}
 	if code := credentials(o, cfg, &opts); code != 0 {
 		return code
 	}
@@ -228,7 +229,11 @@ func Connect(o ConnectOptions) int {
 		ph.report(client.StateConnected, connectedLine(sess, "", ph.elapsed()), nil)
 		return waitSession(ctx, sess, ph, pub.close)
 	}
-	raw, err := tun.CreateTUN(ifname, o.MTU)
+	mtu, mtuNote := tunMTU(o.MTU, cfg, push.TunMTU)
+	if mtuNote != "" {
+		progress("%s", mtuNote)
+	}
+	raw, err := tun.CreateTUN(ifname, mtu)
 	if err != nil {
 		sess.Close()
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
@@ -238,7 +243,7 @@ func Connect(o ConnectOptions) int {
 	name, _ := d.Name()
 	nc, err := openLink(name, log)
 	if err == nil {
-		err = nc.up(push.Local, push.Local6, o.MTU)
+		err = nc.up(push.Local, push.Local6, mtu)
 	}
 	if err != nil {
 		sess.Close()
@@ -246,7 +251,7 @@ func Connect(o ConnectOptions) int {
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 		return 1
 	}
-	ph.report(client.StateAssignIP, fmt.Sprintf("device %s: %s, mtu %d, up", name, bothString(push.Local, push.Local6), o.MTU), nil)
+	ph.report(client.StateAssignIP, fmt.Sprintf("device %s: %s, mtu %d, up", name, bothString(push.Local, push.Local6), mtu), nil)
 	dns := &dnsApplier{ifname: name, mode: o.DNS, local: cfg.DHCPOptions, res: newResolvconf(log), progress: progress, warn: warn}
 	teardown := func() {
 		dns.remove()

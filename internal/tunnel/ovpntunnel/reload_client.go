@@ -8,6 +8,8 @@ package ovpntunnel
 //	-> block-ipv6 changed: the routes are rebuilt at once (routes.go)
 //	-> user/group changed: noted, for the next start (the drop is made
 //	    once)
+//	-> tun-mtu changed: the device keeps its MTU until the client restarts
+//	    (mtu.go); Plan.Notes says so
 //	-> anything else changed (remotes, credentials, ciphers, TLS, timers):
 //	    kept for the next reconnect (the session runs on untouched, as
 //	    OpenVPN's client would until it restarts); Plan.Notes says so
@@ -45,6 +47,10 @@ func (r *reconnector) reload(dry bool) (*Plan, error) {
 	}
 	if cfg.User != r.cfg.User || cfg.Group != r.cfg.Group {
 		p.Lines = append(p.Lines, "user/group: changed (applies at the next start: privileges are dropped once, not on a reconnect)")
+	}
+	if cfg.TunMTU != r.cfg.TunMTU {
+		p.Lines = append(p.Lines, fmt.Sprintf("tun-mtu: %s -> %s (the device keeps its MTU until the client restarts)", mtuOrNone(r.cfg.TunMTU), mtuOrNone(cfg.TunMTU)))
+		p.Notes = append(p.Notes, "tun-mtu takes effect when the client restarts (a reconnect keeps the device)")
 	}
 	later := changedFields(r.cfg, cfg)
 	for _, f := range later {
@@ -84,6 +90,14 @@ func (r *reconnector) reload(dry bool) (*Plan, error) {
 	return p, nil
 }
 
+// mtuOrNone formats a file's tun-mtu, 0 being none.
+func mtuOrNone(v int) string {
+	if v == 0 {
+		return "none"
+	}
+	return fmt.Sprint(v)
+}
+
 // rebuildRoutes installs the pushed routes again with block-ipv6 on or
 // off.
 func (r *reconnector) rebuildRoutes(block bool) error {
@@ -105,7 +119,7 @@ func (r *reconnector) rebuildRoutes(block bool) error {
 func changedFields(a, b *config.Config) []string {
 	x, y := *a, *b
 	for _, c := range []*config.Config{&x, &y} {
-		c.DHCPOptions, c.BlockIPv6, c.Warnings, c.SecretFiles = nil, false, nil, nil
+		c.DHCPOptions, c.BlockIPv6, c.Warnings, c.SecretFiles, c.TunMTU = nil, false, nil, nil, 0
 		c.User, c.Group, c.UserLine, c.GroupLine = "", "", 0, 0
 	}
 	var out []string
