@@ -67,7 +67,7 @@ complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subco
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from connect' -l block-ipv6 -d 'answer IPv6 packets into the tunnel with ICMPv6 no-route instead of sending them (as the block-ipv6 directive; with redirect-gateway, global IPv6 is routed into the tunnel)'
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from connect' -l dev -r -d 'TUN interface name (default: the file\'s dev, tun means the kernel picks tunN)'
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from connect' -l dns -r -d 'pushed DNS servers: auto (through systemd-resolved or resolvconf; with neither, connect fails) or off (not applied)'
-complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from connect' -l mtu -r -d 'TUN MTU'
+complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from connect' -l mtu -r -d 'TUN MTU, 576 to 65535 (default: a tun-mtu the server pushes, else the file\'s tun-mtu, else 1500)'
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from connect' -l no-routes -d 'do not install pushed routes (addresses only)'
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from connect' -s v -d 'log protocol details and each ignored directive to stderr'
 complete -c wirelane -n '__fish_seen_subcommand_from ovpn; and __fish_seen_subcommand_from connect' -F
