@@ -1,9 +1,12 @@
 package ovpntunnel
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
 	"github.com/wirelane/wirelane/ovpn/config"
 )
 
@@ -37,5 +40,27 @@ func TestTunMTUChoice(t *testing.T) {
 		if lim := pushMTULimit(tc.flag, cfg); lim != tc.limit {
 			t.Errorf("flag %d file %d: IV_MTU %d, want %d", tc.flag, tc.file, lim, tc.limit)
 		}
+	}
+}
+
+// A reload that changes tun-mtu says the device keeps its MTU until the
+// client restarts, and does not list it among the reconnect changes.
+func TestReloadClientTunMTU(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.ovpn")
+	base := "client\nremote 192.0.2.1\nauth-user-pass\n<ca>\n" + testpki.FixtureCA + "</ca>\n"
+	os.WriteFile(file, []byte(base+"tun-mtu 1400\n"), 0o600)
+	cfg, err := config.ParseFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &reconnector{cfg: cfg, file: file}
+	os.WriteFile(file, []byte(base), 0o600)
+	p, err := r.reload(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Lines) != 1 || p.Lines[0] != "tun-mtu: 1400 -> none (the device keeps its MTU until the client restarts)" ||
+		len(p.Notes) != 1 || !strings.Contains(p.Notes[0], "restarts") {
+		t.Fatalf("plan %+v", p)
 	}
 }
