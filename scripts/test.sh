@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FUZZTIME="${FUZZTIME:-5s}"
+FUZZTIME="${FUZZTIME:-3s}"
 
 # sudo's secure_path drops /usr/local/go/bin: find go and gofmt anyway.
 # shellcheck source=lib/find-go.sh
