@@ -232,3 +232,45 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	}
 	l2.Close()
 }
+
+// TestListenRaceHasOneWinner starts two listeners on one path at once: one
+// gets the socket, the other is told it is in use (neither takes over the
+// other's socket, as a bind-then-replace would).
+func TestListenRaceHasOneWinner(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		socket := filepath.Join(t.TempDir(), "wirelane.sock")
+		errs := make(chan error, 2)
+		ls := make(chan net.Listener, 2)
+		for j := 0; j < 2; j++ {
+			go func() {
+				l, err := Listen(socket)
+				if err == nil {
+					ls <- l
+				}
+				errs <- err
+			}()
+		}
+		var won, inUse int
+		for j := 0; j < 2; j++ {
+			switch err := <-errs; {
+			case err == nil:
+				won++
+			case errors.Is(err, ErrSocketInUse):
+				inUse++
+			default:
+				t.Fatalf("Listen: %v", err)
+			}
+		}
+		if won != 1 || inUse != 1 {
+			t.Fatalf("round %d: %d listeners won, %d were told in use; want 1 and 1", i, won, inUse)
+		}
+		l := <-ls
+		if fi, err := os.Stat(socket); err != nil || fi.Mode().Perm() != 0o666 {
+			t.Fatalf("socket after the race: %v %v", fi, err)
+		}
+		l.Close()
+		if _, err := os.Stat(socket); !os.IsNotExist(err) {
+			t.Fatalf("socket left after Close: %v", err)
+		}
+	}
+}
