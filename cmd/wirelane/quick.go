@@ -199,7 +199,7 @@ func answerAuth(ctx context.Context, c *client.Client, evs *client.Events, name 
 		if e.Type != service.EventAuth || e.Tunnel != name || e.Auth == nil {
 			continue
 		}
-		user, pass, resp, err := ovpntunnel.PromptCredentials(e.Auth.Kind == "password", e.Auth.Prompt, e.Auth.Echo)
+		user, pass, resp, err := ovpntunnel.PromptCredentials(authRequest(e.Auth))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %s asks for credentials, which cannot be typed here (%v); a client of the service may answer\n", prog, name, err)
 			continue

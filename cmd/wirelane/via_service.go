@@ -150,7 +150,7 @@ func ovpnThroughService(verb, name string, withFlags bool) (status int, done boo
 
 // answerAuthOnce answers one auth prompt from the terminal.
 func answerAuthOnce(ctx context.Context, c *client.Client, name string, p *service.AuthPrompt) {
-	user, pass, resp, err := ovpntunnel.PromptCredentials(p.Kind == "password", p.Prompt, p.Echo)
+	user, pass, resp, err := ovpntunnel.PromptCredentials(authRequest(p))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %s asks for credentials, which cannot be typed here (%v); a client of the service may answer\n", prog, name, err)
 		return
@@ -158,6 +158,12 @@ func answerAuthOnce(ctx context.Context, c *client.Client, name string, p *servi
 	if err := c.Answer(ctx, name, service.AuthAnswer{Username: user, Password: pass, Response: resp}); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: answering %s's credential request: %v\n", prog, name, err)
 	}
+}
+
+// authRequest is what an auth event asks for, as the terminal prompt
+// takes it.
+func authRequest(p *service.AuthPrompt) ovpntunnel.CredentialRequest {
+	return ovpntunnel.CredentialRequest{Password: p.Kind == "password", Username: p.Username, Challenge: p.Prompt, Echo: p.Echo}
 }
 
 // flagsSet reports whether any flag of fs was given.

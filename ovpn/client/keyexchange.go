@@ -111,7 +111,9 @@ func (x side) Hello(local *control.KeyMethod2, _ *control.Agreement) {
 	local.PeerInfo = s.peerInfo()
 	if s.cfg.AuthUserPass {
 		local.Username, local.Password = s.cfg.Username, s.cfg.Password
-		if local.Username == "" {
+		// The options' credentials when the file has none, or only its
+		// username (the password was asked for: Config.AsksPassword).
+		if local.Username == "" || (local.Password == "" && s.opts.Username != "") {
 			local.Username, local.Password = s.opts.Username, s.opts.Password
 		}
 		how := ""

@@ -50,7 +50,9 @@ type Options struct {
 	// the file's hand-window, 60 s unless it says otherwise).
 	HandshakeTimeout time.Duration
 	// Username and Password are used for auth-user-pass when the
-	// configuration does not carry them.
+	// configuration does not carry them, or carries the username only
+	// (config.Config.AsksPassword: the caller asked for the password;
+	// Username is then set too, usually to the file's).
 	Username, Password string
 	// DisableEKM leaves TLS_KEY_EXPORT out of IV_PROTO, so the server uses
 	// the older PRF key expansion.

@@ -351,14 +351,38 @@ func (e *clientExt) Inline(p *Parser, tag, body string) error {
 	return nil
 }
 
+// userPass reads the credentials of an <auth-user-pass> block or file.
 func (e *clientExt) userPass(p *Parser, body, where string) error {
-	lines := strings.Split(strings.ReplaceAll(body, "\r", ""), "\n")
-	if len(lines) < 2 || lines[0] == "" {
-		return p.CredentialError(where, errors.New("want a username line and a password line"))
+	user, pass, err := ParseUserPass(body)
+	if err != nil {
+		return p.CredentialError(where, err)
 	}
 	e.cfg.AuthUserPass = true
-	e.cfg.Username, e.cfg.Password = lines[0], lines[1]
+	e.cfg.Username, e.cfg.Password = user, pass
 	return nil
+}
+
+// ParseUserPass reads credentials as OpenVPN 2.6 reads an auth-user-pass
+// file or inline block: the username on the first line, the password on
+// the second. The username is required; a missing or empty password line
+// gives the password "" (to be asked for, as OpenVPN prompts for it);
+// lines after the second are ignored. Carriage returns are removed.
+func ParseUserPass(body string) (user, pass string, err error) {
+	lines := strings.Split(strings.ReplaceAll(body, "\r", ""), "\n")
+	if lines[0] == "" {
+		return "", "", errors.New("want a username line (then a password line, or the password is asked for)")
+	}
+	if len(lines) > 1 {
+		pass = lines[1]
+	}
+	return lines[0], pass, nil
+}
+
+// AsksPassword reports whether the file gives a username without its
+// password: the password must be asked for (typed, or the service's
+// auth event) before connecting, as OpenVPN 2.6 prompts for it.
+func (c *Config) AsksPassword() bool {
+	return c.AuthUserPass && c.Username != "" && c.Password == ""
 }
 
 func parseProto(s string) (Proto, int, bool) {

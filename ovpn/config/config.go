@@ -211,8 +211,13 @@ type Config struct {
 	// TunMTU is the file's tun-mtu (tunmtu.go), 0 without one.
 	TunMTU int
 
-	AuthUserPass       bool
-	Username, Password string // from an inline block or file, when given
+	AuthUserPass bool
+	// Username and Password are the credentials of an inline
+	// <auth-user-pass> block or an auth-user-pass file, when given. A
+	// block or file with the username only (or an empty password line)
+	// leaves Password empty: the password is then asked for, as OpenVPN
+	// 2.6 prompts for it (AsksPassword).
+	Username, Password string
 	// AuthNoCache is auth-nocache: the password is not kept in memory
 	// once the session is up (a reconnect uses the server's auth-token,
 	// or asks again).

@@ -109,6 +109,11 @@ func (p *Parser) walk(text []byte) error {
 		raw := strings.TrimSpace(strings.TrimSuffix(lines[i], "\r"))
 		if strings.HasPrefix(raw, "<") && strings.HasSuffix(raw, ">") && !strings.HasPrefix(raw, "</") {
 			tag := raw[1 : len(raw)-1]
+			// <ca>...</ca> on one line: OpenVPN takes "ca>...</ca" for
+			// the tag and never finds its end; say what is wrong.
+			if open, rest, ok := strings.Cut(tag, ">"); ok && open != "" && strings.HasSuffix(rest, "</"+open) {
+				return p.Errorf("<"+open+">", "an inline block's <%s> and </%s> go on lines of their own, the content between them", open, open)
+			}
 			start := p.Line
 			var body []string
 			closed := false

@@ -199,6 +199,7 @@ func TestMalformedPEMNamesTheLine(t *testing.T) {
 	for _, tc := range []struct{ text, want string }{
 		{h + "<ca>\n" + broken + "</ca>\n", "x.ovpn:3: <ca>: malformed PEM"},
 		{h + "<ca>\nhello\n</ca>\n", "x.ovpn:3: <ca>: not PEM: want a certificate"},
+		{h + "<ca>hello</ca>\n", "x.ovpn:3: <ca>: an inline block's <ca> and </ca> go on lines of their own"},
 		{h + "<ca>\n" + truncated + "</ca>\n", "x.ovpn:3: <ca>: malformed PEM"},
 		{h + "<ca>\n" + pem + broken + "</ca>\n", "x.ovpn:3: <ca>: malformed PEM"},
 		{h + "<ca>\n" + keyPEM + "</ca>\n", "x.ovpn:3: <ca>: no certificate (-----BEGIN CERTIFICATE-----) here; the PEM holds PRIVATE KEY"},
@@ -238,7 +239,7 @@ func TestMalformedPEMNamesTheLine(t *testing.T) {
 		{ca + "tls-crypt-v2 ta.key\n", "x.ovpn:5: tls-crypt-v2: " + dir + "/ta.key:"},
 		{ca + "dh dh.pem\n", "x.ovpn:5: dh: " + dir + "/dh.pem: not PEM"},
 		{ca + "dh missing.pem\n", "x.ovpn:5: dh: open " + dir + "/missing.pem"},
-		{ca + "auth-user-pass empty.txt\n", "x.ovpn:5: auth-user-pass: " + dir + "/empty.txt: want a username line and a password line"},
+		{ca + "auth-user-pass empty.txt\n", "x.ovpn:5: auth-user-pass: " + dir + "/empty.txt: want a username line"},
 		{ca + "cert " + abs + "/testdata/client.crt\nkey other.key\n", "x.ovpn:6: key: the certificate and key do not make a pair"},
 	} {
 		_, err := Parse([]byte(tc.text), "x.ovpn", dir)

@@ -171,6 +171,10 @@ type PeerTransfer struct {
 type AuthPrompt struct {
 	// Kind is "password" or "challenge".
 	Kind string `json:"kind"`
+	// Username, in a password prompt, is the username the tunnel's file
+	// gives without its password: only the password is asked for (as
+	// OpenVPN 2.6 prompts for it), and an answer's username is not used.
+	Username string `json:"username,omitempty"`
 	// Prompt is the text to show (the server's challenge text).
 	Prompt string `json:"prompt,omitempty"`
 	// Echo tells whether the challenge answer may be shown as typed.

@@ -81,8 +81,8 @@ func (h *Host) startOVPN(ctx context.Context, e *entry) (*ovpnRun, error) {
 		if e.kind == service.KindOpenVPNClient {
 			run.status = ovpntunnel.Connect(ovpntunnel.ConnectOptions{File: e.path, Dev: e.iface, DNS: ovpntunnel.DNSAuto, Context: rctx, Reloader: run.reloader, Hosted: true,
 				OnEvent: func(ev client.Event) { h.ovpnPhase(name, run, ev) },
-				Credentials: func(needUser bool, challenge string, echo bool) (string, string, string, error) {
-					return h.askCredentials(rctx, name, needUser, challenge, echo)
+				Credentials: func(r ovpntunnel.CredentialRequest) (string, string, string, error) {
+					return h.askCredentials(rctx, name, r)
 				}})
 		} else {
 			run.status = ovpntunnel.Serve(ovpntunnel.ServeOptions{File: e.path, Dev: e.iface, Context: rctx, Reloader: run.reloader, Hosted: true,
@@ -154,11 +154,13 @@ func (h *Host) ovpnPhase(name string, run *ovpnRun, ev client.Event) {
 
 // askCredentials publishes an auth event for the tunnel and waits for its
 // answer (or for ctx: the tunnel is being stopped).
-func (h *Host) askCredentials(ctx context.Context, name string, needUser bool, challenge string, echo bool) (user, pass, response string, err error) {
+// A file that gives the username only asks for the password with that
+// username in the event (the answer's username is then not used).
+func (h *Host) askCredentials(ctx context.Context, name string, r ovpntunnel.CredentialRequest) (user, pass, response string, err error) {
 	ch := make(chan service.AuthAnswer, 1)
-	prompt := service.AuthPrompt{Kind: "password", Prompt: challenge, Echo: echo}
-	if !needUser {
-		prompt.Kind = "challenge"
+	prompt := service.AuthPrompt{Kind: "password", Username: r.Username, Prompt: r.Challenge, Echo: r.Echo}
+	if !r.Password {
+		prompt.Kind, prompt.Username = "challenge", ""
 	}
 	h.mu.Lock()
 	e := h.entries[name]

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/control/service"
+	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 	"github.com/wirelane/wirelane/ovpn/client"
 )
 
@@ -78,11 +79,11 @@ func TestCredentialsAreAskedOfTheClients(t *testing.T) {
 	}
 	got := make(chan creds, 1)
 	go func() {
-		u, p, r, err := h.askCredentials(context.Background(), "office", true, "Enter OTP", false)
+		u, p, r, err := h.askCredentials(context.Background(), "office", ovpntunnel.CredentialRequest{Password: true, Challenge: "Enter OTP"})
 		got <- creds{u, p, r, err}
 	}()
 	e := ev.wait(t, "auth", func(e service.Event) bool { return e.Type == service.EventAuth && e.Tunnel == "office" })
-	if e.Auth == nil || e.Auth.Kind != "password" || e.Auth.Prompt != "Enter OTP" {
+	if e.Auth == nil || e.Auth.Kind != "password" || e.Auth.Prompt != "Enter OTP" || e.Auth.Username != "" {
 		t.Fatalf("auth event: %+v", e.Auth)
 	}
 	if err := h.Answer(context.Background(), "office", service.AuthAnswer{Username: "alice", Password: "s3cret", Response: "42"}); err != nil {
@@ -92,10 +93,28 @@ func TestCredentialsAreAskedOfTheClients(t *testing.T) {
 	if c.err != nil || c.user != "alice" || c.pass != "s3cret" || c.resp != "42" {
 		t.Errorf("the library got %+v", c)
 	}
+	// A file with the username only: the event names it, and asks the
+	// password alone.
+	go func() {
+		u, p, r, err := h.askCredentials(context.Background(), "office", ovpntunnel.CredentialRequest{Password: true, Username: "bob"})
+		got <- creds{u, p, r, err}
+	}()
+	e = ev.wait(t, "auth for the password only", func(e service.Event) bool {
+		return e.Type == service.EventAuth && e.Tunnel == "office" && e.Auth != nil && e.Auth.Username != ""
+	})
+	if e.Auth.Kind != "password" || e.Auth.Username != "bob" || e.Auth.Prompt != "" {
+		t.Fatalf("auth event for the password only: %+v", e.Auth)
+	}
+	if err := h.Answer(context.Background(), "office", service.AuthAnswer{Password: "hunter2"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-got; c.err != nil || c.pass != "hunter2" {
+		t.Errorf("the library got %+v", c)
+	}
 	// A stopped tunnel's question ends with its context.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, _, _, err := h.askCredentials(ctx, "office", false, "PIN", true); err == nil {
+	if _, _, _, err := h.askCredentials(ctx, "office", ovpntunnel.CredentialRequest{Challenge: "PIN", Echo: true}); err == nil {
 		t.Error("an unanswered question did not end with its context")
 	}
 }

@@ -28,7 +28,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -89,10 +88,10 @@ type ConnectOptions struct {
 	Context context.Context
 	// Credentials, when set, is asked for the credentials the file needs
 	// and does not hold, instead of the terminal (a service asks its
-	// client): the username and password when needUser, the response to
-	// the static challenge when challenge is not "" (echo: it may be
-	// shown as typed). An error ends the tunnel.
-	Credentials func(needUser bool, challenge string, echo bool) (user, pass, response string, err error)
+	// client) for what the request wants (the username, unless the
+	// request gives it, and password; a challenge's response). An error
+	// ends the tunnel.
+	Credentials func(CredentialRequest) (user, pass, response string, err error)
 	// Reloader, when set, reloads the running client from File on
 	// request (the service's reload; reload_client.go); the control
 	// socket (`wirelane reload`) does the same without it.
@@ -333,10 +332,12 @@ const maxChallenges = 3
 // It returns an exit status (0: answered).
 func answerChallenge(o ConnectOptions, cfg *config.Config, opts *client.Options, ch *client.ChallengeError) int {
 	ask := func() (string, string, string, error) {
-		return promptCredentials(stdin, stderr, false, ch.Text, ch.Echo)
+		return promptCredentials(stdin, stderr, CredentialRequest{Challenge: ch.Text, Echo: ch.Echo})
 	}
 	if o.Credentials != nil {
-		ask = func() (string, string, string, error) { return o.Credentials(false, ch.Text, ch.Echo) }
+		ask = func() (string, string, string, error) {
+			return o.Credentials(CredentialRequest{Challenge: ch.Text, Echo: ch.Echo})
+		}
 	}
 	_, _, resp, err := ask()
 	if errors.Is(err, errNotTerminal) {
@@ -367,42 +368,49 @@ func forgetPassword(cfg *config.Config, opts client.Options) client.Options {
 
 // credentials fills opts with the username and password (and the
 // static-challenge response) when the file asks for them: from
-// --auth-file, else typed on the terminal. It returns a non-zero exit
-// status when they cannot be had.
+// --auth-file, else typed on the terminal (or ConnectOptions.Credentials).
+// A file that gives the username only (config.Config.AsksPassword) has
+// its password asked for, as OpenVPN 2.6 prompts for it. It returns a
+// non-zero exit status when they cannot be had.
 func credentials(o ConnectOptions, cfg *config.Config, opts *client.Options) int {
-	needUser := cfg.AuthUserPass && cfg.Username == ""
-	if !needUser && cfg.StaticChallenge == "" {
+	req := CredentialRequest{Password: cfg.AuthUserPass && (cfg.Username == "" || cfg.AsksPassword()),
+		Challenge: cfg.StaticChallenge, Echo: cfg.StaticChallengeEcho}
+	if cfg.AsksPassword() {
+		req.Username = cfg.Username
+	}
+	if !req.Password && req.Challenge == "" {
 		return 0
 	}
-	if needUser && o.AuthFile != "" {
+	if req.Password && o.AuthFile != "" {
 		b, err := os.ReadFile(o.AuthFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "wirelane ovpn connect: %v\n", err)
 			return 1
 		}
-		lines := strings.Split(strings.ReplaceAll(string(b), "\r", ""), "\n")
-		if len(lines) < 2 || lines[0] == "" {
-			fmt.Fprintf(stderr, "wirelane ovpn connect: %s: want a username line and a password line\n", o.AuthFile)
+		user, pass, err := config.ParseUserPass(string(b))
+		if err != nil {
+			fmt.Fprintf(stderr, "wirelane ovpn connect: %s: %v\n", o.AuthFile, err)
 			return 1
 		}
-		opts.Username, opts.Password = lines[0], lines[1]
-		needUser = false
+		// The auth file's credentials replace the file's; with its
+		// username only, the password is still asked for.
+		opts.Username, opts.Password = user, pass
+		req.Password, req.Username = pass == "", user
 	}
-	if !needUser && cfg.StaticChallenge == "" {
+	if !req.Password && req.Challenge == "" {
 		return 0
 	}
-	ask := func() (string, string, string, error) {
-		return promptCredentials(stdin, stderr, needUser, cfg.StaticChallenge, cfg.StaticChallengeEcho)
-	}
+	ask := func() (string, string, string, error) { return promptCredentials(stdin, stderr, req) }
 	if o.Credentials != nil {
-		ask = func() (string, string, string, error) {
-			return o.Credentials(needUser, cfg.StaticChallenge, cfg.StaticChallengeEcho)
-		}
+		ask = func() (string, string, string, error) { return o.Credentials(req) }
 	}
 	user, pass, resp, err := ask()
 	if errors.Is(err, errNotTerminal) {
 		what := "auth-user-pass without credentials; pass --auth-file FILE (username line, password line) or run on a terminal to type them"
-		if !needUser {
+		switch {
+		case req.Password && req.Username != "":
+			what = fmt.Sprintf("auth-user-pass with the username %q and no password; pass --auth-file FILE (username line, password line) or run on a terminal to type it", req.Username)
+		case !req.Password:
 			what = fmt.Sprintf("static-challenge %q: the response must be typed; run on a terminal", cfg.StaticChallenge)
 		}
 		fmt.Fprintf(stderr, "wirelane ovpn connect: %s uses %s\n", o.File, what)
@@ -412,7 +420,10 @@ func credentials(o ConnectOptions, cfg *config.Config, opts *client.Options) int
 		fmt.Fprintf(stderr, "wirelane ovpn connect: reading credentials: %v\n", err)
 		return 1
 	}
-	if needUser {
+	if req.Password {
+		if req.Username != "" {
+			user = req.Username // the file's (or auth file's); an answer does not change it
+		}
 		opts.Username, opts.Password = user, pass
 	}
 	opts.ChallengeResponse = resp

@@ -104,27 +104,49 @@ func (p *credentialPrompt) echoOff() (restore func(), err error) {
 	}, nil
 }
 
-// promptCredentials asks on tty for the username and password when
-// needUser is set, and for the static-challenge response when challenge
-// is not "" (echoed as typed when echo is set).
-func promptCredentials(tty *os.File, out io.Writer, needUser bool, challenge string, echo bool) (user, pass, response string, err error) {
+// CredentialRequest is what an OpenVPN client tunnel asks its user for
+// before it goes on: on the terminal (PromptCredentials), or through
+// ConnectOptions.Credentials (the service's auth event).
+type CredentialRequest struct {
+	// Password asks for the auth-user-pass password, and for the
+	// username too unless Username is set.
+	Password bool
+	// Username is the username the file gives without a password
+	// (config.Config.AsksPassword): only the password is asked for, as
+	// OpenVPN 2.6 prompts for it, and the username stays the file's.
+	Username string
+	// Challenge, when not "", asks for a response with this text: a
+	// static or dynamic challenge, or the private key's passphrase.
+	Challenge string
+	// Echo tells whether the response may be shown as typed.
+	Echo bool
+}
+
+// promptCredentials asks on tty for what r wants: the username (unless
+// r gives it) and password when r.Password is set, and the challenge
+// response when r.Challenge is not "". user is r.Username when r gives
+// it.
+func promptCredentials(tty *os.File, out io.Writer, r CredentialRequest) (user, pass, response string, err error) {
 	p, err := newCredentialPrompt(tty, out)
 	if err != nil {
 		return "", "", "", err
 	}
-	if needUser {
-		if user, err = p.ask("Enter Auth Username: ", true); err != nil {
-			return "", "", "", err
-		}
+	if r.Password {
+		user = r.Username
 		if user == "" {
-			return "", "", "", errors.New("empty username")
+			if user, err = p.ask("Enter Auth Username: ", true); err != nil {
+				return "", "", "", err
+			}
+			if user == "" {
+				return "", "", "", errors.New("empty username")
+			}
 		}
 		if pass, err = p.ask("Enter Auth Password: ", false); err != nil {
 			return "", "", "", err
 		}
 	}
-	if challenge != "" {
-		if response, err = p.ask("CHALLENGE: "+challenge+" ", echo); err != nil {
+	if r.Challenge != "" {
+		if response, err = p.ask("CHALLENGE: "+r.Challenge+" ", r.Echo); err != nil {
 			return "", "", "", err
 		}
 	}
@@ -137,10 +159,11 @@ var ErrNotTerminal = errNotTerminal
 
 // PromptCredentials asks on the terminal (standard input; prompts on
 // standard error) for what an OpenVPN tunnel needs, as connect does: the
-// username and password when needUser, the static-challenge response when
-// challenge is not "". The CLI uses it to answer a service's auth event.
-func PromptCredentials(needUser bool, challenge string, echo bool) (user, pass, response string, err error) {
-	return promptCredentials(stdin, stderr, needUser, challenge, echo)
+// username (unless r gives it) and password when r.Password, the
+// challenge response when r.Challenge is not "". The CLI uses it to
+// answer a service's auth event.
+func PromptCredentials(r CredentialRequest) (user, pass, response string, err error) {
+	return promptCredentials(stdin, stderr, r)
 }
 
 // unlockKey asks on the terminal for the passphrase of an encrypted
@@ -154,12 +177,12 @@ func unlockKey(cmd, file string, c *config.Common) int {
 // unlockKeyWith is unlockKey asking ask instead of the terminal when it is
 // set (ConnectOptions.Credentials: the service's auth event, with the
 // prompt as the challenge text and the answer as the response).
-func unlockKeyWith(cmd, file string, c *config.Common, ask func(needUser bool, challenge string, echo bool) (string, string, string, error)) int {
+func unlockKeyWith(cmd, file string, c *config.Common, ask func(CredentialRequest) (string, string, string, error)) int {
 	if !c.KeyLocked() {
 		return 0
 	}
 	if ask != nil {
-		_, _, pass, err := ask(false, "Enter Private Key Password:", false)
+		_, _, pass, err := ask(CredentialRequest{Challenge: "Enter Private Key Password:"})
 		if err == nil {
 			err = c.Unlock(pass)
 		}

@@ -2,7 +2,7 @@ package ovpntunnel
 
 import (
 	"fmt"
-	"github.com/wirelane/wirelane/internal/testkit/testpki"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelane/wirelane/internal/testkit/testpki"
+	"github.com/wirelane/wirelane/ovpn/client"
+	"github.com/wirelane/wirelane/ovpn/config"
 )
 
 // openPTY returns the two ends of a new pseudo-terminal.
@@ -79,7 +83,7 @@ func TestPromptOnATerminal(t *testing.T) {
 	}
 	done := make(chan answers, 1)
 	go func() {
-		u, p, r, err := promptCredentials(slave, &prompts, true, "Enter OTP", false)
+		u, p, r, err := promptCredentials(slave, &prompts, CredentialRequest{Password: true, Challenge: "Enter OTP"})
 		done <- answers{u, p, r, err}
 	}()
 	waitUntil(t, "the username prompt", func() bool { return strings.Contains(prompts.String(), "Enter Auth Username: ") })
@@ -131,5 +135,106 @@ func TestCredentialsWithoutATerminal(t *testing.T) {
 	errOut.Reset()
 	if code := Connect(ConnectOptions{File: file, MTU: 1500}); code != 2 || !strings.Contains(errOut.String(), `static-challenge "PIN": the response must be typed`) {
 		t.Fatalf("static-challenge: exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+// A file whose auth-user-pass gives the username only (an inline block
+// or a file of one line) has its password asked for, as OpenVPN 2.6
+// prompts for it, and never an empty one sent: without a terminal,
+// Connect says so; on a terminal only "Enter Auth Password:" is asked;
+// through the Credentials hook (the service's auth event) the request
+// names the file's username, which an answer cannot change. A one-line
+// --auth-file asks the same way.
+func TestUsernameOnlyAsksForThePassword(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "up.txt"), []byte("carol\n"), 0o600)
+	inline := filepath.Join(dir, "inline.ovpn")
+	os.WriteFile(inline, []byte("client\nremote 192.0.2.1\n<auth-user-pass>\nbob\n</auth-user-pass>\n<ca>\n"+testpki.FixtureCA+"</ca>\n"), 0o600)
+	fromFile := filepath.Join(dir, "file.ovpn")
+	os.WriteFile(fromFile, []byte("client\nremote 192.0.2.1\nauth-user-pass up.txt\n<ca>\n"+testpki.FixtureCA+"</ca>\n"), 0o600)
+	both := filepath.Join(dir, "both.ovpn")
+	os.WriteFile(both, []byte("client\nremote 192.0.2.1\n<auth-user-pass>\nbob\npw\n</auth-user-pass>\n<ca>\n"+testpki.FixtureCA+"</ca>\n"), 0o600)
+	noUser := filepath.Join(dir, "nouser.ovpn")
+	os.WriteFile(noUser, []byte("client\nremote 192.0.2.1\nauth-user-pass\n<ca>\n"+testpki.FixtureCA+"</ca>\n"), 0o600)
+
+	for _, tc := range []struct {
+		name, file, authFile string
+		wantReq              CredentialRequest // zero: nothing asked
+		wantUser, wantPass   string
+	}{
+		{"an inline block with the username only", inline, "", CredentialRequest{Password: true, Username: "bob"}, "bob", "typed"},
+		{"a file of one line", fromFile, "", CredentialRequest{Password: true, Username: "carol"}, "carol", "typed"},
+		{"a one-line --auth-file", noUser, filepath.Join(dir, "up.txt"), CredentialRequest{Password: true, Username: "carol"}, "carol", "typed"},
+		{"no credentials at all", noUser, "", CredentialRequest{Password: true}, "answered", "typed"},
+		{"both in the file", both, "", CredentialRequest{}, "", ""},
+	} {
+		cfg, err := config.ParseFile(tc.file)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var asked *CredentialRequest
+		o := ConnectOptions{File: tc.file, AuthFile: tc.authFile, Credentials: func(r CredentialRequest) (string, string, string, error) {
+			asked = &r
+			return "answered", "typed", "", nil
+		}}
+		var opts client.Options
+		if code := credentials(o, cfg, &opts); code != 0 {
+			t.Fatalf("%s: exit %d", tc.name, code)
+		}
+		switch {
+		case tc.wantReq == (CredentialRequest{}):
+			if asked != nil {
+				t.Errorf("%s: asked %+v, want nothing asked", tc.name, *asked)
+			}
+		case asked == nil || *asked != tc.wantReq:
+			t.Errorf("%s: asked %v, want %+v", tc.name, asked, tc.wantReq)
+		}
+		if opts.Username != tc.wantUser || opts.Password != tc.wantPass {
+			t.Errorf("%s: options carry %q/%q, want %q/%q", tc.name, opts.Username, opts.Password, tc.wantUser, tc.wantPass)
+		}
+	}
+
+	// Without a terminal: a clear error, status 2.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	old := stdin
+	stdin = r
+	t.Cleanup(func() { stdin = old })
+	errOut := capture(t)
+	if code := Connect(ConnectOptions{File: inline, MTU: 1500}); code != 2 ||
+		!strings.Contains(errOut.String(), `uses auth-user-pass with the username "bob" and no password; pass --auth-file FILE`) {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+// On a terminal, a request that gives the username asks the password
+// only.
+func TestPromptForThePasswordOnly(t *testing.T) {
+	master, slave := openPTY(t)
+	go io.Copy(io.Discard, master)
+	var prompts syncBuffer
+	type answers struct {
+		user, pass string
+		err        error
+	}
+	done := make(chan answers, 1)
+	go func() {
+		u, p, _, err := promptCredentials(slave, &prompts, CredentialRequest{Password: true, Username: "bob"})
+		done <- answers{u, p, err}
+	}()
+	waitUntil(t, "the password prompt", func() bool { return strings.Contains(prompts.String(), "Enter Auth Password: ") })
+	master.WriteString("s3cret\n")
+	var a answers
+	select {
+	case a = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("prompt did not return")
+	}
+	if a.err != nil || a.user != "bob" || a.pass != "s3cret" || strings.Contains(prompts.String(), "Username") {
+		t.Fatalf("got %+v, prompts %q", a, prompts.String())
 	}
 }

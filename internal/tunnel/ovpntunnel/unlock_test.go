@@ -82,15 +82,15 @@ func TestUnlockKeyThroughTheCredentialsHook(t *testing.T) {
 	file, cfg := lockedProfile(t)
 	errOut := capture(t)
 	var asked string
-	ask := func(needUser bool, challenge string, echo bool) (string, string, string, error) {
-		asked = challenge
+	ask := func(r CredentialRequest) (string, string, string, error) {
+		asked = r.Challenge
 		return "", "", "s3cret", nil
 	}
 	if code := unlockKeyWith("connect", file, &cfg.Common, ask); code != 0 || cfg.KeyLocked() || asked != "Enter Private Key Password:" {
 		t.Fatalf("exit %d, locked %v, asked %q:\n%s", code, cfg.KeyLocked(), asked, errOut)
 	}
 	_, cfg = lockedProfile(t)
-	wrong := func(bool, string, bool) (string, string, string, error) { return "", "", "nope", nil }
+	wrong := func(CredentialRequest) (string, string, string, error) { return "", "", "nope", nil }
 	if code := unlockKeyWith("connect", file, &cfg.Common, wrong); code != 1 || !strings.Contains(errOut.String(), "wrong passphrase") {
 		t.Fatalf("wrong passphrase: exit %d:\n%s", code, errOut)
 	}
