@@ -8,14 +8,26 @@ import (
 )
 
 // AskCredentials asks the user, with zenity, for what an auth event of
-// tunnel wants: a username and password (and the static challenge's
+// tunnel wants: a username and password, or the password alone when the
+// prompt gives the username (and the static challenge's
 // response when the prompt has one), or a challenge's response. Nothing
 // is stored: the answer goes to the caller only. ErrCancelled when the
 // user closed a dialog.
 func (d *Dialogs) AskCredentials(ctx context.Context, tunnel string, p service.AuthPrompt) (service.AuthAnswer, error) {
 	title := "--title=Wirelane: " + Clip(tunnel, 40)
 	var a service.AuthAnswer
-	if p.Kind != "challenge" {
+	switch {
+	case p.Kind != "challenge" && p.Username != "":
+		// The file gives the username: the password only.
+		out, err := d.run(ctx, "--password", title+" ("+Clip(p.Username, 40)+")")
+		if err != nil {
+			return a, err
+		}
+		a.Username, a.Password = p.Username, strings.TrimSuffix(strings.TrimSuffix(out, "\n"), "\r")
+		if p.Prompt == "" {
+			return a, nil
+		}
+	case p.Kind != "challenge":
 		out, err := d.run(ctx, "--password", "--username", title)
 		if err != nil {
 			return a, err

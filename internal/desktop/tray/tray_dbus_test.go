@@ -135,7 +135,8 @@ func TestTrayHostileNames(t *testing.T) {
 
 // TestTrayCredentials: an auth event is notified, asked through the dialog
 // (a zenity stand-in) and answered through the API: a password prompt with
-// the username and password, a challenge with its response, hidden.
+// the username and password, one giving the username with the password
+// alone, a challenge with its response, hidden.
 func TestTrayCredentials(t *testing.T) {
 	ask := make(chan service.Event)
 	fs := newFakeService(t, func(fs *fakeService, c net.Conn, r *http.Request, n int) {
@@ -168,6 +169,16 @@ func TestTrayCredentials(t *testing.T) {
 	if got != (service.AuthAnswer{Username: "alice", Password: "s3cr|et"}) {
 		t.Errorf("answered %+v", got)
 	}
+	// The file gives the username: the dialog asks the password only.
+	ask <- service.Event{Type: service.EventAuth, Tunnel: "office", Auth: &service.AuthPrompt{Kind: "password", Username: "bob"}}
+	dbustest.Eventually(t, 10*time.Second, "the password alone answered", func() error {
+		got = service.AuthAnswer{}
+		json.Unmarshal(fs.posted("/v1/tunnels/office/auth"), &got)
+		if got != (service.AuthAnswer{Username: "bob", Password: "s3cr|et"}) {
+			return fmt.Errorf("answered %+v", got)
+		}
+		return nil
+	})
 	ask <- service.Event{Type: service.EventAuth, Tunnel: "office", Auth: &service.AuthPrompt{Kind: "challenge", Prompt: "Token code?"}}
 	dbustest.Eventually(t, 10*time.Second, "the challenge answered", func() error {
 		got = service.AuthAnswer{}
@@ -177,7 +188,8 @@ func TestTrayCredentials(t *testing.T) {
 		}
 		return nil
 	})
-	if log := d.ZenityLog(); !strings.Contains(log, "--password --username") || !strings.Contains(log, "--text=Token code? --hide-text") {
+	if log := d.ZenityLog(); !strings.Contains(log, "--password --username") ||
+		!strings.Contains(log, "--password --title=Wirelane: office (bob)") || !strings.Contains(log, "--text=Token code? --hide-text") {
 		t.Errorf("zenity was asked:\n%s", log)
 	}
 	close(ask)

@@ -27,7 +27,8 @@ type Desktop struct {
 	// ZenityDir holds the zenity stand-in (ZenityDir/zenity); it logs its
 	// arguments to zenity.log there, picks the file named in ZenityDir/file,
 	// answers a password dialog with ZenityDir/password ("USER|PASSWORD";
-	// alice|s3cr|et without it, Cancel when ZenityDir/cancel exists) and
+	// alice|s3cr|et without it, s3cr|et without --username, Cancel when
+	// ZenityDir/cancel exists) and
 	// an entry with 424242.
 	ZenityDir string
 }
@@ -40,7 +41,9 @@ echo "$*" >> "$dir/zenity.log"
 case "$*" in
 *--file-selection*) [ -f "$dir/file" ] && cat "$dir/file" && exit 0; exit 1 ;;
 *--password*) [ -f "$dir/cancel" ] && exit 1
-	if [ -f "$dir/password" ]; then cat "$dir/password"; else printf 'alice|s3cr|et\n'; fi ;;
+	if [ -f "$dir/password" ]; then cat "$dir/password"
+	elif [ -n "${*##*--username*}" ]; then printf 's3cr|et\n'
+	else printf 'alice|s3cr|et\n'; fi ;;
 *--entry*) printf '424242\n' ;;
 *) exit 5 ;;
 esac
