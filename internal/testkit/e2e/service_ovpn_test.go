@@ -181,10 +181,62 @@ func TestServiceOpenVPNAsksForCredentials(t *testing.T) {
 	}
 }
 
+// TestServiceOpenVPNAsksForThePasswordOnly: a client file whose inline
+// <auth-user-pass> holds the username only (#18) does not send an empty
+// password: its auth event names the file's username and asks for the
+// password (and the static challenge's response), as OpenVPN 2.6
+// prompts for it; the answer's username is not used (OpenVPN's check
+// accepts alice only), and the tunnel comes up.
+func TestServiceOpenVPNAsksForThePasswordOnly(t *testing.T) {
+	sb, name := newAuthBedWith(t, "<auth-user-pass>\nalice\n</auth-user-pass>\nstatic-challenge \"Enter OTP\" 1\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	evs, err := sb.c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer evs.Close()
+	upErr := make(chan error, 1)
+	go func() {
+		_, err := sb.c.Up(ctx, name)
+		upErr <- err
+	}()
+	asked := false
+	for !asked && evs.Next() {
+		e := evs.Event()
+		if e.Type != service.EventAuth || e.Tunnel != name {
+			continue
+		}
+		if e.Auth == nil || e.Auth.Kind != "password" || e.Auth.Username != "alice" || e.Auth.Prompt != "Enter OTP" {
+			t.Fatalf("auth event: %s", evs.Raw())
+		}
+		asked = true
+	}
+	if !asked {
+		t.Fatalf("no auth event: %v", <-upErr)
+	}
+	if err := sb.c.Answer(ctx, name, service.AuthAnswer{Username: "mallory", Password: "s3cret", Response: "424242"}); err != nil {
+		t.Fatalf("answer: %v", err)
+	}
+	if err := <-upErr; err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	netns.Run(t, sb.nsA, "ping", "-c", "2", "-i", "0.3", "-W", "2", "10.9.0.1")
+	if _, err := sb.c.Down(ctx, name); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+}
+
 // newAuthBed is the service bed with an OpenVPN 2.6 server in nsB that
 // checks alice's password and static-challenge response, and the
 // service's client tunnel to it, whose file holds neither.
 func newAuthBed(t *testing.T) (*serviceBed, string) {
+	t.Helper()
+	return newAuthBedWith(t, "auth-user-pass\nstatic-challenge \"Enter OTP\" 1\n")
+}
+
+// newAuthBedWith is newAuthBed with the client file's credential lines.
+func newAuthBedWith(t *testing.T, auth string) (*serviceBed, string) {
 	t.Helper()
 	netns.Need(t, "openvpn")
 	sb := newServiceBed(t)
@@ -214,7 +266,7 @@ func newAuthBed(t *testing.T) (*serviceBed, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	name := netns.Unique("wo")
-	cfg := "client\ndev tun\nremote 10.77.0.2 1194 udp\nnobind\nremote-cert-tls server\nauth-user-pass\nstatic-challenge \"Enter OTP\" 1\n<ca>\n" + string(pki.CAPEM) + "</ca>\n<cert>\n" + string(cliCert) + "</cert>\n<key>\n" + string(cliKey) + "</key>\n"
+	cfg := "client\ndev tun\nremote 10.77.0.2 1194 udp\nnobind\nremote-cert-tls server\n" + auth + "<ca>\n" + string(pki.CAPEM) + "</ca>\n<cert>\n" + string(cliCert) + "</cert>\n<key>\n" + string(cliKey) + "</key>\n"
 	if _, err := sb.c.Import(ctx, service.ImportRequest{Name: name, Kind: service.KindOpenVPNClient, Config: cfg}); err != nil {
 		t.Fatalf("import: %v", err)
 	}
