@@ -43,6 +43,7 @@ func checkExposition(t *testing.T, m []byte) {
 // while it works; once its device is set down, the packets the server
 // sends it (pings from the server's side) are refused by the kernel
 // (EIO), and wirelane_tun_errors_total of the tunnel counts them; with
+// `wirelane show` prints them ("tun errors: N"); with
 // the route to the server removed, its sends fail (ENETUNREACH) and
 // wirelane_socket_errors_total{op="send"} counts them.
 func TestServiceOpenVPNClientTUNErrors(t *testing.T) {
@@ -123,6 +124,10 @@ func TestServiceOpenVPNClientTUNErrors(t *testing.T) {
 	}
 	if tn, _ := sb.c.Get(ctx, name); tn.State != service.StateUp {
 		t.Errorf("the tunnel is %s after the refused writes: they are not fatal", tn.State)
+	}
+	// `wirelane show` through the service prints them.
+	if out := netns.RunEnv(t, nil, []string{"WIRELANE_SOCKET=" + sb.socket}, filepath.Join(binDir, "wirelane"), "show", name); !strings.Contains(out, "\n  tun errors: ") {
+		t.Errorf("wirelane show %s through the service has no tun errors line:\n%s", name, out)
 	}
 	netns.Run(t, sb.nsA, "ip", "link", "set", name, "up")
 
