@@ -59,3 +59,49 @@ func TestE2EPromptedCredentialsReachOpenVPN(t *testing.T) {
 	ovs.waitFor(t, "TLS: Username/Password authentication succeeded for username 'alice'", 5*time.Second)
 	cli.interrupt(t)
 }
+
+// TestE2EUsernameOnlyFileAsksThePassword: `auth-user-pass FILE` whose
+// file holds the username only (#18) asks the password alone on the
+// terminal, as OpenVPN 2.6 does ("Enter Auth Password:", never the
+// username), and the real server accepts the file's username with the
+// typed password.
+func TestE2EUsernameOnlyFileAsksThePassword(t *testing.T) {
+	tb := newTestbed(t, testbedConfig{ca: "Wirelane Auth CA", client: "cli1", srvNS: "oau", cliNS: "oad",
+		srvIf: "s1", cliIf: "c1", net: "192.168.94", need: []string{"openvpn"}})
+	tb.write(t, map[string]string{
+		"check.sh": "#!/bin/sh\n[ \"$(sed -n 1p \"$1\")\" = alice ] && [ \"$(sed -n 2p \"$1\")\" = SCRV1:czNjcmV0:NDI0MjQy ]\n",
+		"server.conf": "port 1194\nproto udp4\nlocal 192.168.94.1\ndev ovs0\ndev-type tun\ntopology subnet\n" +
+			"server 10.16.0.0 255.255.255.0\n" + serverCreds + "script-security 2\nauth-user-pass-verify " + tb.path("check.sh") + " via-file\n" +
+			"data-ciphers AES-256-GCM\ndisable-dco\nkeepalive 10 60\nverb 3\n",
+		"user.txt": "alice\n",
+		"cli1.ovpn": "client\ndev tun\nremote 192.168.94.1 1194 udp\nnobind\nremote-cert-tls server\nauth-user-pass user.txt\n" +
+			"static-challenge \"Enter OTP\" 0\n" + tb.clientInline(),
+	})
+	if err := os.Chmod(tb.path("check.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ovs := tb.startOpenVPN(t, tb.srvNS, "server.conf")
+	master, slave := openPTY(t)
+	go func() { // drain what the terminal echoes
+		b := make([]byte, 256)
+		for {
+			if _, err := master.Read(b); err != nil {
+				return
+			}
+		}
+	}()
+	cli := &helper{name: "connect", cmd: netns.Command(tb.cliNS, os.Args[0], "--dev", "wld0", "--dns", "off", tb.path("cli1.ovpn"))}
+	cli.cmd.Env = append(os.Environ(), "WIRELANE_OVPNCLI_HELPER=connect", "WIRELANE_OVPNCLI_STATUS_DIR="+StatusDir)
+	cli.cmd.Stdin = slave
+	cli.start(t, os.Kill)
+	cli.waitFor(t, "Enter Auth Password: ", 10*time.Second)
+	master.WriteString("s3cret\n")
+	cli.waitFor(t, "CHALLENGE: Enter OTP ", 5*time.Second)
+	master.WriteString("424242\n")
+	cli.waitFor(t, "tunnel up", 20*time.Second)
+	if out := cli.out.String(); strings.Contains(out, "Enter Auth Username") || !strings.Contains(out, "TLS done; authenticating as alice") {
+		t.Fatalf("connect output:\n%s", out)
+	}
+	ovs.waitFor(t, "TLS: Username/Password authentication succeeded for username 'alice'", 5*time.Second)
+	cli.interrupt(t)
+}
