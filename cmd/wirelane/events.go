@@ -114,7 +114,11 @@ func writeEvent(w io.Writer, e *service.Event) {
 	case service.EventAuth:
 		b.WriteString("asks for credentials")
 		if e.Auth != nil {
-			b.WriteString(" (" + e.Auth.Kind + ")")
+			kind := e.Auth.Kind
+			if e.Auth.Username != "" {
+				kind += " of " + e.Auth.Username
+			}
+			b.WriteString(" (" + kind + ")")
 			if e.Auth.Prompt != "" {
 				b.WriteString(": " + e.Auth.Prompt)
 			}

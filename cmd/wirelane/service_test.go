@@ -120,6 +120,7 @@ func TestEventsReadAsText(t *testing.T) {
 		{service.Event{Type: service.EventPeer, Tunnel: "wg0", Change: service.ChangeHandshakeExpired, Peer: &service.Peer{PublicKey: svcPubB}}, "12:00:00 wg0: peer 0CpSGmRY...: handshake expired"},
 		{service.Event{Type: service.EventTransfer, Tunnel: "wg0", RxBytes: &rx, TxBytes: &tx}, "12:00:00 wg0: transfer 2.00 KiB received, 1.00 KiB sent"},
 		{service.Event{Type: service.EventAuth, Tunnel: "office", Auth: &service.AuthPrompt{Kind: "challenge", Prompt: "PIN"}}, "12:00:00 office: asks for credentials (challenge): PIN"},
+		{service.Event{Type: service.EventAuth, Tunnel: "office", Auth: &service.AuthPrompt{Kind: "password", Username: "alice"}}, "12:00:00 office: asks for credentials (password of alice)"},
 		{service.Event{Type: service.EventStopping}, "12:00:00 the service is stopping"},
 	} {
 		c.e.Time = at
