@@ -110,7 +110,7 @@ func ovpnConnectFlags() (fs *flag.FlagSet, o *ovpntunnel.ConnectOptions, dns *st
 	o = &ovpntunnel.ConnectOptions{}
 	fs.StringVar(&o.Dev, "dev", "", devUsage)
 	fs.IntVar(&o.MTU, "mtu", 0, "TUN MTU, 576 to 65535 (default: a tun-mtu the server pushes, else the file's tun-mtu, else 1500)")
-	fs.StringVar(&o.AuthFile, "auth-file", "", "`file` with the username and password lines for auth-user-pass (default: ask on the terminal)")
+	fs.StringVar(&o.AuthFile, "auth-file", "", "`file` with the username and password lines for auth-user-pass (a username line alone: the password is asked for; default: ask on the terminal)")
 	fs.BoolVar(&o.NoRoutes, "no-routes", false, "do not install pushed routes (addresses only)")
 	fs.BoolVar(&o.BlockIPv6, "block-ipv6", false, "answer IPv6 packets into the tunnel with ICMPv6 no-route instead of sending them (as the block-ipv6 directive; with redirect-gateway, global IPv6 is routed into the tunnel)")
 	dns = fs.String("dns", "auto", "pushed DNS servers: auto (through systemd-resolved or resolvconf; with neither, connect fails) or off (not applied)")

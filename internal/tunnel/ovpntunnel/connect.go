@@ -62,7 +62,8 @@ type ConnectOptions struct {
 	// MTU of the TUN device, 576 to 65535; 0 takes a pushed tun-mtu,
 	// else the file's, else 1500 (mtu.go).
 	MTU int
-	// AuthFile holds the username and password lines for auth-user-pass.
+	// AuthFile holds the username and password lines for auth-user-pass
+	// (the username line alone: the password is asked for).
 	// Without it (and without credentials in the file) they are asked
 	// for on the terminal.
 	AuthFile string
