@@ -142,25 +142,9 @@ func TestServiceOpenVPNAsksForCredentials(t *testing.T) {
 	sb, name := newAuthBed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	evs, err := sb.c.Events(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer evs.Close()
-	upErr := make(chan error, 1)
-	go func() {
-		_, err := sb.c.Up(ctx, name)
-		upErr <- err
-	}()
-	for evs.Next() {
-		e := evs.Event()
-		if e.Type != service.EventAuth || e.Tunnel != name {
-			continue
-		}
-		if e.Auth == nil || e.Auth.Kind != "password" || e.Auth.Prompt != "Enter OTP" || !e.Auth.Echo {
-			t.Fatalf("auth event: %s", evs.Raw())
-		}
-		break
+	auth, upErr := upUntilAsked(ctx, t, sb, name)
+	if auth.Kind != "password" || auth.Prompt != "Enter OTP" || !auth.Echo || auth.Username != "" {
+		t.Fatalf("auth event: %+v", auth)
 	}
 	if err := sb.c.Answer(ctx, name, service.AuthAnswer{Username: "alice", Password: "s3cret", Response: "424242"}); err != nil {
 		t.Fatalf("answer: %v", err)
@@ -191,29 +175,9 @@ func TestServiceOpenVPNAsksForThePasswordOnly(t *testing.T) {
 	sb, name := newAuthBedWith(t, "<auth-user-pass>\nalice\n</auth-user-pass>\nstatic-challenge \"Enter OTP\" 1\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	evs, err := sb.c.Events(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer evs.Close()
-	upErr := make(chan error, 1)
-	go func() {
-		_, err := sb.c.Up(ctx, name)
-		upErr <- err
-	}()
-	asked := false
-	for !asked && evs.Next() {
-		e := evs.Event()
-		if e.Type != service.EventAuth || e.Tunnel != name {
-			continue
-		}
-		if e.Auth == nil || e.Auth.Kind != "password" || e.Auth.Username != "alice" || e.Auth.Prompt != "Enter OTP" {
-			t.Fatalf("auth event: %s", evs.Raw())
-		}
-		asked = true
-	}
-	if !asked {
-		t.Fatalf("no auth event: %v", <-upErr)
+	auth, upErr := upUntilAsked(ctx, t, sb, name)
+	if auth.Kind != "password" || auth.Username != "alice" || auth.Prompt != "Enter OTP" {
+		t.Fatalf("auth event: %+v", auth)
 	}
 	if err := sb.c.Answer(ctx, name, service.AuthAnswer{Username: "mallory", Password: "s3cret", Response: "424242"}); err != nil {
 		t.Fatalf("answer: %v", err)
@@ -225,6 +189,32 @@ func TestServiceOpenVPNAsksForThePasswordOnly(t *testing.T) {
 	if _, err := sb.c.Down(ctx, name); err != nil {
 		t.Fatalf("down: %v", err)
 	}
+}
+
+// upUntilAsked asks for the tunnel's up (its error on the channel
+// returned) and returns the auth event's prompt the up waits on.
+func upUntilAsked(ctx context.Context, t *testing.T, sb *serviceBed, name string) (*service.AuthPrompt, <-chan error) {
+	t.Helper()
+	evs, err := sb.c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer evs.Close()
+	upErr := make(chan error, 1)
+	go func() {
+		_, err := sb.c.Up(ctx, name)
+		upErr <- err
+	}()
+	for evs.Next() {
+		if e := evs.Event(); e.Type == service.EventAuth && e.Tunnel == name {
+			if e.Auth == nil {
+				t.Fatalf("auth event without its prompt: %s", evs.Raw())
+			}
+			return e.Auth, upErr
+		}
+	}
+	t.Fatalf("no auth event; up: %v", <-upErr)
+	return nil, nil
 }
 
 // newAuthBed is the service bed with an OpenVPN 2.6 server in nsB that

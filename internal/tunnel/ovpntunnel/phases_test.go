@@ -51,12 +51,7 @@ func TestConnectShowsIgnoredDirectives(t *testing.T) {
 	// No credentials and no terminal: Connect stops right after the
 	// warnings, before any network.
 	os.WriteFile(file, []byte("client\nremote 192.0.2.1\nscript-security 2\nup /etc/openvpn/update-resolv-conf\ndown /etc/openvpn/update-resolv-conf\nauth-user-pass\n<ca>\n"+testpki.FixtureCA+"</ca>\n"), 0o600)
-	r, w, _ := os.Pipe()
-	defer r.Close()
-	defer w.Close()
-	old := stdin
-	stdin = r
-	t.Cleanup(func() { stdin = old })
+	noTerminal(t)
 	errOut := capture(t)
 	Connect(ConnectOptions{File: file, MTU: 1500})
 	out := errOut.String()

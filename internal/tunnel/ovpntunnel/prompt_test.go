@@ -111,18 +111,26 @@ func TestPromptOnATerminal(t *testing.T) {
 	}
 }
 
-// Without a terminal and without --auth-file, Connect says how to give
-// the credentials and exits with status 2.
-func TestCredentialsWithoutATerminal(t *testing.T) {
+// noTerminal makes standard input a pipe (no terminal) for the test.
+func noTerminal(t *testing.T) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	defer w.Close()
 	old := stdin
 	stdin = r
-	t.Cleanup(func() { stdin = old })
+	t.Cleanup(func() {
+		stdin = old
+		r.Close()
+		w.Close()
+	})
+}
+
+// Without a terminal and without --auth-file, Connect says how to give
+// the credentials and exits with status 2.
+func TestCredentialsWithoutATerminal(t *testing.T) {
+	noTerminal(t)
 	file := filepath.Join(t.TempDir(), "p.ovpn")
 	os.WriteFile(file, []byte("client\nremote 192.0.2.1\nauth-user-pass\n<ca>\n"+testpki.FixtureCA+"</ca>\n"), 0o600)
 	errOut := capture(t)
@@ -195,15 +203,7 @@ func TestUsernameOnlyAsksForThePassword(t *testing.T) {
 	}
 
 	// Without a terminal: a clear error, status 2.
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	old := stdin
-	stdin = r
-	t.Cleanup(func() { stdin = old })
+	noTerminal(t)
 	errOut := capture(t)
 	if code := Connect(ConnectOptions{File: inline, MTU: 1500}); code != 2 ||
 		!strings.Contains(errOut.String(), `uses auth-user-pass with the username "bob" and no password; pass --auth-file FILE`) {

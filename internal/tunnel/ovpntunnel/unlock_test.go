@@ -61,15 +61,7 @@ func TestUnlockKeyOnATerminal(t *testing.T) {
 
 func TestUnlockKeyWithoutATerminal(t *testing.T) {
 	file, cfg := lockedProfile(t)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	old := stdin
-	stdin = r
-	t.Cleanup(func() { stdin = old })
+	noTerminal(t)
 	errOut := capture(t)
 	if code := unlockKey("connect", file, &cfg.Common); code != 2 || !strings.Contains(errOut.String(), "the private key is encrypted: add `askpass FILE`") {
 		t.Fatalf("exit %d:\n%s", code, errOut)
