@@ -67,6 +67,11 @@ func Dial(ctx context.Context, cfg *config.Config, opts Options) (*Session, erro
 	if cfg.AuthUserPass && cfg.Username == "" && opts.Username == "" {
 		return nil, errors.New("client: auth-user-pass needs a username (none in the configuration or options)")
 	}
+	// A file with the username only never sends an empty password: the
+	// caller asks for it, as OpenVPN 2.6 prompts (config.Config.AsksPassword).
+	if cfg.AsksPassword() && opts.Username == "" {
+		return nil, fmt.Errorf("client: auth-user-pass gives the username %q without its password; ask for it (Options.Username and Password)", cfg.Username)
+	}
 	if cfg.KeyLocked() {
 		return nil, errors.New("client: the private key is encrypted and was not unlocked (askpass FILE, or Config.Unlock)")
 	}

@@ -195,3 +195,15 @@ func TestDialServerPollTimeout(t *testing.T) {
 		t.Fatalf("took %v", d)
 	}
 }
+
+// A configuration whose auth-user-pass gives the username only is not
+// dialled with an empty password: Dial wants the caller to have asked
+// for it (#18).
+func TestDialWantsTheAskedPassword(t *testing.T) {
+	cfg := &config.Config{AuthUserPass: true, Username: "bob",
+		Remotes: []config.Remote{{Host: "127.0.0.1", Port: uint16(closedTCPPort(t)), Proto: config.TCP}}}
+	_, err := Dial(context.Background(), cfg, Options{})
+	if err == nil || !strings.Contains(err.Error(), `gives the username "bob" without its password`) {
+		t.Fatalf("Dial: %v", err)
+	}
+}
