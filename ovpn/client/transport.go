@@ -9,6 +9,7 @@ import (
 
 	"github.com/wirelane/wirelane/conn"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/internal/rawstream"
 	"github.com/wirelane/wirelane/ovpn/wire"
 )
 
@@ -142,10 +143,13 @@ func (t *udpTransport) name() string {
 	return "UDPv6"
 }
 
-// tcpTransport frames packets with wire's TCP framer.
+// tcpTransport frames packets with wire's TCP framer, over raw reads and
+// writes of the connection (rawstream: no scheduler hand-off per system
+// call).
 type tcpTransport struct {
 	c  net.Conn
-	w  *wire.TCPWriter // over c
+	s  rawstream.Stream // over c
+	w  *wire.TCPWriter  // over s
 	v6 bool
 }
 
@@ -168,7 +172,7 @@ func (t *tcpTransport) serve(wg *sync.WaitGroup, newRx func() *rxBatch, fail fun
 		rx := newRx()
 		// Frames are read from a buffer, so one read system call takes
 		// many; the batch is flushed before a read may wait.
-		r := wire.NewTCPReader(t.c, 256<<10, maxPkt, data.Tailroom)
+		r := wire.NewTCPReader(t.s, 256<<10, maxPkt, data.Tailroom)
 		for {
 			if !r.Ready() {
 				rx.flush()
@@ -214,5 +218,6 @@ func openTransport(ctx context.Context, o *Options, server netip.AddrPort, tcp b
 	if err != nil {
 		return nil, err
 	}
-	return &tcpTransport{c: c, w: wire.NewTCPWriter(c), v6: server.Addr().Is6()}, nil
+	s := rawstream.New(c)
+	return &tcpTransport{c: c, s: s, w: wire.NewTCPWriter(s), v6: server.Addr().Is6()}, nil
 }

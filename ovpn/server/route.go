@@ -11,7 +11,8 @@ package server
 //	WritePacket -> destination pool address (IPv4 or IPv6) -> client -> encrypt -> send
 //	WritePackets -> the same per packet into a batch, each with its client's
 //	    borrowed route -> conn.StdBind.SendEach (runs of equal-size packets
-//	    to one client become UDP_SEGMENT messages; one sendmmsg)
+//	    to one client become UDP_SEGMENT messages; one sendmmsg); a run to
+//	    one TCP client -> one framed writev (wire.TCPWriter.WriteBatch)
 //	ReadPackets <- the rx queue, everything already queued at once
 
 import (
@@ -167,6 +168,11 @@ type txBatch struct {
 	bufs   [maxWriteBatch][]byte      // grown to the largest packet seen
 	segs   [maxWriteBatch][]byte      // encrypted packets, in order
 	routes [maxWriteBatch]*conn.Route // segs[i]'s client route, borrowed for this batch
+
+	// A run of packets to one TCP client, sent with one writev.
+	tbufs [maxWriteBatch][]byte // grown to the largest packet seen
+	tsegs [maxWriteBatch][]byte // framed packets: sendHeadroom bytes, then the packet
+	tpeer *peer                 // the client of tsegs
 }
 
 // WritePackets sends host-side IP packets to the clients whose tunnel
@@ -174,8 +180,9 @@ type txBatch struct {
 // that packets for UDP clients are encrypted into a batch and leave in
 // one conn.StdBind.SendEach: one sendmmsg, consecutive equal-size packets
 // to one client as a single UDP_SEGMENT (GSO) message where the kernel
-// takes it (the transport's one GSO policy). It returns the first error;
-// the other packets are still sent. It may be called concurrently.
+// takes it (the transport's one GSO policy). A run of packets to one TCP
+// client is framed into one writev. It returns the first error; the other
+// packets are still sent. It may be called concurrently.
 func (s *Server) WritePackets(pkts [][]byte) error {
 	b := s.batches.Get().(*txBatch)
 	defer s.batches.Put(b)
@@ -185,6 +192,7 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 			first = err
 		}
 	}
+	now := time.Now().UnixNano()
 	n := 0 // packets in the batch
 	flush := func() {
 		if n == 0 {
@@ -198,7 +206,20 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 		clear(b.routes[:n])
 		n = 0
 	}
-	now := time.Now().UnixNano()
+	m, mBytes := 0, 0 // packets and payload bytes in the TCP run
+	flushTCP := func() {
+		if m == 0 {
+			return
+		}
+		if err := b.tpeer.tx.(*tcpTransport).w.WriteBatch(b.tsegs[:m]); err != nil {
+			keep(err)
+		} else {
+			b.tpeer.txBytes.Add(uint64(mBytes))
+			b.tpeer.lastSend.Store(now)
+		}
+		clear(b.tsegs[:m])
+		b.tpeer, m, mBytes = nil, 0, 0
+	}
 	// The client of the previous packet: a batch from the TUN reader is
 	// mostly runs to one destination (the segments of one TSO train), so
 	// a run takes the lock and the lookup once.
@@ -224,6 +245,33 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 		if p == nil {
 			s.stats.NoRoute.Add(1)
 			keep(ErrNoRoute)
+			continue
+		}
+		if _, tcp := p.tx.(*tcpTransport); tcp {
+			if p != b.tpeer || m == maxWriteBatch {
+				flushTCP()
+			}
+			ch := p.data.Load()
+			if ch == nil {
+				keep(data.ErrNoKey)
+				continue
+			}
+			need := sendHeadroom + data.Headroom + len(pkt) + data.Tailroom
+			if cap(b.tbufs[m]) < need {
+				b.tbufs[m] = make([]byte, max(need, 2048))
+			}
+			buf := b.tbufs[m][:cap(b.tbufs[m])]
+			copy(buf[sendHeadroom+data.Headroom:], pkt)
+			out, err := ch.Encrypt(buf[sendHeadroom:], len(pkt))
+			if err != nil {
+				keep(err)
+				continue
+			}
+			off := sendHeadroom + data.PacketOffset(buf[sendHeadroom:], out) // where out starts in buf
+			b.tsegs[m] = buf[off-sendHeadroom : off+len(out)]
+			b.tpeer = p
+			m++
+			mBytes += len(pkt)
 			continue
 		}
 		if _, udp := p.tx.(udpTransport); !udp || s.bind == nil {
@@ -260,5 +308,6 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 		}
 	}
 	flush()
+	flushTCP()
 	return first
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/internal/rawstream"
 	"github.com/wirelane/wirelane/ovpn/wire"
 )
 
@@ -86,14 +87,15 @@ func (s *Server) serveTCP(c net.Conn) {
 		c.Close()
 		return
 	}
-	peer, err := s.newPeer(from, local, p.Session, w, &tcpTransport{c: c, w: wire.NewTCPWriter(c)}, false)
+	rs := rawstream.New(c)
+	peer, err := s.newPeer(from, local, p.Session, w, &tcpTransport{c: c, w: wire.NewTCPWriter(rs)}, false)
 	if err != nil {
 		s.log.Warn("session refused", "remote", from, "err", err)
 		c.Close()
 		return
 	}
 	c.SetReadDeadline(time.Time{})
-	r := wire.NewTCPReader(c, 64<<10, maxPkt, data.Tailroom)
+	r := wire.NewTCPReader(rs, 64<<10, maxPkt, data.Tailroom)
 	for {
 		raw, err := r.Next()
 		if err != nil {
@@ -127,10 +129,11 @@ func remoteAddrPort(c net.Conn) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
-// tcpTransport sends through wire's TCP framer.
+// tcpTransport sends through wire's TCP framer, over raw writes of the
+// connection (rawstream).
 type tcpTransport struct {
 	c net.Conn
-	w *wire.TCPWriter // over c
+	w *wire.TCPWriter // over rawstream.New(c)
 }
 
 func (t *tcpTransport) send(buf []byte, off, n int) error { return t.w.Write(buf, off, n) }

@@ -29,13 +29,25 @@ const TCPPrefixLen = 2
 // use: a mutex keeps one frame (or one batch) from interleaving with
 // another. It never copies a packet.
 type TCPWriter struct {
-	mu   sync.Mutex  // held for each write to w; guards bufs
-	bufs net.Buffers // WriteBatch's vector, kept here so that it does not escape per call
-	w    io.Writer   // immutable
+	mu   sync.Mutex    // held for each write to w; guards bufs
+	bufs net.Buffers   // WriteBatch's vector, kept here so that it does not escape per call
+	w    io.Writer     // immutable
+	bw   BuffersWriter // w's vectored write, nil when it has none; immutable
 }
 
-// NewTCPWriter returns a TCPWriter on w (usually a net.Conn).
-func NewTCPWriter(w io.Writer) *TCPWriter { return &TCPWriter{w: w} }
+// BuffersWriter is a writer with its own vectored write (writev), like
+// the streams of ovpn/internal/rawstream: it writes all of bufs and may
+// modify bufs.
+type BuffersWriter interface {
+	WriteBuffers(bufs [][]byte) (int64, error)
+}
+
+// NewTCPWriter returns a TCPWriter on w (usually a net.Conn). When w is
+// also a BuffersWriter, WriteBatch uses its WriteBuffers.
+func NewTCPWriter(w io.Writer) *TCPWriter {
+	bw, _ := w.(BuffersWriter)
+	return &TCPWriter{w: w, bw: bw}
+}
 
 // Write sends buf[off:off+n] as one frame, writing its prefix into
 // buf[off-TCPPrefixLen:off]. It rejects an empty packet, one longer than
@@ -55,9 +67,10 @@ func (t *TCPWriter) Write(buf []byte, off, n int) error {
 }
 
 // WriteBatch sends each pkts[i][TCPPrefixLen:] as a frame, the prefix
-// written into pkts[i][:TCPPrefixLen], with one vectored write (writev on
-// a *net.TCPConn). It checks every length before writing any. pkts is
-// consumed: its elements are resliced as they are written.
+// written into pkts[i][:TCPPrefixLen], with one vectored write (w's
+// WriteBuffers, or writev on a *net.TCPConn). It checks every length
+// before writing any. pkts is consumed: its elements are resliced as they
+// are written.
 func (t *TCPWriter) WriteBatch(pkts [][]byte) error {
 	for _, p := range pkts {
 		if len(p) < TCPPrefixLen {
@@ -69,10 +82,14 @@ func (t *TCPWriter) WriteBatch(pkts [][]byte) error {
 		binary.BigEndian.PutUint16(p, uint16(len(p)-TCPPrefixLen))
 	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.bw != nil {
+		_, err := t.bw.WriteBuffers(pkts)
+		return err
+	}
 	t.bufs = pkts
 	_, err := t.bufs.WriteTo(t.w)
 	t.bufs = nil
-	t.mu.Unlock()
 	return err
 }
 

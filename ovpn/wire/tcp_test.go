@@ -174,3 +174,35 @@ func FuzzTCPReader(f *testing.F) {
 		}
 	})
 }
+
+// vecWriter is a BuffersWriter that records how it was called.
+type vecWriter struct {
+	bytes.Buffer
+	vectors int // WriteBuffers calls
+}
+
+func (v *vecWriter) WriteBuffers(bufs [][]byte) (int64, error) {
+	v.vectors++
+	var n int64
+	for _, b := range bufs {
+		m, _ := v.Buffer.Write(b)
+		n += int64(m)
+	}
+	return n, nil
+}
+
+func TestTCPWriterBatchUsesWriteBuffers(t *testing.T) {
+	var v vecWriter
+	w := NewTCPWriter(&v)
+	pkts := [][]byte{append(make([]byte, TCPPrefixLen), "one"...), append(make([]byte, TCPPrefixLen), "three"...)}
+	if err := w.WriteBatch(pkts); err != nil {
+		t.Fatal(err)
+	}
+	if v.vectors != 1 {
+		t.Fatalf("WriteBuffers called %d times for one batch, want 1", v.vectors)
+	}
+	want := []byte("\x00\x03one\x00\x05three")
+	if !bytes.Equal(v.Bytes(), want) {
+		t.Fatalf("stream %q, want %q", v.Bytes(), want)
+	}
+}
