@@ -391,9 +391,11 @@ func (x side) Message(_ *control.Active, m string) bool {
 }
 
 // Renegotiate starts a client-initiated renegotiation (SOFT_RESET_V1 with
-// the next key id) and returns once the new key is active.
+// the next key id) and returns once the new key is active. While a key
+// exchange is in progress (one the server started, or ours) it starts
+// nothing and returns an error wrapping control.ErrKeyStateBusy.
 func (s *Session) Renegotiate(ctx context.Context) error {
-	ks, err := s.ctrl.Start(s.keys.TakeNextID())
+	ks, err := s.keys.StartNext(s.ctrl)
 	if err != nil {
 		return err
 	}

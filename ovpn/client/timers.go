@@ -8,8 +8,10 @@ package client
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 )
 
@@ -71,7 +73,14 @@ func (s *Session) tick(now time.Time) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
 			defer cancel()
-			if err := s.Renegotiate(ctx); err != nil {
+			err := s.Renegotiate(ctx)
+			switch {
+			case errors.Is(err, control.ErrKeyStateBusy):
+				// The server's renegotiation (or ours) is under way: the
+				// deadline stays due, and the next tick tries again
+				// unless that exchange's new key set a fresh one.
+				s.log.Debug("renegotiation deferred", "err", err)
+			case err != nil:
 				s.log.Warn("renegotiation", "err", err)
 			}
 		}()

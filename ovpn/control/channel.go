@@ -30,6 +30,12 @@ var (
 	// ErrOtherSession reports a packet naming a session other than the
 	// channel's (a new session's packets, or a forgery).
 	ErrOtherSession = errors.New("control: packet of another session")
+	// ErrKeyStateBusy reports a Start refused because the key id is
+	// taken by a live key state (one the peer started, or the primary),
+	// or, for Keys.StartNext, because a key exchange is still in progress.
+	// Replacing it would restart its message ids at 0, which the peer
+	// drops as replays, and the exchange in progress would never finish.
+	ErrKeyStateBusy = errors.New("control: a key exchange is in progress")
 )
 
 // Channel is the control channel of one session (one pair of session ids).
@@ -129,8 +135,24 @@ func (ch *Channel) RemoteSession() (wire.SessionID, bool) {
 func (ch *Channel) PeerKnown() <-chan struct{} { return ch.peerKnown }
 
 // Start creates key state keyID and queues its reset message: the client
-// hard reset for key 0 of a client, else SOFT_RESET_V1.
+// hard reset for key 0 of a client, else SOFT_RESET_V1. It never replaces
+// a live key state (one neither retired nor closed, such as one the peer
+// started with its SOFT_RESET_V1): it returns ErrKeyStateBusy instead,
+// and the caller joins or waits for that exchange.
 func (ch *Channel) Start(keyID uint8) (*KeyState, error) {
+	ch.mu.Lock()
+	ks, err := ch.startLocked(keyID)
+	ch.mu.Unlock()
+	ch.Kick()
+	return ks, err
+}
+
+// startLocked is Start with ch.mu held.
+func (ch *Channel) startLocked(keyID uint8) (*KeyState, error) {
+	keyID &= wire.KeyIDMask
+	if old := ch.states[keyID]; old != nil && !ch.closed && old.liveLocked() {
+		return nil, fmt.Errorf("%w: key id %d is live", ErrKeyStateBusy, keyID)
+	}
 	op := wire.SoftResetV1
 	if keyID == 0 {
 		op = wire.HardResetClientV2
@@ -138,11 +160,25 @@ func (ch *Channel) Start(keyID uint8) (*KeyState, error) {
 			op = wire.HardResetServerV2
 		}
 	}
-	ch.mu.Lock()
 	ks, err := ch.newStateLocked(keyID)
 	if err == nil {
 		ks.rel.Queue(op, nil)
 	}
+	return ks, err
+}
+
+// startUnlessPending starts key state keyID unless a key state other than
+// the established ones (primary and lame duck, either may be nil) is live:
+// an exchange is in progress, ours or one the peer started.
+func (ch *Channel) startUnlessPending(keyID uint8, primary, lame *KeyState) (*KeyState, error) {
+	ch.mu.Lock()
+	for _, ks := range ch.states {
+		if ks != nil && ks != primary && ks != lame && !ch.closed && ks.liveLocked() {
+			ch.mu.Unlock()
+			return nil, fmt.Errorf("%w: key id %d is negotiating", ErrKeyStateBusy, ks.ID)
+		}
+	}
+	ks, err := ch.startLocked(keyID)
 	ch.mu.Unlock()
 	ch.Kick()
 	return ks, err
@@ -364,6 +400,10 @@ type KeyState struct {
 	retired bool            // replaced by a newer key state; guarded by ch.mu
 	cond    sync.Cond       // signals input or err; L is ch.mu
 }
+
+// liveLocked reports whether ks still counts: neither closed nor retired.
+// ch.mu is held.
+func (ks *KeyState) liveLocked() bool { return ks.err == nil && !ks.retired }
 
 func (ks *KeyState) closeLocked(err error) {
 	if ks.err == nil {

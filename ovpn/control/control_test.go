@@ -103,14 +103,15 @@ type pair struct {
 	cli, srv       *Channel
 	cliTLS, srvTLS *tls.Config
 	l              *link
-	softResets     chan *KeyState
+	softResets     chan *KeyState // key states the client started, as the server sees them
+	cliSoftResets  chan *KeyState // key states the server started, as the client sees them
 }
 
 func newPair(t *testing.T, w func(server bool) wrap.Wrapper, drop func(dir, n int) bool) *pair {
 	ca := newCA(t, "CA")
 	sc, sk := ca.leaf(t, pkix.Name{CommonName: "server", Organization: []string{"Wirelane"}}, x509.ExtKeyUsageServerAuth)
 	cc, ck := ca.leaf(t, pkix.Name{CommonName: "client"}, x509.ExtKeyUsageClientAuth)
-	p := &pair{l: &link{drop: drop}, softResets: make(chan *KeyState, 1)}
+	p := &pair{l: &link{drop: drop}, softResets: make(chan *KeyState, 1), cliSoftResets: make(chan *KeyState, 4)}
 	var err error
 	if p.cliTLS, err = TLSConfig(TLSParams{CA: ca.pem, Cert: cc, Key: ck, RemoteCertTLS: "server", VerifyX509: "server", VerifyX509Typ: "name"}); err != nil {
 		t.Fatal(err)
@@ -122,7 +123,12 @@ func newPair(t *testing.T, w func(server bool) wrap.Wrapper, drop func(dir, n in
 	if w != nil {
 		wc, ws = w(false), w(true)
 	}
-	p.cli, _ = NewChannel(ChannelConfig{Client: true, Wrapper: wc, Send: p.l.sender(0)})
+	p.cli, _ = NewChannel(ChannelConfig{Client: true, Wrapper: wc, Send: p.l.sender(0), OnSoftReset: func(ks *KeyState) {
+		select {
+		case p.cliSoftResets <- ks:
+		default:
+		}
+	}})
 	p.srv, _ = NewChannel(ChannelConfig{Wrapper: ws, Send: p.l.sender(1), OnSoftReset: func(ks *KeyState) { go func() { p.softResets <- ks }() }})
 	p.l.a, p.l.b = p.cli, p.srv
 	t.Cleanup(func() { p.cli.Close(); p.srv.Close() })

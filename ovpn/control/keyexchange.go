@@ -354,18 +354,33 @@ func (k *Keys) Primary() *Active {
 	return k.primary
 }
 
-// TakeNextID returns the key id for a new renegotiation and clears the
-// renegotiation deadline (the new exchange sets it again).
-func (k *Keys) TakeNextID() uint8 {
+// StartNext starts this side's renegotiation on ch: a key state with the
+// next key id, its SOFT_RESET_V1 queued. It returns ErrKeyStateBusy, and
+// changes nothing, while a key exchange is in progress (one the peer
+// started, or ours): the caller tries again later, and the renegotiation
+// deadline stays as it was, so a timer that fired meanwhile is deferred,
+// not lost. An exchange that finishes sets a new deadline (Run); one that
+// fails leaves the old one due.
+func (k *Keys) StartNext(ch *Channel) (*KeyState, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	id := k.next
 	if id == 0 {
 		id = 1
 	}
+	var primary, lame *KeyState
+	if k.primary != nil {
+		primary = k.primary.KS
+	}
+	if k.lame != nil {
+		lame = k.lame.KS
+	}
+	ks, err := ch.startUnlessPending(id, primary, lame)
+	if err != nil {
+		return nil, err
+	}
 	k.next = NextKeyID(id)
-	k.renegAt = time.Time{}
-	return id
+	return ks, nil
 }
 
 // RenegDue reports whether this side's reneg-sec has passed for the

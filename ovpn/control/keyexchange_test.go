@@ -181,11 +181,14 @@ func TestExchangeRenegotiationRotatesKeys(t *testing.T) {
 		t.Fatalf("client: %v, server: %v", c0.err, s0.err)
 	}
 	for i, want := range []uint8{1, 2} {
-		id := x.ck.TakeNextID()
+		cks1, err := x.ck.StartNext(x.cli)
+		if err != nil {
+			t.Fatalf("renegotiation %d: %v", i, err)
+		}
+		id := cks1.ID
 		if id != want {
 			t.Fatalf("renegotiation %d takes key id %d, want %d", i, id, want)
 		}
-		cks1, _ := x.cli.Start(id)
 		var sks1 *KeyState
 		select {
 		case sks1 = <-x.softResets:
@@ -300,7 +303,116 @@ func TestNextKeyIDSkipsZero(t *testing.T) {
 		t.Fatalf("key id sequence %v", got)
 	}
 	var k Keys
-	if id := k.TakeNextID(); id != 1 {
-		t.Fatalf("a fresh session renegotiates with key id %d, want 1", id)
+	ch, _ := NewChannel(ChannelConfig{Client: true, Send: func([]byte) error { return nil }})
+	defer ch.Close()
+	if ks, err := k.StartNext(ch); err != nil || ks.ID != 1 {
+		t.Fatalf("a fresh session renegotiates with key state %v (%v), want key id 1", ks, err)
+	}
+}
+
+// When one side's renegotiation timer fires while the peer's SOFT_RESET_V1
+// has started a key state (with OpenVPN 2.6 over TCP under load this
+// happened within seconds of short reneg-sec on both ends), that side
+// must not start a key state of its own: replacing the peer's would
+// restart its message ids at 0, the peer drops those as replays, and the
+// renegotiation never finishes. The timer waits instead; the peer's new
+// key resets it, and the next renegotiation takes the next key id.
+func TestStartKeepsTheKeyStateThePeerStarted(t *testing.T) {
+	for _, starter := range []string{"server", "client"} {
+		t.Run("the "+starter+" starts", func(t *testing.T) {
+			x := newExchangePair(t, Agreement{Cipher: data.AES256GCM, EKM: true})
+			x.sx.RenegSec = 3600 // both sides have a renegotiation timer
+			sks, _ := x.srv.Start(0)
+			cks, _ := x.cli.Start(0)
+			if c, s := x.run(t, cks, sks, true); c.err != nil || s.err != nil {
+				t.Fatalf("client: %v, server: %v", c.err, s.err)
+			}
+			// Starter and responder: their Keys, channels and the
+			// key states the responder learns of from the starter.
+			startK, startCh, respK, respCh, learned := &x.sk, x.srv, &x.ck, x.cli, x.cliSoftResets
+			if starter == "client" {
+				startK, startCh, respK, respCh, learned = &x.ck, x.cli, &x.sk, x.srv, x.softResets
+			}
+			started, err := startK.StartNext(startCh)
+			if err != nil || started.ID != 1 {
+				t.Fatalf("%s starts key state %v: %v", starter, started, err)
+			}
+			var peers *KeyState
+			select {
+			case peers = <-learned:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the other side saw no soft reset")
+			}
+			// The responder's timer fires now.
+			late := time.Now().Add(3601 * time.Second)
+			if !respK.RenegDue(late) {
+				t.Fatal("responder's renegotiation not due in the test")
+			}
+			if ks, err := respK.StartNext(respCh); !errors.Is(err, ErrKeyStateBusy) {
+				t.Fatalf("StartNext during the peer's renegotiation: %v, %v; want ErrKeyStateBusy", ks, err)
+			}
+			if ks, err := respCh.Start(peers.ID); !errors.Is(err, ErrKeyStateBusy) {
+				t.Fatalf("Start(%d) over the peer's key state: %v, %v; want ErrKeyStateBusy", peers.ID, ks, err)
+			}
+			if respCh.State(peers.ID) != peers || !respK.RenegDue(late) {
+				t.Fatal("the refused start replaced the key state or dropped the deadline")
+			}
+			// The starter's own second attempt is refused too.
+			if _, err := startK.StartNext(startCh); !errors.Is(err, ErrKeyStateBusy) {
+				t.Fatalf("second StartNext during its own renegotiation: %v", err)
+			}
+			cks1, sks1 := peers, started
+			if starter == "client" {
+				cks1, sks1 = started, peers
+			}
+			c1, s1 := x.run(t, cks1, sks1, false)
+			if c1.err != nil || s1.err != nil {
+				t.Fatalf("renegotiation: client %v, server %v", c1.err, s1.err)
+			}
+			if k := x.cs.Data().Primary(); k == nil || k.ID != 1 {
+				t.Fatalf("client sends with key %v, want 1", k)
+			}
+			roundTrip(t, x.cs.Data(), x.ss.Data(), "after renegotiation")
+			roundTrip(t, x.ss.Data(), x.cs.Data(), "and back")
+			// The new key restarted both timers; the deferred one is not
+			// due any more, and the next renegotiation takes key id 2.
+			for _, k := range []*Keys{&x.ck, &x.sk} {
+				if k.RenegDue(time.Now().Add(3599 * time.Second)) {
+					t.Fatal("renegotiation due again right after a new key")
+				}
+			}
+			if ks, err := respK.StartNext(respCh); err != nil || ks.ID != 2 {
+				t.Fatalf("next renegotiation: key state %v, %v; want key id 2", ks, err)
+			}
+		})
+	}
+}
+
+// A renegotiation whose exchange fails (its key state removed) leaves the
+// deadline due, so the next timer tick starts another, with a fresh key
+// id; a closed or retired key state never blocks a start.
+func TestFailedRenegotiationStaysDue(t *testing.T) {
+	x := newExchangePair(t, Agreement{Cipher: data.AES256GCM, EKM: true})
+	sks, _ := x.srv.Start(0)
+	cks, _ := x.cli.Start(0)
+	if c, s := x.run(t, cks, sks, true); c.err != nil || s.err != nil {
+		t.Fatalf("client: %v, server: %v", c.err, s.err)
+	}
+	late := time.Now().Add(3601 * time.Second)
+	ks1, err := x.ck.StartNext(x.cli)
+	if err != nil || ks1.ID != 1 {
+		t.Fatalf("first attempt: %v, %v", ks1, err)
+	}
+	x.cli.Remove(ks1) // its exchange failed
+	if !x.ck.RenegDue(late) {
+		t.Fatal("a failed renegotiation dropped the deadline")
+	}
+	ks2, err := x.ck.StartNext(x.cli)
+	if err != nil || ks2.ID != 2 {
+		t.Fatalf("second attempt: %v, %v; want key id 2", ks2, err)
+	}
+	ks2.Conn().Close()
+	if ks, err := x.cli.Start(2); err != nil || ks == ks2 {
+		t.Fatalf("Start over a closed key state: %v, %v", ks, err)
 	}
 }

@@ -56,12 +56,17 @@ func (p *peer) tick(now time.Time) {
 	// The old key state's control channel goes with its data key, a
 	// transition window after it stopped sending.
 	p.keys.ExpireLame(p.ctrl, now, p.s.opts.TransitionWindow)
+	// Not while a key exchange is in progress (busy, or one the client
+	// just started that no goroutine runs yet, which StartNext refuses):
+	// the deadline stays due and the next tick tries again, unless that
+	// exchange's new key set a fresh one.
 	if reneg && !busy {
-		id := p.keys.TakeNextID()
-		ks, err := p.ctrl.Start(id)
+		ks, err := p.keys.StartNext(p.ctrl)
 		if err == nil {
-			p.s.log.Info("renegotiating", "client", p.label(), "key", id)
+			p.s.log.Info("renegotiating", "client", p.label(), "key", ks.ID)
 			p.goKeyState(ks, false)
+		} else {
+			p.s.log.Debug("renegotiation deferred", "client", p.label(), "err", err)
 		}
 	}
 }
