@@ -2,7 +2,8 @@ package client
 
 // Once a second: keepalive ping after `ping` seconds of send silence,
 // ping-restart after silence from the server, renegotiation when reneg-sec
-// or the packet-id limit is reached, expiry of the lame-duck key, and a
+// or the packet-id limit is reached (deferred while a key exchange is in
+// progress, the server's or ours), expiry of the lame-duck key, and a
 // summary of dropped packets (never one log line per packet: anyone can
 // send them).
 
