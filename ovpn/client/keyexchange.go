@@ -391,23 +391,56 @@ func (x side) Message(_ *control.Active, m string) bool {
 }
 
 // Renegotiate starts a client-initiated renegotiation (SOFT_RESET_V1 with
-// the next key id) and returns once the new key is active. While a key
-// exchange is in progress (one the server started, or ours) it starts
-// nothing and returns an error wrapping control.ErrKeyStateBusy.
+// the next key id) and returns once the new key is active. A key exchange
+// already in progress (one the server started, or an earlier call's) is
+// joined instead: Renegotiate returns once its key is active, without a
+// second exchange.
 func (s *Session) Renegotiate(ctx context.Context) error {
-	ks, err := s.keys.StartNext(s.ctrl)
-	if err != nil {
-		return err
-	}
-	ready := make(chan error, 1)
-	go s.runKeyState(ctx, ks, false, ready)
-	select {
-	case err := <-ready:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.closed:
-		return s.err
+	return s.renegotiate(ctx, true)
+}
+
+// joinPoll is how often a joining Renegotiate looks whether the exchange
+// in progress has ended.
+const joinPoll = 10 * time.Millisecond
+
+// renegotiate starts a renegotiation and waits for its key. While a key
+// exchange is in progress it returns an error wrapping
+// control.ErrKeyStateBusy unless join is set; then it waits for that
+// exchange's key, or starts its own once that exchange failed.
+func (s *Session) renegotiate(ctx context.Context, join bool) error {
+	before := s.keys.Primary()
+	var t *time.Ticker
+	for {
+		ks, err := s.keys.StartNext(s.ctrl)
+		if err == nil {
+			ready := make(chan error, 1)
+			go s.runKeyState(ctx, ks, false, ready)
+			select {
+			case err := <-ready:
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-s.closed:
+				return s.err
+			}
+		}
+		if !join || !errors.Is(err, control.ErrKeyStateBusy) {
+			return err
+		}
+		if t == nil {
+			t = time.NewTicker(joinPoll)
+			defer t.Stop()
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closed:
+			return s.err
+		}
+		if s.keys.Primary() != before {
+			return nil // the exchange in progress made a new key
+		}
 	}
 }
 

@@ -74,7 +74,7 @@ func (s *Session) tick(now time.Time) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
 			defer cancel()
-			err := s.Renegotiate(ctx)
+			err := s.renegotiate(ctx, false)
 			switch {
 			case errors.Is(err, control.ErrKeyStateBusy):
 				// The server's renegotiation (or ours) is under way: the
