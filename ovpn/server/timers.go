@@ -60,13 +60,18 @@ func (p *peer) tick(now time.Time) {
 	// just started that no goroutine runs yet, which StartNext refuses):
 	// the deadline stays due and the next tick tries again, unless that
 	// exchange's new key set a fresh one.
-	if reneg && !busy {
-		ks, err := p.keys.StartNext(p.ctrl)
-		if err == nil {
-			p.s.log.Info("renegotiating", "client", p.label(), "key", ks.ID)
-			p.goKeyState(ks, false)
-		} else {
-			p.s.log.Debug("renegotiation deferred", "client", p.label(), "err", err)
-		}
+	if !reneg {
+		return
 	}
+	if busy {
+		p.s.log.Debug("renegotiation deferred", "client", p.label(), "err", "a key exchange is in progress")
+		return
+	}
+	ks, err := p.keys.StartNext(p.ctrl)
+	if err != nil {
+		p.s.log.Debug("renegotiation deferred", "client", p.label(), "err", err)
+		return
+	}
+	p.s.log.Info("renegotiating", "client", p.label(), "key", ks.ID)
+	p.goKeyState(ks, false)
 }
