@@ -146,6 +146,7 @@ func newDevice(t tun.Device, b conn.Bind, opts Options, clk clock, refMode bool)
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
+	applySoakTimers(d) // a no-op unless built for the rekey soak (soaktimers.go)
 	if d.clock == nil {
 		d.clock = realClock{}
 	}

@@ -24,16 +24,9 @@ import (
 )
 
 // soakTiming is the shortened protocol: a rekey every 60 ms of a session's
-// life, sessions rejected at 600 ms.
-func soakTiming(d *Device) {
-	d.tm.rekeyAfterTime = 60 * time.Millisecond
-	d.tm.rejectAfterTime = 600 * time.Millisecond
-	d.tm.rekeyTimeout = 50 * time.Millisecond
-	d.tm.keepaliveTimeout = 100 * time.Millisecond
-	d.tm.rekeyOnReceiveAge = d.tm.rejectAfterTime - d.tm.keepaliveTimeout - d.tm.rekeyTimeout
-	d.tm.rekeyAttemptTime = 5 * time.Second
-	d.tm.zeroKeyMaterial = 3 * d.tm.rejectAfterTime
-}
+// life, sessions rejected at 600 ms (shortTiming, which a
+// wirelane_soaktimers daemon takes from WIRELANE_SOAK_REKEY).
+func soakTiming(d *Device) { d.tm = shortTiming(60 * time.Millisecond) }
 
 // sessionAge returns how old p's session with remote index idx is, and
 // false when p has no such session.
