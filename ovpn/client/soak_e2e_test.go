@@ -5,7 +5,7 @@ package client
 // package's client, whose own timers tick faster (Options.Timers,
 // ovpn/internal/testtimers) so that it drops lame-duck keys on time. A
 // relay in the server's namespace reads the key id of every data packet
-// (ovpn/internal/rekeysoak). Asserted as in ovpn/server TestRekeySoak: no
+// (internal/testkit/rekeysoak). Asserted as in ovpn/server TestRekeySoak: no
 // packet sent under an expired key in either direction (OpenVPN's own
 // included), key ids in sequence, the session never lost, goroutines and
 // heap of the client flat from the tenth rekey.
@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/testkit/testnet"
-	"github.com/wirelane/wirelane/ovpn/internal/rekeysoak"
+	"github.com/wirelane/wirelane/internal/testkit/rekeysoak"
 	"github.com/wirelane/wirelane/ovpn/internal/testtimers"
 )
 

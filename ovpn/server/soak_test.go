@@ -4,7 +4,7 @@ package server
 // times under traffic, with the renegotiation timers shortened by
 // Options.Timers (ovpn/internal/testtimers: only packages under ovpn/ can
 // make one, no configuration reaches it). A relay between them reads the
-// key id of every data packet (ovpn/internal/rekeysoak). Asserted: no
+// key id of every data packet (internal/testkit/rekeysoak). Asserted: no
 // packet sent under an expired key (one that is neither the sender's
 // current key nor the lame duck within the transition window), key ids
 // in sequence, every echo answered, the session never lost or replaced,
@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/ovpn/client"
-	"github.com/wirelane/wirelane/ovpn/internal/rekeysoak"
+	"github.com/wirelane/wirelane/internal/testkit/rekeysoak"
 	"github.com/wirelane/wirelane/ovpn/internal/testtimers"
 )
 

@@ -14,7 +14,9 @@
 // any older key, or under the lame duck later, was sent under an expired
 // key.
 //
-// Only tests use it (it lives under ovpn/internal).
+// Only tests use it. internal/testkit/e2e TestDaemonRekeySoakOpenVPN puts
+// the relay between the real `wirelane ovpn connect` and `serve`
+// processes, with UDP traffic (Stream) through their tunnel.
 package rekeysoak
 
 import (

@@ -1,6 +1,8 @@
 package rekeysoak
 
 import (
+	"net"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -39,6 +41,33 @@ func TestObserveFlagsExpiredKeys(t *testing.T) {
 	for id, want := range map[uint8]uint8{0: 1, 1: 2, 6: 7, 7: 1} {
 		if got := nextKeyID(id); got != want {
 			t.Errorf("nextKeyID(%d) = %d, want %d", id, got, want)
+		}
+	}
+}
+
+// TestStreamCountsBothWays: over loopback (nothing lost) every datagram of
+// both directions is counted once, and a datagram that is not the
+// stream's counts as a stray, not as a delivery.
+func TestStreamCountsBothWays(t *testing.T) {
+	lo := netip.MustParseAddrPort("127.0.0.1:0")
+	s, err := StartStream(lo, lo, nil, nil, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	time.Sleep(100 * time.Millisecond)
+	junk, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(s.conns[1].LocalAddr().(*net.UDPAddr).AddrPort()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk.Write([]byte("not the stream's"))
+	junk.Close()
+	s.Stop()
+	time.Sleep(50 * time.Millisecond)
+	for dir, want := range []int64{1, 0} {
+		c := s.Counts(dir)
+		if c.Sent < 10 || c.Lost() != 0 || c.Duplicates != 0 || c.Strays != want || c.SendErrors != 0 {
+			t.Errorf("direction %d: %v; want at least 10 sent, none lost, %d strays", dir, c, want)
 		}
 	}
 }
