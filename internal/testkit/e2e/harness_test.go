@@ -37,6 +37,9 @@ var (
 	// implRef is Wirelane with the device's conventional locked send path:
 	// wirelaned built with -tags wirelane_refmode.
 	implRef = impl{name: "wirelaned-ref"}
+	// implSoak is Wirelane whose timers WIRELANE_SOAK_REKEY shortens:
+	// wirelaned built with -tags wirelane_soaktimers (device/soaktimers.go).
+	implSoak = impl{name: "wirelaned-soak"}
 )
 
 func (im impl) path() string { return filepath.Join(binDir, im.name) }
@@ -148,6 +151,7 @@ type side struct {
 	// proc, whose output the test may inspect after the daemon exits.
 	foreground bool
 	proc       *netns.Proc
+	env        []string // extra environment of the daemon (KEY=VALUE)
 }
 
 func (s *side) pub() string { return s.key.PublicKey().String() }
@@ -187,14 +191,14 @@ func newSide(t *testing.T, im impl, ns, home *netns.NS, port int, v4, v6 string)
 func (s *side) up(t *testing.T) {
 	t.Helper()
 	if s.foreground {
-		s.proc = netns.StartEnv(t, s.home, []string{"LOG_LEVEL=verbose"}, s.im.command(s.ifname, true)...)
+		s.proc = netns.StartEnv(t, s.home, append([]string{"LOG_LEVEL=verbose"}, s.env...), s.im.command(s.ifname, true)...)
 		t.Cleanup(func() { stopDaemon(t, s.home, s.ifname) })
 		netns.Eventually(t, 5*time.Second, s.im.name+" -f socket for "+s.ifname, func() error {
 			_, err := netns.Try(nil, nil, "wg", "show", s.ifname)
 			return err
 		})
 	} else {
-		startDaemon(t, s.im, s.home, s.ifname)
+		startDaemon(t, s.im, s.home, s.ifname, s.env...)
 	}
 	if s.ns != s.home {
 		netns.Run(t, s.home, "ip", "link", "set", s.ifname, "netns", s.ns.Name)

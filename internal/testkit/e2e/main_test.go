@@ -65,6 +65,10 @@ func run(m *testing.M) int {
 		// The daemon whose devices take the conventional locked send path
 		// (internal/sys/refmode): a build, not a flag of the product.
 		"wirelaned-ref": {pkg: "github.com/wirelane/wirelane/cmd/wirelaned", tags: "wirelane_refmode"},
+		// The daemon whose protocol timers WIRELANE_SOAK_REKEY shortens,
+		// for the rekey soak: a test build, never a release
+		// (TestSoakBuildIsNotTheRelease).
+		"wirelaned-soak": {pkg: "github.com/wirelane/wirelane/cmd/wirelaned", tags: "wirelane_soaktimers"},
 	} {
 		args := []string{"build", "-o", filepath.Join(dir, name)}
 		if b.tags != "" {
