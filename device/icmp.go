@@ -15,7 +15,11 @@ package device
 // destination is routed through it). When the kernel NATed the offending
 // packet on its way into the tunnel, its connection tracking rewrites the
 // error back towards the original sender (RELATED), so the error follows
-// the right route.
+// the right route. The kernel's own error to a sender on the same host
+// comes from the sender's address (the route back to a local address
+// picks it); written into a TUN device, an IPv4 packet from a local
+// address is a martian and dropped, so that choice is not open here
+// (docs/security.md, "Still open").
 //
 // No error answers an ICMP error, a fragment other than the first, or a
 // packet from or to a multicast, broadcast or unspecified address. The
