@@ -112,8 +112,8 @@ var soakDrops = []string{"dropped_unknown_index", "dropped_decrypt", "dropped_re
 // WIRELANE_SOAK_REKEY=200ms: a rekey every 200 ms of a session's life,
 // sessions rejected after 2 s) in the kernel self-test's topology, UDP
 // both ways every millisecond, until SOAK_REKEYS handshakes have completed.
-// Every handshake is counted on both sides (one's initiator count is the
-// other's responder count), no datagram is lost beyond lossBound, the
+// Every handshake is counted on both sides (each one an initiator
+// completed was answered by the other), no datagram is lost beyond lossBound, the
 // receivers drop nothing as unknown, expired, replayed or undecryptable,
 // and the daemons' heap and stacks stay flat from the tenth rekey on.
 func TestDaemonRekeySoakWireGuard(t *testing.T) {
@@ -167,9 +167,17 @@ func TestDaemonRekeySoakWireGuard(t *testing.T) {
 	if done < rekeys {
 		t.Fatalf("only %d rekeys before the deadline, want %d", done, rekeys)
 	}
-	if ca["handshakes_completed_initiator"] != cb["handshakes_completed_responder"] || cb["handshakes_completed_initiator"] != ca["handshakes_completed_responder"] {
-		t.Errorf("the two sides count different handshakes: A %d/%d, B %d/%d (initiator/responder)",
-			ca["handshakes_completed_initiator"], ca["handshakes_completed_responder"], cb["handshakes_completed_initiator"], cb["handshakes_completed_responder"])
+	// Each side's completed initiations were each answered by the other
+	// (a retried initiation may be answered twice, the response to the
+	// first then coming too late): completed <= answered <= sent.
+	for _, d := range []struct {
+		name       string
+		init, resp map[string]uint64
+	}{{"A to B", ca, cb}, {"B to A", cb, ca}} {
+		done, answered, sent := d.init["handshakes_completed_initiator"], d.resp["handshakes_completed_responder"], d.init["handshake_initiations_sent"]
+		if done > answered || answered > sent {
+			t.Errorf("%s: %d handshakes completed, %d initiations answered, %d sent: want completed <= answered <= sent", d.name, done, answered, sent)
+		}
 	}
 	for _, c := range []rekeysoak.StreamCounts{up, down} {
 		if c.Sent < 1000 {
