@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/internal/testkit/rekeysoak"
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/ovpn/internal/testtimers"
 )
 
