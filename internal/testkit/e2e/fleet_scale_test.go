@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -17,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/internal/control/uapi"
 	"github.com/wirelane/wirelane/internal/testkit/netns"
 	"github.com/wirelane/wirelane/internal/tunnel/fleet"
 	"github.com/wirelane/wirelane/internal/tunnel/fleet/etcdstore"
@@ -254,41 +250,18 @@ func settledMem(t *testing.T, settle time.Duration, ifnames ...string) []daemonM
 	}
 }
 
-// daemonMem reads ifname's daemon's engine counters over its UAPI socket:
-// its live heap plus stacks in bytes, and its collections so far.
+// daemonMem reads ifname's daemon's engine counters over its UAPI socket
+// (daemonCounters): its live heap plus stacks in bytes, and its
+// collections so far.
 func daemonMem(t *testing.T, ifname string) (mem, cycles uint64) {
 	t.Helper()
-	c, err := net.DialTimeout("unix", uapi.SocketPath(ifname), 5*time.Second)
-	if err != nil {
-		t.Fatalf("%s's daemon: %v", ifname, err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(c, "get=1\n"+uapi.CountersRequest+"\n\n"); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(c)
-	sc.Buffer(make([]byte, 4096), 1<<20)
-	seen := 0
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), "=")
-		if k == "errno" {
-			break
-		}
-		n, _ := strconv.ParseUint(v, 10, 64)
-		switch k {
-		case uapi.CounterPrefix + "engine_go_heap_live_bytes", uapi.CounterPrefix + "engine_go_stack_bytes":
-			mem += n
-			seen++
-		case uapi.CounterPrefix + "engine_go_gc_cycles":
-			cycles = n
-			seen++
+	c := daemonCounters(t, ifname)
+	for _, k := range []string{"engine_go_heap_live_bytes", "engine_go_stack_bytes", "engine_go_gc_cycles"} {
+		if _, ok := c[k]; !ok {
+			t.Fatalf("%s's daemon has no memory counters", ifname)
 		}
 	}
-	if seen != 3 {
-		t.Fatalf("%s's daemon has no memory counters (%v)", ifname, sc.Err())
-	}
-	return mem, cycles
+	return goMem(c), c["engine_go_gc_cycles"]
 }
 
 // agentHeapFile is where g's agent writes its heap profile, in text,

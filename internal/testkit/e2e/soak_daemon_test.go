@@ -43,14 +43,6 @@ import (
 	"github.com/wirelane/wirelane/internal/testkit/testpki"
 )
 
-// soakRekeys is SOAK_REKEYS, or def.
-func soakRekeys(def int) int {
-	if v, err := strconv.Atoi(os.Getenv("SOAK_REKEYS")); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
 // lossBound is the most datagrams of sent that a soak may lose: one in a
 // thousand, at least one.
 func lossBound(sent int64) int64 { return max(1, sent/1000) }
@@ -70,12 +62,13 @@ func daemonCounters(t *testing.T, ifname string) map[string]uint64 {
 		t.Fatalf("%s's daemon: %v", ifname, err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.SetDeadline(time.Now().Add(30 * time.Second)) // a fleet's daemon streams 10,000 peers
 	if _, err := io.WriteString(c, "get=1\n"+uapi.CountersRequest+"\n\n"); err != nil {
 		t.Fatal(err)
 	}
 	m := map[string]uint64{}
 	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 4096), 1<<20)
 	for sc.Scan() {
 		k, v, _ := strings.Cut(sc.Text(), "=")
 		if k == "errno" {
@@ -118,7 +111,7 @@ var soakDrops = []string{"dropped_unknown_index", "dropped_decrypt", "dropped_re
 // and the daemons' heap and stacks stay flat from the tenth rekey on.
 func TestDaemonRekeySoakWireGuard(t *testing.T) {
 	need(t, implSoak)
-	rekeys := soakRekeys(20)
+	rekeys := rekeysoak.SoakRekeys(20)
 	const rekeyEvery = 200 * time.Millisecond
 	ns0, ns1, ns2 := netns.New(t, "wl0s"), netns.New(t, "wl1s"), netns.New(t, "wl2s")
 	a := newSide(t, implSoak, ns1, ns0, 10001, "192.168.241.1", "fd00::1")
@@ -246,7 +239,7 @@ func TestSoakBuildIsNotTheRelease(t *testing.T) {
 // on (checked for runs of 20 or more per side).
 func TestDaemonRekeySoakOpenVPN(t *testing.T) {
 	need(t, implCLI)
-	rekeys := max(10, soakRekeys(20)/2)
+	rekeys := max(10, rekeysoak.SoakRekeys(20)/2)
 	for i, driver := range []string{"server", "client"} {
 		t.Run(driver, func(t *testing.T) {
 			// The two runs share nothing (namespaces, ports, files) and

@@ -29,7 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wirelane/wirelane/internal/sys/inetsum"
+	"github.com/wirelane/wirelane/internal/testkit/testnet"
 )
 
 // Direction of a datagram through the relay.
@@ -318,7 +318,7 @@ func (t *Traffic) send(interval time.Duration) {
 		case <-tick.C:
 		}
 		binary.BigEndian.PutUint32(payload, i)
-		if err := t.tun.WritePacket(Echo(8, t.src, t.dst, uint16(i>>16), uint16(i), payload)); err != nil {
+		if err := t.tun.WritePacket(testnet.ICMPEcho(8, t.src, t.dst, uint16(i>>16), uint16(i), payload)); err != nil {
 			return
 		}
 		t.sent.Add(1)
@@ -367,23 +367,4 @@ func (t *Traffic) Counts() (sent, answered int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.sent.Load(), t.count
-}
-
-// Echo builds an IPv4 ICMP echo request (typ 8) or reply (typ 0) with
-// valid checksums.
-func Echo(typ byte, src, dst netip.Addr, id, seq uint16, payload []byte) []byte {
-	p := make([]byte, 20+8+len(payload))
-	p[0], p[8], p[9] = 0x45, 64, 1
-	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
-	s4, d4 := src.As4(), dst.As4()
-	copy(p[12:16], s4[:])
-	copy(p[16:20], d4[:])
-	binary.BigEndian.PutUint16(p[10:], inetsum.Checksum(p[:20]))
-	icmp := p[20:]
-	icmp[0] = typ
-	binary.BigEndian.PutUint16(icmp[4:], id)
-	binary.BigEndian.PutUint16(icmp[6:], seq)
-	copy(icmp[8:], payload)
-	binary.BigEndian.PutUint16(icmp[2:], inetsum.Checksum(icmp))
-	return p
 }

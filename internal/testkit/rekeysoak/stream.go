@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,4 +203,13 @@ func (s *Stream) Counts(dir int) StreamCounts {
 		c.LastErr = *e
 	}
 	return c
+}
+
+// SoakRekeys is the number of rekeys a soak runs: the SOAK_REKEYS
+// environment variable (scripts/soak.sh sets 200), or def (CI's).
+func SoakRekeys(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("SOAK_REKEYS")); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
