@@ -19,7 +19,8 @@ package device
 // comes from the sender's address (the route back to a local address
 // picks it); written into a TUN device, an IPv4 packet from a local
 // address is a martian and dropped, so that choice is not open here
-// (docs/security.md, "Still open").
+// (internal/testkit/e2e TestICMPErrorSourceThroughTUN; docs/security.md,
+// "Still open").
 //
 // No error answers an ICMP error, a fragment other than the first, or a
 // packet from or to a multicast, broadcast or unspecified address. The
