@@ -106,9 +106,10 @@ var soakDrops = []string{"dropped_unknown_index", "dropped_decrypt", "dropped_re
 // sessions rejected after 2 s) in the kernel self-test's topology, UDP
 // both ways every millisecond, until SOAK_REKEYS handshakes have completed.
 // Every handshake is counted on both sides (each one an initiator
-// completed was answered by the other), no datagram is lost beyond lossBound, the
-// receivers drop nothing as unknown, expired, replayed or undecryptable,
-// and the daemons' heap and stacks stay flat from the tenth rekey on.
+// completed was answered by the other), no datagram is lost beyond
+// lossBound, the receivers drop nothing as unknown, expired, replayed or
+// undecryptable, and the daemons' heap and stacks stay flat from the
+// tenth rekey on.
 func TestDaemonRekeySoakWireGuard(t *testing.T) {
 	need(t, implSoak)
 	rekeys := rekeysoak.SoakRekeys(20)
@@ -185,8 +186,8 @@ func TestDaemonRekeySoakWireGuard(t *testing.T) {
 		c    map[string]uint64
 	}{{"A", ca}, {"B", cb}} {
 		for _, k := range soakDrops {
-			if side.c[k] != 0 {
-				t.Errorf("%s: %s = %d, want 0", side.name, k, side.c[k])
+			if v, ok := side.c[k]; !ok || v != 0 {
+				t.Errorf("%s: %s = %d (present: %v), want 0", side.name, k, v, ok)
 			}
 		}
 	}
