@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/ovpn/control"
-	"github.com/wirelane/wirelane/ovpn/internal/rekeysoak"
+	"github.com/wirelane/wirelane/internal/testkit/rekeysoak"
 	"github.com/wirelane/wirelane/ovpn/internal/testlog"
 	"github.com/wirelane/wirelane/ovpn/internal/testtimers"
 )

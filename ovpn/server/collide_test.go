@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/testkit/rekeysoak"
 	"github.com/wirelane/wirelane/ovpn/client"
-	"github.com/wirelane/wirelane/ovpn/internal/rekeysoak"
 	"github.com/wirelane/wirelane/ovpn/internal/testlog"
 	"github.com/wirelane/wirelane/ovpn/internal/testtimers"
 )
