@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/internal/testkit/rekeysoak"
+	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/internal/testlog"
 	"github.com/wirelane/wirelane/ovpn/internal/testtimers"
 )
