@@ -85,46 +85,41 @@ type accepted struct {
 	st  int // index in the states
 }
 
-// resolve computes the fleet peers and every record's state.
-func resolve(self *Self, prefix string, kvs []store.KV) (peers []wgquick.Peer, states []SiteState) {
+// resolve computes the fleet peers and every record's state, decoding the
+// records through dec (nil: every one decoded anew). It costs O(n log n)
+// in the records: the overlap checks go through indexes, not scans.
+func resolve(self *Self, prefix string, kvs []store.KV, dec *decodeCache) (peers []wgquick.Peer, states []SiteState) {
+	defer dec.sweep()
 	kvs = slices.Clone(kvs)
 	slices.SortFunc(kvs, func(a, b store.KV) int {
 		return cmp.Or(cmp.Compare(a.CreateRev, b.CreateRev), strings.Compare(a.Key, b.Key))
 	})
 	names := map[string]string{}     // site name -> who holds it
 	keys := map[wgquick.Key]string{} // public key -> who holds it
-	type owner struct {
-		pfx  netip.Prefix
-		name string
-	}
-	var nets []owner
+	nets := newNetIndex()
 	for _, s := range self.Static {
 		names[s.Name] = "the static site " + s.Name
 		keys[s.PublicKey] = "the static site " + s.Name
 		for _, n := range s.Networks {
-			nets = append(nets, owner{n, "the static site " + s.Name})
+			nets.add(n, "the static site "+s.Name)
 		}
 	}
 	for _, n := range self.Networks {
-		nets = append(nets, owner{n, "this site"})
+		nets.add(n, "this site")
 	}
 	// Addresses no record's network may hold: routed into the tunnel,
 	// they would cut this gateway off from the store or a site's
 	// encrypted packets would loop into the tunnel.
-	type guarded struct {
-		addr netip.Addr
-		what string
-	}
-	var protected []guarded
+	var protected addrIndex
 	for _, a := range self.Protected {
-		protected = append(protected, guarded{a, "this gateway's endpoint or store"})
+		protected.add(a, "this gateway's endpoint or store")
 	}
 	var acc []accepted
 	selfLoc := self.Location
 	selfRev := int64(-1) // this site's own create revision, once seen
 	for _, kv := range kvs {
 		st := SiteState{Key: kv.Key, CreateRev: kv.CreateRev, Name: strings.TrimPrefix(kv.Key, prefix+SitesKey)}
-		r, err := DecodeRecord(kv.Key, kv.Value)
+		r, err := dec.decode(kv)
 		switch {
 		case err != nil:
 			st.State, st.Reason = StateBad, err.(*RecordError).Msg
@@ -140,20 +135,16 @@ func resolve(self *Self, prefix string, kvs []store.KV) (peers []wgquick.Peer, s
 				st.Endpoint = r.Endpoints[0]
 			}
 			st.State, st.Reason = judge(self, r, names, keys, func(p netip.Prefix) string {
-				for _, o := range nets {
-					if o.pfx.Overlaps(p) {
-						return "network " + p.String() + " overlaps " + o.pfx.String() + " of " + o.name
-					}
+				if o, ok := nets.overlap(p); ok {
+					return "network " + p.String() + " overlaps " + o.pfx.String() + " of " + o.name
 				}
 				for _, a := range self.Addresses {
 					if p.Contains(a.Addr()) {
 						return "network " + p.String() + " holds this gateway's address " + a.Addr().String()
 					}
 				}
-				for _, a := range protected {
-					if p.Contains(a.addr) {
-						return "network " + p.String() + " holds " + a.what + " " + a.addr.String() + " (it would be routed into the tunnel)"
-					}
+				if a, ok := protected.in(p); ok {
+					return "network " + p.String() + " holds " + a.what + " " + a.addr.String() + " (it would be routed into the tunnel)"
 				}
 				return ""
 			})
@@ -161,10 +152,8 @@ func resolve(self *Self, prefix string, kvs []store.KV) (peers []wgquick.Peer, s
 				// Its endpoint must not be inside a network already taken.
 				for _, ep := range r.Endpoints {
 					a := netip.MustParseAddrPort(ep).Addr()
-					for _, o := range nets {
-						if o.pfx.Contains(a) {
-							st.State, st.Reason = StateConflict, "endpoint "+ep+" is inside "+o.pfx.String()+" of "+o.name+" (it would be routed into the tunnel)"
-						}
+					if o, ok := nets.overlap(netip.PrefixFrom(a, a.BitLen())); ok {
+						st.State, st.Reason = StateConflict, "endpoint "+ep+" is inside "+o.pfx.String()+" of "+o.name+" (it would be routed into the tunnel)"
 					}
 				}
 			}
@@ -173,12 +162,12 @@ func resolve(self *Self, prefix string, kvs []store.KV) (peers []wgquick.Peer, s
 				selfRev = kv.CreateRev
 			case StateActive:
 				for _, ep := range r.Endpoints {
-					protected = append(protected, guarded{netip.MustParseAddrPort(ep).Addr(), "the endpoint of site " + r.Name})
+					protected.add(netip.MustParseAddrPort(ep).Addr(), "the endpoint of site "+r.Name)
 				}
 				names[r.Name] = "site " + r.Name
 				keys[r.PublicKey] = "site " + r.Name
 				for _, n := range r.Networks {
-					nets = append(nets, owner{n, "site " + r.Name})
+					nets.add(n, "site "+r.Name)
 				}
 				acc = append(acc, accepted{rec: r, kv: kv, st: len(states)})
 			}
