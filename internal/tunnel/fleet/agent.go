@@ -118,11 +118,8 @@ type Agent struct {
 	// keepLease, set by Detach, makes Run end without revoking the lease.
 	keepLease atomic.Bool
 
-	// applyMu serialises applies (the apply loop's and Update's), and
-	// guards dec.
+	// applyMu serialises applies (the apply loop's and Update's).
 	applyMu sync.Mutex
-	// dec keeps the records decoded between applies.
-	dec *decodeCache
 
 	mu sync.Mutex // guards every field below
 	// cur is the store in use: cfg.Store until Update gives another.
@@ -159,7 +156,7 @@ func New(cfg Config) (*Agent, error) {
 	f := g.Fleet
 	a := &Agent{cfg: cfg, g: g, prefix: f.Prefix, log: cfg.Log,
 		kick: make(chan struct{}, 1), resync: make(chan struct{}, 1), republish: make(chan struct{}, 1),
-		records: map[string]store.KV{}, full: true, dec: newDecodeCache(), cur: cfg.Store}
+		records: map[string]store.KV{}, full: true, cur: cfg.Store}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -713,7 +710,7 @@ func (a *Agent) apply(ctx context.Context) error {
 	full := a.full || time.Since(a.lastFull) >= a.cfg.ReconcileEvery
 	old := a.appliedPeers
 	a.mu.Unlock()
-	peers, states := resolve(&self, a.prefix, kvs, a.dec)
+	peers, states := resolve(&self, a.prefix, kvs)
 	fp := fingerprint(peers)
 	a.mu.Lock()
 	same := fp == a.applied

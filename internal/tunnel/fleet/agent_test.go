@@ -346,7 +346,7 @@ func TestLocationsGoThroughTheirLeader(t *testing.T) {
 	kvU0, u0 := rec("u0", "us", "10.10.0.0/16", 2)
 	kvU1, _ := rec("u1", "us", "10.11.0.0/16", 3)
 	kvSelf := store.KV{Key: "/t/sites/e1", Value: (&Record{Name: "e1", PublicKey: self.PublicKey, Location: "eu", Networks: self.Networks, Endpoints: []string{"192.0.2.9:1"}}).Encode(), CreateRev: 5}
-	peers, states := resolve(self, "/t", []store.KV{kvE0, kvU0, kvU1, kvSelf}, nil)
+	peers, states := resolve(self, "/t", []store.KV{kvE0, kvU0, kvU1, kvSelf})
 	// e1 is not eu's leader: one peer, e0, carrying everything.
 	if len(peers) != 1 || peers[0].PublicKey != e0 {
 		t.Fatalf("peers %+v, want e0 only", peers)
@@ -362,7 +362,7 @@ func TestLocationsGoThroughTheirLeader(t *testing.T) {
 	}
 	// From eu's leader: u0 (us's leader) carries u1.
 	selfE0 := &Self{Name: "e0", PublicKey: e0, Location: "eu", Networks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/16")}}
-	peers, _ = resolve(selfE0, "/t", []store.KV{kvE0, kvU0, kvU1, kvSelf}, nil)
+	peers, _ = resolve(selfE0, "/t", []store.KV{kvE0, kvU0, kvU1, kvSelf})
 	byKey := map[wgquick.Key][]string{}
 	for _, p := range peers {
 		byKey[p.PublicKey] = prefixStrings(p.AllowedIPs)
@@ -372,7 +372,7 @@ func TestLocationsGoThroughTheirLeader(t *testing.T) {
 	}
 	// Without locations: the full mesh.
 	flat := &Self{Name: "x", PublicKey: key(), Networks: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/16")}}
-	if peers, _ := resolve(flat, "/t", []store.KV{kvE0, kvU0, kvU1, kvSelf}, nil); len(peers) != 2 {
+	if peers, _ := resolve(flat, "/t", []store.KV{kvE0, kvU0, kvU1, kvSelf}); len(peers) != 2 {
 		// x has no location: it reaches each location through its leader.
 		t.Fatalf("%d peers from a site without a location, want 2 (the leaders)", len(peers))
 	}
@@ -409,7 +409,7 @@ func TestRecordsMayNotRouteTheStoreOrAnEndpointIntoTheTunnel(t *testing.T) {
 		rec("loop", "192.0.2.0/28", "192.0.2.4:1", 3),   // holds b's endpoint
 		rec("inside", "10.4.0.0/16", "10.2.9.9:1", 4),   // its endpoint is in b's network
 	}
-	peers, states := resolve(self, "/t", kvs, nil)
+	peers, states := resolve(self, "/t", kvs)
 	if len(peers) != 1 {
 		t.Fatalf("%d peers, want b only", len(peers))
 	}

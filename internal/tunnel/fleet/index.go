@@ -3,17 +3,14 @@ package fleet
 // The indexes resolve checks each record against, so that resolving n
 // records costs O(n log n) rather than n² comparisons (a scan of every
 // network taken, for each of 1,000 records, was a third of the agent's
-// time per change), and the cache that spares it decoding the records
-// that did not change.
+// time per change).
 
 import (
-	"bytes"
 	"cmp"
 	"net/netip"
 	"slices"
 	"sort"
 
-	"github.com/wirelane/wirelane/internal/tunnel/fleet/store"
 )
 
 // netOwner is a network taken, and by whom (for the conflict's reason).
@@ -154,52 +151,4 @@ func (s *sortedRuns[T]) first(from T, ok func(T) bool) (T, bool) {
 		}
 	}
 	return best, found
-}
-
-// decodeCache keeps each record decoded as long as its value stays the
-// same, so that one change among 1,000 records decodes one. A nil
-// *decodeCache decodes every record.
-type decodeCache struct {
-	m   map[string]*decoded
-	gen uint64 // the generation of the resolve running; sweep drops older
-}
-
-// decoded is one record as it was decoded; val is the value it came from
-// (the store's slice, not a copy).
-type decoded struct {
-	val []byte
-	rec *Record
-	err error
-	gen uint64
-}
-
-func newDecodeCache() *decodeCache { return &decodeCache{m: map[string]*decoded{}, gen: 1} }
-
-// decode is DecodeRecord of kv, from the cache when kv's value is the one
-// decoded last.
-func (c *decodeCache) decode(kv store.KV) (*Record, error) {
-	if c == nil {
-		return DecodeRecord(kv.Key, kv.Value)
-	}
-	d := c.m[kv.Key]
-	if d == nil || !bytes.Equal(d.val, kv.Value) {
-		r, err := DecodeRecord(kv.Key, kv.Value)
-		d = &decoded{val: kv.Value, rec: r, err: err}
-		c.m[kv.Key] = d
-	}
-	d.gen = c.gen
-	return d.rec, d.err
-}
-
-// sweep drops the records the resolve that ends did not see (deleted).
-func (c *decodeCache) sweep() {
-	if c == nil {
-		return
-	}
-	for k, d := range c.m {
-		if d.gen != c.gen {
-			delete(c.m, k)
-		}
-	}
-	c.gen++
 }

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/wirelane/wirelane/internal/tunnel/fleet/store"
 )
 
 // randomPrefix is a prefix in a small space (so that many overlap): IPv4
@@ -53,31 +52,5 @@ func TestNetIndexFindsEveryOverlap(t *testing.T) {
 		a := randomPrefix(r).Addr()
 		protected.add(a, "a")
 		addrs = append(addrs, a)
-	}
-}
-
-// TestDecodeCacheDecodesOnlyWhatChanged: a record whose value is the one
-// decoded last comes from the cache; a new value is decoded; a record
-// gone from the set is dropped.
-func TestDecodeCacheDecodesOnlyWhatChanged(t *testing.T) {
-	c := newDecodeCache()
-	a := store.KV{Key: "/t/sites/a", Value: []byte(`{"v":1,"name":"a","public_key":"` + testKeyA + `","networks":["10.1.0.0/16"]}`)}
-	r1, err := c.decode(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.sweep()
-	if r2, _ := c.decode(a); r2 != r1 {
-		t.Error("the same value was decoded again")
-	}
-	c.sweep()
-	a.Value = []byte(`{"v":1,"name":"a","public_key":"` + testKeyA + `","networks":["10.2.0.0/16"]}`)
-	if r3, _ := c.decode(a); r3 == r1 || r3.Networks[0].String() != "10.2.0.0/16" {
-		t.Errorf("a new value gave %+v", r3)
-	}
-	c.sweep()
-	c.sweep() // a resolve that did not see a
-	if len(c.m) != 0 {
-		t.Errorf("%d records kept after they went", len(c.m))
 	}
 }
