@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
-
 )
 
 // netOwner is a network taken, and by whom (for the conflict's reason).

@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"testing"
-
 )
 
 // randomPrefix is a prefix in a small space (so that many overlap): IPv4
