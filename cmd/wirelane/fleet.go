@@ -31,8 +31,9 @@ import (
 )
 
 // gatewayFleetUp runs a fleet gateway until interrupted. SIGHUP reloads
-// its file: the agent takes it in place (fleet.Agent.Update), or, for a
-// new store, prefix, site or key, a new agent replaces it.
+// its file: the agent takes it in place (fleet.Agent.Update; new store
+// endpoints or TLS files with a client of the new store), or, for a new
+// prefix, site or key, a new agent replaces it.
 func gatewayFleetUp(g *gateway.Gateway) int {
 	// Not interrupt.Signals: once SIGPIPE is asked for, Go delivers it for
 	// every broken socket too, and the etcd client's connection to a
