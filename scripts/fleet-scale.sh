@@ -17,4 +17,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SITES="${SITES:-1000}"
 FLEET_SCALE_SITES="$SITES" FLEET_SCALE_CHANGES="${CHANGES:-10}" FLEET_SCALE_SETTLE="${SETTLE:-130s}" \
-	go test -count=1 -run '^TestFleetScale$' -v -timeout 20m ./internal/testkit/e2e | grep -E 'sites: converged|sites, Go heap|writer: [0-9]+ records|^(--- |ok|FAIL)'
+	go test -count=1 -run '^TestFleetScale$' -v -timeout 20m ./internal/testkit/e2e | grep -E 'sites: converged|sites: the agent|sites, Go heap|writer: [0-9]+ records|^(--- |ok|FAIL)'

@@ -31,8 +31,9 @@ import (
 )
 
 // gatewayFleetUp runs a fleet gateway until interrupted. SIGHUP reloads
-// its file: the agent takes it in place (fleet.Agent.Update), or, for a
-// new store, prefix, site or key, a new agent replaces it.
+// its file: the agent takes it in place (fleet.Agent.Update; new store
+// endpoints or TLS files with a client of the new store), or, for a new
+// prefix, site or key, a new agent replaces it.
 func gatewayFleetUp(g *gateway.Gateway) int {
 	// Not interrupt.Signals: once SIGPIPE is asked for, Go delivers it for
 	// every broken socket too, and the etcd client's connection to a
@@ -121,8 +122,21 @@ func gatewayFleetUp(g *gateway.Gateway) int {
 			g2, err := reloadFleetFile(g.Path)
 			switch {
 			case err != nil:
+			case !fleet.NeedsRestart(g, g2) && fleet.StoreChanged(g, g2):
+				// New endpoints or TLS files: the agent moves onto a
+				// client of the new store in place.
+				f2 := g2.Fleet
+				s2, serr := etcdstore.New(etcdstore.Config{Endpoints: f2.Endpoints, CAFile: f2.CAFile, CertFile: f2.CertFile, KeyFile: f2.KeyFile})
+				if serr != nil {
+					err = fmt.Errorf("%s: [fleet]: %w", g2.Path, serr)
+					break
+				}
+				err = cur.a.Update(ctx, g2, s2)
+				old := cur.s
+				cur.s = s2 // the agent is on it whatever the apply did
+				old.Close()
 			case !fleet.NeedsRestart(g, g2):
-				err = cur.a.Update(ctx, g2)
+				err = cur.a.Update(ctx, g2, nil)
 			default:
 				// A new agent; the old one's record is kept for it unless
 				// the site, prefix or key changed.

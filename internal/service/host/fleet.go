@@ -11,7 +11,8 @@ package host
 //	        restarted) gets an agent; one whose daemon went loses it
 //	Reload: the agent takes the new file (fleet.Agent.Update: static
 //	        sites, addresses, fleet settings in place, the fleet's peers
-//	        kept); a new store, prefix, site or key restarts the agent
+//	        kept; new store endpoints or TLS files: a client of the new
+//	        store handed over); a new prefix, site or key restarts it
 //	Close:  the agents stop without revoking (the gateways stay up; a
 //	        service back within lease_ttl takes the records over)
 //
@@ -30,6 +31,7 @@ import (
 	"github.com/wirelane/wirelane/internal/control/service"
 	"github.com/wirelane/wirelane/internal/tunnel/fleet"
 	"github.com/wirelane/wirelane/internal/tunnel/fleet/etcdstore"
+	"github.com/wirelane/wirelane/internal/tunnel/fleet/store"
 	"github.com/wirelane/wirelane/internal/tunnel/gateway"
 	"github.com/wirelane/wirelane/internal/tunnel/wgtunnel"
 )
@@ -94,9 +96,9 @@ func (h *Host) startFleet(name string, g *gateway.Gateway) error {
 		return nil
 	}
 	f := g.Fleet
-	s, err := etcdstore.New(etcdstore.Config{Endpoints: f.Endpoints, CAFile: f.CAFile, CertFile: f.CertFile, KeyFile: f.KeyFile})
+	s, err := openStore(g)
 	if err != nil {
-		return &service.ConfigError{File: g.Path, Msg: "[fleet]: " + err.Error()}
+		return err
 	}
 	a, err := fleet.New(fleet.Config{Gateway: g, Store: s, Options: h.options(name), StatusFile: fleet.StatusPath(g.Name),
 		CacheFile: fleet.CachePath(g.Name), Log: h.log.With("tunnel", name)})
@@ -113,6 +115,16 @@ func (h *Host) startFleet(name string, g *gateway.Gateway) error {
 	h.fleets[name] = r
 	h.log.Info("fleet agent started", "tunnel", name, "fleet", f.Prefix, "site", f.Site)
 	return nil
+}
+
+// openStore opens a client of the store g's [fleet] table names.
+func openStore(g *gateway.Gateway) (*etcdstore.Store, error) {
+	f := g.Fleet
+	s, err := etcdstore.New(etcdstore.Config{Endpoints: f.Endpoints, CAFile: f.CAFile, CertFile: f.CertFile, KeyFile: f.KeyFile})
+	if err != nil {
+		return nil, &service.ConfigError{File: g.Path, Msg: "[fleet]: " + err.Error()}
+	}
+	return s, nil
 }
 
 // stopFleet stops the agent of tunnel name, if the service runs one.
@@ -235,7 +247,7 @@ func (h *Host) fleetOf(name, iface string) *service.FleetStatus {
 // reloadFleet reloads a fleet gateway whose agent the service runs, from
 // its file: the changes are those of the file against the running device
 // with the fleet's peers kept; the agent applies them (Update), or is
-// restarted for a new store, prefix, site or key. handled is false when
+// restarted for a new prefix, site or key. handled is false when
 // the service runs no agent for the tunnel.
 func (h *Host) reloadFleet(ctx context.Context, e *entry, dry bool) (res service.ReloadResult, handled bool, err error) {
 	r := h.fleetRunOf(e.name)
@@ -264,14 +276,35 @@ func (h *Host) reloadFleet(ctx context.Context, e *entry, dry bool) (res service
 	}
 	res.Changes = p.Lines()
 	restart := fleet.NeedsRestart(r.g, g)
-	if restart {
-		res.Notes = append(res.Notes, "the fleet's store, prefix or site changed: its agent restarts")
+	newStore := !restart && fleet.StoreChanged(r.g, g)
+	switch {
+	case restart:
+		res.Notes = append(res.Notes, "the fleet's prefix, site or key changed: its agent restarts")
+	case newStore:
+		res.Notes = append(res.Notes, "the fleet's store endpoints or TLS files changed: the agent moves onto the new store in place")
 	}
 	if dry {
 		return res, true, nil
 	}
 	if !restart {
-		if err := r.a.Update(ctx, g); err != nil {
+		var s *etcdstore.Store
+		var st store.Store // nil unless the store changed
+		if newStore {
+			if s, err = openStore(g); err != nil {
+				return res, true, err
+			}
+			st = s
+		}
+		err := r.a.Update(ctx, g, st)
+		if s != nil {
+			// The agent is on the new store whatever the apply did.
+			h.fleetMu.Lock()
+			old := r.store
+			r.store = s
+			h.fleetMu.Unlock()
+			old.Close()
+		}
+		if err != nil {
 			return res, true, configError(err)
 		}
 		h.fleetMu.Lock()

@@ -171,10 +171,26 @@ func TestFleetScale(t *testing.T) {
 	g.proc.Cmd.Process.Kill()
 	<-g.proc.Exited()
 	agentLog := g.proc.Output()
+	// The agent's own time for each change (its log's took=, how=peers:
+	// the one UAPI set and the route changes of wgtunnel.SetPeers): the
+	// last `changes` of its incremental applies.
+	var applies []time.Duration
 	for _, l := range strings.Split(agentLog, "\n") {
 		if strings.Contains(l, "applied the fleet") && strings.Contains(l, "how=full") {
 			t.Log(l)
 		}
+		if strings.Contains(l, "applied the fleet") && strings.Contains(l, "how=peers") {
+			if i := strings.Index(l, "took="); i >= 0 {
+				if d, err := time.ParseDuration(strings.Fields(l[i+len("took="):])[0]); err == nil {
+					applies = append(applies, d)
+				}
+			}
+		}
+	}
+	if len(applies) >= changes {
+		applies = slices.Clone(applies[len(applies)-changes:])
+		slices.Sort(applies)
+		t.Logf("%d sites: the agent's apply of one change (one UAPI set of one peer, its routes): %v median, %v max (%d changes)", sites, applies[len(applies)/2], applies[len(applies)-1], len(applies))
 	}
 	g.proc = nil
 	perSite := func(a, b int) float64 { return float64(b-a) / float64(sites) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,8 +22,10 @@ import (
 // TestFleetEtcd). The service runs the agent: the two LANs reach each
 // other; GET /v1/tunnels and /metrics show the fleet's state (sites
 // known and in sync, no conflict, store reachable, the agent running).
-// Then live reloads of each gateway's own file: the service's gateway
-// gets a new network through POST reload, the foreground one through
+// Then live reloads of each gateway's own file, each with a new network
+// and a new client certificate for etcd (a rotation: the agent moves onto
+// a client of the new files in place, its record kept on its lease): the
+// service's gateway through POST reload, the foreground one through
 // `wirelane gateway reload` (SIGHUP to its agent); each change reaches
 // the other gateway, and neither loses its fleet peer. The service
 // restarts: the site stays at the other gateway (its lease is not
@@ -123,11 +126,26 @@ func TestFleetService(t *testing.T) {
 	}
 	edit(svcFile, `networks = ["10.100.2.0/24"]`, `networks = ["10.100.2.0/24", "10.102.2.0/24"]`)
 	edit(svcFile, "listen_port = 51820\n", "listen_port = 51820\naddresses = [\"10.102.2.1/32\"]\n")
+	cert, key := b.client("site2-rotated")
+	edit(svcFile, filepath.Join(b.dir, "site2.pem"), cert)
+	edit(svcFile, filepath.Join(b.dir, "site2-key.pem"), key)
+	leaseRE := regexp.MustCompile(`"lease":(\d+)`)
+	leaseOf := func(site string) string {
+		out, err := b.etcdctl("get", b.prefix+"/sites/"+site, "-w", "json")
+		if m := leaseRE.FindStringSubmatch(out); err == nil && m != nil {
+			return m[1]
+		}
+		return "none: " + out
+	}
+	lease := leaseOf("site2")
 	res, err := c.Reload(ctx, g2.ifname, false)
 	if err != nil {
 		t.Fatalf("reload through the service: %v", err)
 	}
 	t.Logf("reload: %v %v", res.Changes, res.Notes)
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "in place") {
+		t.Errorf("reload notes %q: want the agent moved onto the new store in place", res.Notes)
+	}
 	netns.Eventually(t, 15*time.Second, "site 2's new network at site 1", func() error {
 		if a := allowed(g1); !strings.Contains(a, "10.102.2.0/24") {
 			return fmt.Errorf("%s", a)
@@ -140,9 +158,20 @@ func TestFleetService(t *testing.T) {
 	if a := allowed(g2); !strings.Contains(a, "10.100.1.0/24") {
 		t.Errorf("the service's gateway lost its fleet peer in the reload:\n%s", a)
 	}
+	if now := leaseOf("site2"); now != lease {
+		t.Errorf("site 2's record moved from lease %s to %s in the reload (the agent restarted?)", lease, now)
+	}
+	if f := fleetOf(); f == nil || !f.StoreReachable || !f.Published || f.InSync != 2 {
+		t.Errorf("after the certificate rotation: %+v", f)
+	}
 
-	// Live reload of the foreground gateway: SIGHUP through the CLI.
+	// Live reload of the foreground gateway: SIGHUP through the CLI, a
+	// network and a rotated certificate again.
 	edit(g1.file, `networks = ["10.100.1.0/24"]`, `networks = ["10.100.1.0/24", "10.102.1.0/24"]`)
+	cert, key = b.client("site1-rotated")
+	edit(g1.file, filepath.Join(b.dir, "site1.pem"), cert)
+	edit(g1.file, filepath.Join(b.dir, "site1-key.pem"), key)
+	lease = leaseOf("site1")
 	if out, err := netns.Try(g1.ns, []string{"WIRELANE_FLEET_DIR=" + filepath.Join(b.dir, "status")}, filepath.Join(binDir, "wirelane"), "gateway", "reload", g1.file); err != nil {
 		t.Fatalf("gateway reload: %v\n%s", err, out)
 	}
@@ -154,6 +183,9 @@ func TestFleetService(t *testing.T) {
 	})
 	if a := allowed(g1); !strings.Contains(a, "10.100.2.0/24") {
 		t.Errorf("the foreground gateway lost its fleet peer in the reload:\n%s", a)
+	}
+	if now := leaseOf("site1"); now != lease {
+		t.Errorf("site 1's record moved from lease %s to %s in the reload (the agent restarted?)", lease, now)
 	}
 	if err := b.allReach([]int{1, 2}); err != nil {
 		t.Error(err)

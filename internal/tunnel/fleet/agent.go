@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,7 +28,8 @@ import (
 type Config struct {
 	// Gateway is the parsed file with its keys loaded and a [fleet] table.
 	Gateway *gateway.Gateway
-	// Store is the fleet's store; the Agent does not close it.
+	// Store is the fleet's store; the Agent does not close it. Update
+	// may give the agent another one.
 	Store store.Store
 	// Options are those of wgtunnel.Reload (engine, logging, firewall).
 	Options wgtunnel.Options
@@ -106,6 +108,13 @@ type Agent struct {
 
 	wmu sync.Mutex // serialises writeStatus
 
+	// cmu guards the cache fields below and serialises writes of the
+	// cache file (saveCache).
+	cmu          sync.Mutex
+	cachePending []store.KV  // the record set still to write; nil: none
+	cacheSaved   time.Time   // when the file was last written
+	cacheTimer   *time.Timer // set while a write waits
+
 	// keepLease, set by Detach, makes Run end without revoking the lease.
 	keepLease atomic.Bool
 
@@ -113,6 +122,8 @@ type Agent struct {
 	applyMu sync.Mutex
 
 	mu sync.Mutex // guards every field below
+	// cur is the store in use: cfg.Store until Update gives another.
+	cur store.Store
 	// g is the gateway's file, self what resolve needs of it, record
 	// this site's record; Update replaces them.
 	g      *gateway.Gateway
@@ -145,7 +156,7 @@ func New(cfg Config) (*Agent, error) {
 	f := g.Fleet
 	a := &Agent{cfg: cfg, g: g, prefix: f.Prefix, log: cfg.Log,
 		kick: make(chan struct{}, 1), resync: make(chan struct{}, 1), republish: make(chan struct{}, 1),
-		records: map[string]store.KV{}, full: true}
+		records: map[string]store.KV{}, full: true, cur: cfg.Store}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -203,10 +214,15 @@ func selfOf(g *gateway.Gateway) (Self, []byte) {
 }
 
 // ErrRestart is Update's answer to a file whose change the running agent
-// cannot take: another store (endpoints, TLS files), prefix, site name or
-// private key. The caller stops this agent and starts a new one; the
-// gateway keeps its peers meanwhile.
-var ErrRestart = errors.New("the fleet's store, prefix, site or key changed: the agent must be restarted")
+// cannot take: another prefix, site name, private key or interface. The
+// caller stops this agent and starts a new one; the gateway keeps its
+// peers meanwhile.
+var ErrRestart = errors.New("the fleet's prefix, site or key changed: the agent must be restarted")
+
+// ErrNewStore is Update's answer to a file that names another store
+// (endpoints, TLS files) when Update was given none: the caller opens the
+// new store and passes it.
+var ErrNewStore = errors.New("the fleet's store changed: Update needs a client of the new store")
 
 // NeedsRestart reports whether the agent of old cannot take now with
 // Update (ErrRestart).
@@ -215,31 +231,62 @@ func NeedsRestart(old, now *gateway.Gateway) bool {
 		return true
 	}
 	a, b := old.Fleet, now.Fleet
-	return !slices.Equal(a.Endpoints, b.Endpoints) || a.CAFile != b.CAFile || a.CertFile != b.CertFile || a.KeyFile != b.KeyFile ||
-		a.Prefix != b.Prefix || a.Site != b.Site || *old.PrivateKey != *now.PrivateKey || old.Name != now.Name
+	return a.Prefix != b.Prefix || a.Site != b.Site || *old.PrivateKey != *now.PrivateKey || old.Name != now.Name
+}
+
+// StoreChanged reports whether now names another store than old: other
+// endpoints or TLS files (Update then takes a client of the new one).
+func StoreChanged(old, now *gateway.Gateway) bool {
+	if now.Fleet == nil || old.Fleet == nil {
+		return true
+	}
+	a, b := old.Fleet, now.Fleet
+	return !slices.Equal(a.Endpoints, b.Endpoints) || a.CAFile != b.CAFile || a.CertFile != b.CertFile || a.KeyFile != b.KeyFile
 }
 
 // Update makes the running agent take gateway g, a new reading of its
 // file (keys loaded): its static sites, addresses and interface settings,
-// and its fleet settings (networks, endpoints, location, lease, keepalive)
-// are applied in place by a full apply, the fleet's peers kept; a changed
-// record is published again. A change Update cannot take is ErrRestart,
-// and nothing changes. Update returns once the apply ran; its error, if
-// any, is that of the apply (the gateway is then as it was, and the agent
-// tries again).
-func (a *Agent) Update(ctx context.Context, g *gateway.Gateway) error {
+// and its fleet settings (networks, public endpoints, location, lease,
+// keepalive) are applied in place by a full apply, the fleet's peers
+// kept; a changed record is published again.
+//
+// A file that names another store (the [fleet] table's endpoints or TLS
+// files) needs s, a client of that store (else ErrNewStore): the agent
+// moves onto it in place. It lists the records afresh from s and watches
+// s from there, and puts its record on s with the lease it holds (the
+// same cluster: nothing changes for the other gateways) or, when s does
+// not know that lease, on a new one. The peers stay meanwhile. Once
+// Update returns, the agent no longer uses the old store: the caller
+// closes it. s is ignored when the store did not change.
+//
+// A change Update cannot take is ErrRestart, and nothing changes. Update
+// returns once the apply ran; its error, if any, is that of the apply
+// (the gateway is then as it was, and the agent tries again).
+func (a *Agent) Update(ctx context.Context, g *gateway.Gateway, s store.Store) error {
 	a.mu.Lock()
 	old := a.g
 	a.mu.Unlock()
 	if NeedsRestart(old, g) {
 		return ErrRestart
 	}
+	newStore := StoreChanged(old, g)
+	if newStore && s == nil {
+		return ErrNewStore
+	}
 	self, rec := selfOf(g)
 	a.mu.Lock()
 	a.g, a.self, a.full = g, self, true
 	changed := string(rec) != string(a.record)
 	a.record = rec
+	if newStore {
+		a.cur = s
+	}
 	a.mu.Unlock()
+	if newStore {
+		a.log.Info("moving onto the new store", "endpoints", strings.Join(g.Fleet.Endpoints, ","))
+		signal(a.resync)
+		changed = true
+	}
 	if changed {
 		signal(a.republish)
 	}
@@ -261,6 +308,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); a.syncLoop(ctx) }()
 	go func() { defer wg.Done(); a.applyLoop(ctx) }()
 	wg.Wait()
+	a.flushCache()
 	a.mu.Lock()
 	a.st.Published = false
 	a.mu.Unlock()
@@ -365,10 +413,29 @@ func (a *Agent) rec() []byte {
 // callTimeout bounds one store call.
 func (a *Agent) callTimeout() time.Duration { return max(a.ttl()/3, time.Second) }
 
-func (a *Agent) call(ctx context.Context, f func(context.Context) error) error {
+// errSwapped: a store call failed after Update moved the agent onto
+// another store; the caller tries again on the new one, without counting
+// the old store unreachable.
+var errSwapped = errors.New("the store was replaced during the call")
+
+// currentStore is the store in use.
+func (a *Agent) currentStore() store.Store {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cur
+}
+
+// call runs f on the store in use, bounded by callTimeout. A failure of a
+// store that Update replaced meanwhile is errSwapped.
+func (a *Agent) call(ctx context.Context, f func(context.Context, store.Store) error) error {
 	c, cancel := context.WithTimeout(ctx, a.callTimeout())
 	defer cancel()
-	return f(c)
+	s := a.currentStore()
+	err := f(c, s)
+	if err != nil && a.currentStore() != s {
+		return errSwapped
+	}
+	return err
 }
 
 // errTaken: this site's name is held by a record of another key.
@@ -378,8 +445,8 @@ var errTaken = errors.New("taken")
 // another site's record.
 func (a *Agent) publish(ctx context.Context, lease store.LeaseID) error {
 	rec := a.rec()
-	return a.call(ctx, func(ctx context.Context) error {
-		kv, found, err := a.cfg.Store.Get(ctx, a.key)
+	return a.call(ctx, func(ctx context.Context, s store.Store) error {
+		kv, found, err := s.Get(ctx, a.key)
 		if err != nil {
 			return err
 		}
@@ -395,7 +462,7 @@ func (a *Agent) publish(ctx context.Context, lease store.LeaseID) error {
 			}
 			cond = store.Cond(kv.ModRev)
 		}
-		return a.cfg.Store.Put(ctx, a.key, rec, lease, cond)
+		return s.Put(ctx, a.key, rec, lease, cond)
 	})
 }
 
@@ -419,7 +486,7 @@ func (a *Agent) publishLoop(ctx context.Context) {
 		if lease != 0 && !a.keepLease.Load() {
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			if err := a.cfg.Store.Revoke(c, lease); err != nil {
+			if err := a.currentStore().Revoke(c, lease); err != nil {
 				a.log.Warn("could not revoke the lease; the record goes when it expires", "err", err)
 			}
 		}
@@ -428,7 +495,10 @@ func (a *Agent) publishLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		if lease == 0 {
 			var id store.LeaseID
-			err := a.call(ctx, func(ctx context.Context) (err error) { id, err = a.cfg.Store.Grant(ctx, a.ttl()); return })
+			err := a.call(ctx, func(ctx context.Context, s store.Store) (err error) { id, err = s.Grant(ctx, a.ttl()); return })
+			if errors.Is(err, errSwapped) {
+				continue
+			}
 			if err != nil {
 				a.reachable(false, err)
 				backoff()
@@ -439,15 +509,15 @@ func (a *Agent) publishLoop(ctx context.Context) {
 		switch err := a.publish(ctx, lease); {
 		case errors.Is(err, errTaken):
 			sleep(ctx, a.ttl()/3, a.republish)
-			if err := a.call(ctx, func(ctx context.Context) error { return a.cfg.Store.KeepAlive(ctx, lease) }); errors.Is(err, store.ErrNoLease) {
+			if err := a.call(ctx, func(ctx context.Context, s store.Store) error { return s.KeepAlive(ctx, lease) }); errors.Is(err, store.ErrNoLease) {
 				lease = 0
 			}
 			continue
 		case errors.Is(err, store.ErrNoLease):
 			lease = 0
 			continue
-		case errors.Is(err, store.ErrFailed):
-			continue // changed between get and put: again
+		case errors.Is(err, store.ErrFailed), errors.Is(err, errSwapped):
+			continue // changed between get and put, or a new store: again
 		case err != nil:
 			a.reachable(false, err)
 			backoff()
@@ -458,7 +528,7 @@ func (a *Agent) publishLoop(ctx context.Context) {
 		a.log.Info("published", "record", a.key, "lease", fmt.Sprintf("%x", lease))
 		if stale != 0 {
 			// The lease of the old TTL, which the record no longer holds.
-			a.call(ctx, func(ctx context.Context) error { return a.cfg.Store.Revoke(ctx, stale) })
+			a.call(ctx, func(ctx context.Context, s store.Store) error { return s.Revoke(ctx, stale) })
 			stale = 0
 		}
 	alive:
@@ -475,8 +545,10 @@ func (a *Agent) publishLoop(ctx context.Context) {
 				}
 				break alive // the record changed or went: put it again
 			}
-			err := a.call(ctx, func(ctx context.Context) error { return a.cfg.Store.KeepAlive(ctx, lease) })
+			err := a.call(ctx, func(ctx context.Context, s store.Store) error { return s.KeepAlive(ctx, lease) })
 			switch {
+			case errors.Is(err, errSwapped):
+				break alive // a new store: put the record there
 			case errors.Is(err, store.ErrNoLease):
 				a.log.Warn("this site's lease expired; publishing again")
 				a.setPublish(false, "the lease expired")
@@ -503,7 +575,15 @@ func (a *Agent) syncLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		var kvs []store.KV
 		var rev int64
-		err := a.call(ctx, func(ctx context.Context) (err error) { kvs, rev, err = a.cfg.Store.List(ctx, prefix); return })
+		var s store.Store // the store listed, then watched
+		err := a.call(ctx, func(ctx context.Context, cur store.Store) (err error) {
+			s = cur
+			kvs, rev, err = s.List(ctx, prefix)
+			return
+		})
+		if errors.Is(err, errSwapped) {
+			continue
+		}
 		if err != nil {
 			a.reachable(false, err)
 			sleep(ctx, a.callTimeout(), a.resync)
@@ -513,6 +593,9 @@ func (a *Agent) syncLoop(ctx context.Context) {
 		select { // this list is the resync
 		case <-a.resync:
 		default:
+		}
+		if a.currentStore() != s {
+			continue // Update moved onto another store during the list
 		}
 		a.mu.Lock()
 		a.records = make(map[string]store.KV, len(kvs))
@@ -529,7 +612,7 @@ func (a *Agent) syncLoop(ctx context.Context) {
 		}
 		signal(a.kick)
 		wctx, cancel := context.WithCancel(ctx)
-		ch := a.cfg.Store.Watch(wctx, prefix, rev)
+		ch := s.Watch(wctx, prefix, rev)
 	watch:
 		for {
 			select {
@@ -542,7 +625,7 @@ func (a *Agent) syncLoop(ctx context.Context) {
 					break watch
 				}
 				if r.Err != nil {
-					if !errors.Is(r.Err, store.ErrCompacted) && ctx.Err() == nil {
+					if !errors.Is(r.Err, store.ErrCompacted) && ctx.Err() == nil && a.currentStore() == s {
 						a.reachable(false, r.Err)
 						sleep(ctx, a.callTimeout(), nil)
 					}
@@ -702,11 +785,41 @@ func reportConflicts(log *slog.Logger, old, now []SiteState) {
 	}
 }
 
-// fingerprint identifies a set of peers: a hash, not the peers' text,
-// which for 1,000 peers the agent would keep as 700 KB.
+// fingerprint identifies a set of peers: a hash of their fields (not
+// their text, which for 1,000 peers the agent would keep as 700 KB),
+// written without reflection so that hashing 1,000 peers stays well
+// under a millisecond.
 func fingerprint(peers []wgquick.Peer) string {
 	h := sha256.New()
-	json.NewEncoder(h).Encode(peers)
+	var b []byte
+	str := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	for i := range peers {
+		p := &peers[i]
+		b = append(b[:0], p.PublicKey[:]...)
+		if p.PresharedKey != nil {
+			b = append(b, 1)
+			b = append(b, p.PresharedKey[:]...)
+		} else {
+			b = append(b, 0)
+		}
+		b = binary.AppendUvarint(b, uint64(len(p.AllowedIPs)))
+		for _, a := range p.AllowedIPs {
+			b, _ = a.AppendBinary(b)
+		}
+		str(p.Endpoint)
+		if p.PersistentKeepalive != nil {
+			b = binary.AppendUvarint(b, uint64(*p.PersistentKeepalive)+1)
+		} else {
+			b = append(b, 0)
+		}
+		str(p.Name)
+		b = binary.AppendUvarint(b, uint64(p.Line))
+		b = binary.AppendUvarint(b, uint64(p.EndpointLine))
+		h.Write(b)
+	}
 	return string(h.Sum(nil))
 }
 
@@ -743,11 +856,46 @@ func (a *Agent) loadCache() {
 	signal(a.kick)
 }
 
-// saveCache writes the record set just applied (atomically).
+// cacheEvery is the least time between two writes of the cache file: at
+// 1,000 sites it is 300 KB, and a change rewrote it in full.
+const cacheEvery = time.Second
+
+// saveCache writes the record set just applied (atomically), at once when
+// the file was last written cacheEvery ago or more, else when that time
+// has passed (the last set then); Run writes what is left when it ends.
 func (a *Agent) saveCache(kvs []store.KV) {
 	if a.cfg.CacheFile == "" {
 		return
 	}
+	a.cmu.Lock()
+	defer a.cmu.Unlock()
+	a.cachePending = kvs
+	if wait := cacheEvery - time.Since(a.cacheSaved); wait > 0 {
+		if a.cacheTimer == nil {
+			a.cacheTimer = time.AfterFunc(wait, a.flushCache)
+		}
+		return
+	}
+	a.writeCacheLocked()
+}
+
+// flushCache writes the record set saveCache left pending, if any.
+func (a *Agent) flushCache() {
+	a.cmu.Lock()
+	defer a.cmu.Unlock()
+	if a.cacheTimer != nil {
+		a.cacheTimer.Stop()
+		a.cacheTimer = nil
+	}
+	a.writeCacheLocked()
+}
+
+func (a *Agent) writeCacheLocked() {
+	kvs := a.cachePending
+	if kvs == nil {
+		return
+	}
+	a.cachePending, a.cacheSaved = nil, time.Now()
 	recs := make([]cached, len(kvs))
 	for i, kv := range kvs {
 		recs[i] = cached{Key: kv.Key, Value: kv.Value, CreateRev: kv.CreateRev}
@@ -800,7 +948,9 @@ func (a *Agent) writeStatus() {
 	defer a.wmu.Unlock()
 	a.mu.Lock()
 	a.st.Updated = time.Now()
-	b, err := json.MarshalIndent(a.st, "", "  ")
+	// Not indented: with 1,000 sites indenting was a fifth of writing it,
+	// and the file is rewritten at every change.
+	b, err := json.Marshal(a.st)
 	a.mu.Unlock()
 	if err != nil {
 		return

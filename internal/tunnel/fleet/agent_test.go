@@ -549,7 +549,7 @@ func TestUpdateTakesTheNewFileInPlace(t *testing.T) {
 	ra.dev.mu.Lock()
 	full := ra.dev.full
 	ra.dev.mu.Unlock()
-	if err := ra.a.Update(context.Background(), g2); err != nil {
+	if err := ra.a.Update(context.Background(), g2, nil); err != nil {
 		t.Fatal(err)
 	}
 	ra.dev.mu.Lock()
@@ -568,7 +568,75 @@ func TestUpdateTakesTheNewFileInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ra.a.Update(context.Background(), g3); !errors.Is(err, ErrRestart) {
+	if err := ra.a.Update(context.Background(), g3, nil); !errors.Is(err, ErrRestart) {
 		t.Errorf("Update to another prefix: %v, want ErrRestart", err)
+	}
+}
+
+// otherClient is a second client of the same store: another value for
+// Update, the same records and leases.
+type otherClient struct{ *store.Mem }
+
+// TestUpdateMovesOntoANewStoreInPlace: a file whose [fleet] endpoints
+// change needs a client of the new store (ErrNewStore without one). A
+// client of the same cluster keeps the record as it is, on its lease (the
+// others see no change); a client of another cluster gets the record on a
+// new lease there, and the agent follows that store's records from then
+// on, the old one's no more. The fleet's peers stay throughout.
+func TestUpdateMovesOntoANewStoreInPlace(t *testing.T) {
+	m1, m2 := store.NewMem(), store.NewMem()
+	for range 5 { // lease IDs that m2 does not have
+		m1.Grant(context.Background(), time.Minute)
+	}
+	ga := testGateway(t, "a", `"10.1.0.0/16"`, "")
+	gb := testGateway(t, "b", `"10.2.0.0/16"`, "")
+	gc := testGateway(t, "c", `"10.3.0.0/16"`, "")
+	ra, rb := start(t, m1, ga), start(t, m1, gb)
+	rc := start(t, m2, gc)
+	eventually(t, "a and b mesh on m1", func() bool { return ra.dev.peers()[pub(gb)] != "" && rb.dev.peers()[pub(ga)] != "" })
+
+	file := func(endpoints string) *gateway.Gateway {
+		src := strings.Replace(gatewaySource("a", `"10.1.0.0/16"`, "", *ga.PrivateKey), `endpoints = ["https://127.0.0.1:2379"]`, "endpoints = ["+endpoints+"]", 1)
+		g, err := gateway.Parse(ga.Path, []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g2 := file(`"https://127.0.0.1:2379", "https://127.0.0.2:2379"`)
+	if err := ra.a.Update(context.Background(), g2, nil); !errors.Is(err, ErrNewStore) {
+		t.Fatalf("Update to new endpoints without a store: %v, want ErrNewStore", err)
+	}
+	before, _, _ := m1.Get(context.Background(), "/t/sites/a")
+	if err := ra.a.Update(context.Background(), g2, otherClient{m1}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the resync and the publish ran
+	if after, _, _ := m1.Get(context.Background(), "/t/sites/a"); after.ModRev != before.ModRev || after.Lease != before.Lease {
+		t.Errorf("the same cluster under new endpoints: record %+v, was %+v (want it untouched)", after, before)
+	}
+	if ra.dev.peers()[pub(gb)] == "" || !ra.a.Status().StoreReachable {
+		t.Errorf("after moving onto the same store: peers %v, status %+v", ra.dev.peers(), ra.a.Status())
+	}
+
+	// Another cluster: m2, where c is.
+	if err := ra.a.Update(context.Background(), file(`"https://127.0.0.3:2379"`), m2); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a published on m2 and meshed with c", func() bool {
+		kv, found, _ := m2.Get(context.Background(), "/t/sites/a")
+		return found && kv.Lease != 0 && ra.dev.peers()[pub(gc)] == "10.3.0.0/16" && rc.dev.peers()[pub(ga)] == "10.1.0.0/16"
+	})
+	eventually(t, "b, known only to m1, gone from a", func() bool { _, ok := ra.dev.peers()[pub(gb)]; return !ok })
+	// A site put on m1 now is not a's business.
+	gd := testGateway(t, "d", `"10.4.0.0/16"`, "")
+	start(t, m1, gd)
+	eventually(t, "d at b", func() bool { return rb.dev.peers()[pub(gd)] != "" })
+	time.Sleep(100 * time.Millisecond)
+	if _, ok := ra.dev.peers()[pub(gd)]; ok {
+		t.Error("a follows the old store still")
+	}
+	if st := ra.a.Status(); !st.StoreReachable || !st.Published {
+		t.Errorf("status on the new store: %+v", st)
 	}
 }
