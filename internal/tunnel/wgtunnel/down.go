@@ -40,7 +40,10 @@ func Down(cfg *wgquick.Config, o Options) error {
 		return err
 	}
 	if cfg.Interface.SaveConfig {
-		if err := saveDevice(cfg, dev, nc, &o); err != nil {
+		if err := saveDevice(cfg, eng, dev, nc, &o); err != nil {
+			if errors.Is(err, ErrNotConfiguredByUp) || errors.Is(err, ErrNoAddresses) || errors.Is(err, ErrNoPrivateKey) {
+				err = fmt.Errorf("%w; the tunnel stays up. To take it down without saving, delete the interface (ip link del %s) and run down again, or set SaveConfig = false", err, name)
+			}
 			return err
 		}
 	}
@@ -56,6 +59,8 @@ func Down(cfg *wgquick.Config, o Options) error {
 		errs = append(errs, err)
 	}
 	if err := nc.DeleteLink(name); err != nil {
+		errs = append(errs, err)
+	} else if err := removeRecord(name); err != nil {
 		errs = append(errs, err)
 	}
 	if len(cfg.Interface.DNS) > 0 {
@@ -73,9 +78,12 @@ func Down(cfg *wgquick.Config, o Options) error {
 // downOrphan cleans up after a tunnel whose engine is gone (it crashed or
 // was killed): the interface if it is still there, the stale socket, the
 // policy rules of a default route (only those no live tunnel needs), the
-// firewall and the DNS record. Hooks are not run: the tunnel they belong
-// to is already down. With nothing left to remove it fails as wg-quick
-// does.
+// firewall, the DNS record and Up's record of the device, then runs the
+// PostDown hooks, which undo what PostUp did outside the interface (that
+// stays behind a dead daemon too). PreDown is not run: it is for a tunnel
+// still up. Nothing is saved: the running state died with the daemon, and
+// the file keeps its contents. With nothing left to remove it fails as
+// wg-quick does, without hooks.
 func downOrphan(eng Engine, cfg *wgquick.Config, o *Options) error {
 	name := cfg.Name
 	nc, err := o.netConf(false)
@@ -117,6 +125,9 @@ func downOrphan(eng Engine, cfg *wgquick.Config, o *Options) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if err := removeRecord(name); err != nil {
+		errs = append(errs, err)
+	}
 	if removed > 0 && len(cfg.Interface.DNS)+len(cfg.Interface.DNSSearch) > 0 {
 		if err := nc.UnsetDNS(name); err != nil {
 			errs = append(errs, err)
@@ -128,6 +139,9 @@ func downOrphan(eng Engine, cfg *wgquick.Config, o *Options) error {
 	if removed == 0 {
 		return fmt.Errorf("`%s' is not a WireGuard interface", name)
 	}
-	o.warnf("the daemon for %s was not running; removed what it left behind (PreDown/PostDown not run)", name)
-	return nil
+	o.warnf("the daemon for %s was not running; removed what it left behind (PreDown not run)", name)
+	if cfg.Interface.SaveConfig {
+		o.warnf("SaveConfig: the running configuration of %s went with its daemon; %s keeps its contents", name, cfg.Path)
+	}
+	return runHooks(context.Background(), o, cfg.Interface.PostDown, name)
 }

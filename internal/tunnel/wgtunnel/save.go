@@ -31,7 +31,7 @@ func Save(cfg *wgquick.Config, o Options) error {
 		return err
 	}
 	defer nc.Close()
-	return saveDevice(cfg, dev, nc, &o)
+	return saveDevice(cfg, eng, dev, nc, &o)
 }
 
 // RunningConfig returns the file that describes the running device dev:
@@ -98,19 +98,47 @@ func RunningConfig(cfg *wgquick.Config, dev *wgtypes.Device, nc *netcfg.Conf) (*
 // lose the key for good, so the file is left as it is.
 var ErrNoPrivateKey = errors.New("the running interface has no private key")
 
-// saveDevice writes the running configuration to cfg.Path (writeConfigFile),
-// refusing a state without the private key.
-func saveDevice(cfg *wgquick.Config, dev *wgtypes.Device, nc *netcfg.Conf, o *Options) error {
+// ErrNoAddresses is returned by Save (and Down with SaveConfig) when the
+// interface has no address while the file has some. Addresses are set by
+// Up (`wg set` cannot remove them), so their loss means the interface was
+// made again by something else; the file is left as it is.
+var ErrNoAddresses = errors.New("the interface has no address")
+
+// saveDevice writes the running configuration to cfg.Path (writeConfigFile)
+// unless that could lose what the file holds (refusal): the device has no
+// private key, it is not the instance Up configured (checkConfiguredByUp),
+// or the interface lost every address the file gives it. A refusal wraps
+// ErrNoPrivateKey, ErrNotConfiguredByUp or ErrNoAddresses and names the
+// file, which keeps its contents.
+func saveDevice(cfg *wgquick.Config, eng Engine, dev *wgtypes.Device, nc *netcfg.Conf, o *Options) error {
+	refuse := func(err error) error {
+		return fmt.Errorf("not saving %s to %s: %w (the file keeps its contents)", cfg.Name, cfg.Path, err)
+	}
 	if dev.PrivateKey == (wgtypes.Key{}) {
-		return fmt.Errorf("not saving %s to %s: %w (the file keeps its contents)", cfg.Name, cfg.Path, ErrNoPrivateKey)
+		return refuse(ErrNoPrivateKey)
+	}
+	if err := checkConfiguredByUp(eng, cfg.Name); err != nil {
+		return refuse(err)
 	}
 	out, err := RunningConfig(cfg, dev, nc)
 	if err != nil {
 		return err
 	}
+	if err := checkAddresses(cfg, out); err != nil {
+		return refuse(err)
+	}
 	o.logf("wg showconf %s > %s", cfg.Name, cfg.Path)
 	if err := writeConfigFile(cfg.Path, out.Marshal()); err != nil {
 		return fmt.Errorf("could not write configuration file: %w", err)
+	}
+	return nil
+}
+
+// checkAddresses refuses a running state without addresses for a file
+// with some (ErrNoAddresses).
+func checkAddresses(file, running *wgquick.Config) error {
+	if n := len(file.Interface.Addresses); n > 0 && len(running.Interface.Addresses) == 0 {
+		return fmt.Errorf("%w, while the file has %d (`up` sets them; the interface was probably made again by something else)", ErrNoAddresses, n)
 	}
 	return nil
 }
