@@ -12,10 +12,12 @@ import (
 
 // Down takes the tunnel of cfg down: PreDown hooks, SaveConfig, the
 // policy rules of a default route, the nftables tables, the link (its
-// engine stops when it goes), DNS, then PostDown hooks. A tunnel whose
-// engine is gone is cleaned up without hooks (downOrphan). It refuses to
-// touch an interface whose device answers but that lives in another
-// network namespace.
+// engine stops when it goes), DNS, then PostDown hooks. A save that would
+// lose what the file holds (saveDevice) is refused, and Down with it,
+// leaving the tunnel up; when the device alone shows that, before PreDown
+// runs. A tunnel whose engine is gone is cleaned up and runs only
+// PostDown (downOrphan). It refuses to touch an interface whose device
+// answers but that lives in another network namespace.
 func Down(cfg *wgquick.Config, o Options) error {
 	name := cfg.Name
 	eng, release := o.engine()
@@ -35,16 +37,26 @@ func Down(cfg *wgquick.Config, o Options) error {
 		// (removing the socket would stop that tunnel).
 		return fmt.Errorf("`%s' is not an interface in this network namespace (a daemon for it answers, so it probably lives in another one)", name)
 	}
+	// A save that SaveConfig asks for and that would be refused stops
+	// Down before PreDown (checkSavable), or after it (the addresses).
+	refused := func(err error) error {
+		if errors.Is(err, ErrNotConfiguredByUp) || errors.Is(err, ErrNoAddresses) || errors.Is(err, ErrNoPrivateKey) {
+			err = fmt.Errorf("%w; the tunnel stays up. To take it down without saving, delete the interface (ip link del %s) and run down again, or set SaveConfig = false", err, name)
+		}
+		return err
+	}
+	if cfg.Interface.SaveConfig {
+		if err := checkSavable(cfg, eng, dev); err != nil {
+			return refused(err)
+		}
+	}
 	ctx := context.Background()
 	if err := runHooks(ctx, &o, cfg.Interface.PreDown, name); err != nil {
 		return err
 	}
 	if cfg.Interface.SaveConfig {
 		if err := saveDevice(cfg, eng, dev, nc, &o); err != nil {
-			if errors.Is(err, ErrNotConfiguredByUp) || errors.Is(err, ErrNoAddresses) || errors.Is(err, ErrNoPrivateKey) {
-				err = fmt.Errorf("%w; the tunnel stays up. To take it down without saving, delete the interface (ip link del %s) and run down again, or set SaveConfig = false", err, name)
-			}
-			return err
+			return refused(err)
 		}
 	}
 	var errs []error

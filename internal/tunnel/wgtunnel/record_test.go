@@ -138,7 +138,7 @@ func TestAFailedUpLeavesNoRecord(t *testing.T) {
 // between a legitimate save and a lossy one: peers removed with `wg set`
 // are saved (as wg-quick saves them); an interface without its addresses,
 // or another daemon with the same key but no peers, is not, neither by
-// Save nor by Down.
+// Save nor by Down (which then runs no PreDown and leaves the tunnel up).
 func TestSaveKeepsWhatTheAdminChangedButNotARestartedDaemon(t *testing.T) {
 	inFreshNetns(t, func() {
 		eng := &fakeEngine{create: veth}
@@ -174,6 +174,8 @@ func TestSaveKeepsWhatTheAdminChangedButNotARestartedDaemon(t *testing.T) {
 		// Another daemon with the same key answers: refused by Save and
 		// by Down, which leaves the tunnel up.
 		eng.restart(cfg.Name)
+		marker := filepath.Join(t.TempDir(), "predown")
+		cfg.Interface.PreDown = []string{"touch " + marker}
 		for what, f := range map[string]func() error{"Save": func() error { return Save(cfg, o) }, "Down": func() error { return Down(cfg, o) }} {
 			if err := f(); !errors.Is(err, ErrNotConfiguredByUp) {
 				t.Errorf("%s of a restarted daemon = %v; want ErrNotConfiguredByUp", what, err)
@@ -184,6 +186,9 @@ func TestSaveKeepsWhatTheAdminChangedButNotARestartedDaemon(t *testing.T) {
 		}
 		if _, err := netlink.LinkByName(cfg.Name); err != nil {
 			t.Errorf("Down refused, yet the interface is gone: %v", err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Error("a Down refused for the device ran PreDown")
 		}
 		netlink.LinkDel(l)
 		removeRecord(cfg.Name)

@@ -111,27 +111,40 @@ var ErrNoAddresses = errors.New("the interface has no address")
 // ErrNoPrivateKey, ErrNotConfiguredByUp or ErrNoAddresses and names the
 // file, which keeps its contents.
 func saveDevice(cfg *wgquick.Config, eng Engine, dev *wgtypes.Device, nc *netcfg.Conf, o *Options) error {
-	refuse := func(err error) error {
-		return fmt.Errorf("not saving %s to %s: %w (the file keeps its contents)", cfg.Name, cfg.Path, err)
-	}
-	if dev.PrivateKey == (wgtypes.Key{}) {
-		return refuse(ErrNoPrivateKey)
-	}
-	if err := checkConfiguredByUp(eng, cfg.Name); err != nil {
-		return refuse(err)
+	if err := checkSavable(cfg, eng, dev); err != nil {
+		return err
 	}
 	out, err := RunningConfig(cfg, dev, nc)
 	if err != nil {
 		return err
 	}
 	if err := checkAddresses(cfg, out); err != nil {
-		return refuse(err)
+		return refuseSave(cfg, err)
 	}
 	o.logf("wg showconf %s > %s", cfg.Name, cfg.Path)
 	if err := writeConfigFile(cfg.Path, out.Marshal()); err != nil {
 		return fmt.Errorf("could not write configuration file: %w", err)
 	}
 	return nil
+}
+
+// checkSavable refuses to save the device dev of cfg when it has no
+// private key or is not the instance Up configured; Down asks it before
+// PreDown too, so that a down it would refuse runs no hook.
+func checkSavable(cfg *wgquick.Config, eng Engine, dev *wgtypes.Device) error {
+	if dev.PrivateKey == (wgtypes.Key{}) {
+		return refuseSave(cfg, ErrNoPrivateKey)
+	}
+	if err := checkConfiguredByUp(eng, cfg.Name); err != nil {
+		return refuseSave(cfg, err)
+	}
+	return nil
+}
+
+// refuseSave is the error of a refused save of cfg: why, and that the
+// file keeps its contents.
+func refuseSave(cfg *wgquick.Config, why error) error {
+	return fmt.Errorf("not saving %s to %s: %w (the file keeps its contents)", cfg.Name, cfg.Path, why)
 }
 
 // checkAddresses refuses a running state without addresses for a file
