@@ -41,9 +41,11 @@ hosts on your other networks can then reach the tunnel's addresses).`
 
 const downHelp = `Runs PreDown, writes the configuration back if SaveConfig is true, removes
 the interface, its policy rules, nftables tables and DNS, then runs
-PostDown. If the daemon is no longer running (it crashed or was killed),
-removes what it left behind (interface, stale socket, policy rules,
-nftables tables, DNS) without hooks.
+PostDown. A save that could lose what the file holds (see save) is
+refused, and down with it: the tunnel stays up. If the daemon is no longer
+running (it crashed or was killed), removes what it left behind
+(interface, stale socket, policy rules, nftables tables, DNS), runs
+PostDown but not PreDown, and saves nothing.
 
 ` + quickFileHelp + `
 
@@ -64,8 +66,12 @@ MTU, Table, hooks, SaveConfig), in a form 'wg setconf' accepts.
 const saveHelp = `Writes the running interface's configuration (keys, peers, endpoints,
 addresses) back to its file, keeping the file's DNS, Table and hooks. The
 file is replaced atomically, keeps its mode and owner, and its previous
-contents are kept in NAME.conf.bak; an interface without a private key is
-not saved.
+contents are kept in NAME.conf.bak. A state that could lose what the
+file holds is not saved, and the file keeps its contents: an interface
+without a private key, a daemon that is not the one up configured (it
+restarted, was started by something else, or up did not finish; up
+records its daemon in /run/wirelane/wg/NAME.json), or an interface
+without addresses while the file has some.
 
 ` + quickFileHelp
 
