@@ -72,7 +72,7 @@ func Down(cfg *wgquick.Config, o Options) error {
 	}
 	if err := nc.DeleteLink(name); err != nil {
 		errs = append(errs, err)
-	} else if err := removeRecord(name); err != nil {
+	} else if _, err := removeRecord(name); err != nil {
 		errs = append(errs, err)
 	}
 	if len(cfg.Interface.DNS) > 0 {
@@ -90,7 +90,7 @@ func Down(cfg *wgquick.Config, o Options) error {
 // downOrphan cleans up after a tunnel whose engine is gone (it crashed or
 // was killed): the interface if it is still there, the stale socket, the
 // policy rules of a default route (only those no live tunnel needs), the
-// firewall, the DNS record and Up's record of the device, then runs the
+// firewall, the DNS record and Up's record of the device (record.go), then runs the
 // PostDown hooks, which undo what PostUp did outside the interface (that
 // stays behind a dead daemon too). PreDown is not run: it is for a tunnel
 // still up. Nothing is saved: the running state died with the daemon, and
@@ -137,8 +137,13 @@ func downOrphan(eng Engine, cfg *wgquick.Config, o *Options) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeRecord(name); err != nil {
+	// The record of Up alone (the daemon exited with its interface and
+	// took its socket along) still says that this tunnel was up and
+	// never taken down: its PostDown is due.
+	if ok, err := removeRecord(name); err != nil {
 		errs = append(errs, err)
+	} else if ok {
+		removed++
 	}
 	if removed > 0 && len(cfg.Interface.DNS)+len(cfg.Interface.DNSSearch) > 0 {
 		if err := nc.UnsetDNS(name); err != nil {

@@ -104,12 +104,14 @@ func writeRecord(eng Engine, cfg *wgquick.Config, configured bool) error {
 	return replaceFile(recordPath(cfg.Name), append(data, '\n'), nil)
 }
 
-// removeRecord removes name's record, if there is one.
-func removeRecord(name string) error {
-	if err := os.Remove(recordPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+// removeRecord removes name's record, if there is one, and reports
+// whether there was.
+func removeRecord(name string) (bool, error) {
+	err := os.Remove(recordPath(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
 	}
-	return nil
+	return err == nil, err
 }
 
 // checkConfiguredByUp returns nil when the device answering for name is

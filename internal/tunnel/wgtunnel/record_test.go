@@ -194,3 +194,43 @@ func TestSaveKeepsWhatTheAdminChangedButNotARestartedDaemon(t *testing.T) {
 		removeRecord(cfg.Name)
 	})
 }
+
+// TestDownAfterTheDaemonDiedRunsPostDownAndKeepsTheFile: the daemon exited
+// with its interface and took its socket along, so only Up's record is
+// left. Down still finishes the tunnel: PostDown runs (PreDown does not),
+// nothing is saved, the warning says the file keeps its contents.
+func TestDownAfterTheDaemonDiedRunsPostDownAndKeepsTheFile(t *testing.T) {
+	inFreshNetns(t, func() {
+		cfg := recordTestConf(t, "wlrec3")
+		marker := filepath.Join(t.TempDir(), "hooks")
+		cfg.Interface.PreDown = []string{"echo predown >> " + marker}
+		cfg.Interface.PostDown = []string{"echo postdown-%i >> " + marker}
+		eng := keyedEngine(t, cfg.Name)
+		if err := writeRecord(eng, cfg, true); err != nil {
+			t.Fatal(err)
+		}
+		dead := &fakeEngine{}
+		var warned []string
+		o := Options{Engine: dead, Warn: func(s string) { warned = append(warned, s) }}
+		if err := Down(cfg, o); err != nil {
+			t.Fatalf("Down after the daemon died: %v", err)
+		}
+		if b, _ := os.ReadFile(marker); string(b) != "postdown-wlrec3\n" {
+			t.Errorf("hooks run: %q, want PostDown's only", b)
+		}
+		fileKept(t, cfg)
+		if w := strings.Join(warned, "\n"); !strings.Contains(w, "was not running") || !strings.Contains(w, cfg.Path+" keeps its contents") {
+			t.Errorf("warnings:\n%s", w)
+		}
+		if _, err := os.Stat(recordPath(cfg.Name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the record after Down: %v; want none", err)
+		}
+		// Nothing is left: a second Down fails as wg-quick does, without hooks.
+		if err := Down(cfg, o); err == nil || !strings.Contains(err.Error(), "is not a WireGuard interface") {
+			t.Errorf("second Down = %v", err)
+		}
+		if b, _ := os.ReadFile(marker); string(b) != "postdown-wlrec3\n" {
+			t.Errorf("the second Down ran hooks: %q", b)
+		}
+	})
+}

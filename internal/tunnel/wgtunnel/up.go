@@ -50,7 +50,7 @@ func Up(ctx context.Context, cfg *wgquick.Config, o Options) (err error) {
 	defer func() {
 		if err != nil && started {
 			eng.Stopped(name, 2*time.Second)
-			removeRecord(name)
+			removeRecord(name) // best effort: the error Up returns is the cause
 		}
 	}()
 	var endpoints []netip.AddrPort
