@@ -94,7 +94,11 @@ func writeRecord(eng Engine, cfg *wgquick.Config, configured bool) error {
 	if err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(upRecord{Interface: cfg.Name, Config: cfg.Path, Instance: id, Configured: configured, Time: time.Now().UTC()}, "", "  ")
+	path := cfg.Path
+	if abs, err := filepath.Abs(path); err == nil && path != "" {
+		path = abs
+	}
+	data, err := json.MarshalIndent(upRecord{Interface: cfg.Name, Config: path, Instance: id, Configured: configured, Time: time.Now().UTC()}, "", "  ")
 	if err != nil {
 		return err
 	}
