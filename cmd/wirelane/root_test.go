@@ -500,8 +500,8 @@ func TestSaveConfig(t *testing.T) {
 
 // TestSaveRefusesAStateWithoutTheKey is the lost-key case: a daemon that
 // has lost its private key (here: removed over UAPI) must not have its
-// empty state written over the file, neither by save nor by down with
-// SaveConfig = true.
+// empty state written over the file, neither by save (even --force) nor
+// by down with SaveConfig = true.
 func TestSaveRefusesAStateWithoutTheKey(t *testing.T) {
 	logDaemon(t)
 	ns := tnetns.New(t, "wlk")
@@ -520,8 +520,8 @@ func TestSaveRefusesAStateWithoutTheKey(t *testing.T) {
 	if err := wc.ConfigureDevice(ifname, wgtypes.Config{PrivateKey: &none}); err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range []string{"save", "down"} {
-		out, err := wlIn(t, ns, cmd, conf)
+	for _, cmd := range []string{"save", "down", "save --force"} {
+		out, err := wlIn(t, ns, append(strings.Fields(cmd), conf)...)
 		if err == nil || !strings.Contains(out, "has no private key") {
 			t.Errorf("%s of a keyless state: %v\n%s", cmd, err, out)
 		}
@@ -602,7 +602,7 @@ func TestSaveRefusesARestartedDaemon(t *testing.T) {
 
 	for _, cmd := range []string{"save", "down"} {
 		out, err := wlIn(t, ns, cmd, conf)
-		for _, want := range []string{"not saving " + ifname + " to " + conf + ": the daemon answering is not the one `wirelane up` configured", "is gone and another answers", "(the file keeps its contents)"} {
+		for _, want := range []string{"not saving " + ifname + " to " + conf + ": the daemon answering is not the one `wirelane up` configured", "is gone and another answers", "(the file keeps its contents)", "save --force"} {
 			if err == nil || !strings.Contains(out, want) {
 				t.Errorf("%s with a restarted daemon: %v; want %q in:\n%s", cmd, err, want, out)
 			}

@@ -40,8 +40,12 @@ func Down(cfg *wgquick.Config, o Options) error {
 	// A save that SaveConfig asks for and that would be refused stops
 	// Down before PreDown (checkSavable), or after it (the addresses).
 	refused := func(err error) error {
-		if errors.Is(err, ErrNotConfiguredByUp) || errors.Is(err, ErrNoAddresses) || errors.Is(err, ErrNoPrivateKey) {
-			err = fmt.Errorf("%w; the tunnel stays up. To take it down without saving, delete the interface (ip link del %s) and run down again, or set SaveConfig = false", err, name)
+		if !errors.Is(err, ErrNotConfiguredByUp) && !errors.Is(err, ErrNoAddresses) && !errors.Is(err, ErrNoPrivateKey) {
+			return err
+		}
+		err = fmt.Errorf("%w; the tunnel stays up. To take it down without saving, delete the interface (ip link del %s) and run down again, or set SaveConfig = false", err, name)
+		if !errors.Is(err, ErrNoPrivateKey) {
+			err = fmt.Errorf("%w; if what runs is right, save it first with `wirelane save --force %s`", err, cfg.Path)
 		}
 		return err
 	}

@@ -190,9 +190,37 @@ func TestSaveKeepsWhatTheAdminChangedButNotARestartedDaemon(t *testing.T) {
 		if _, err := os.Stat(marker); err == nil {
 			t.Error("a Down refused for the device ran PreDown")
 		}
-		netlink.LinkDel(l)
+
+		// save --force: the admin vouches for what runs. It is saved, and
+		// the daemon counts as configured, so Down (of the file as saved)
+		// saves and takes the tunnel down.
+		if err := SaveAnyway(cfg, o); err != nil {
+			t.Fatalf("SaveAnyway: %v", err)
+		}
+		forced, _ := os.ReadFile(cfg.Path)
+		fc, err := wgquick.Parse(cfg.Path, forced)
+		if err != nil || len(fc.Interface.Addresses) != 0 || fc.Interface.PrivateKey == nil {
+			t.Fatalf("SaveAnyway wrote (%v):\n%s", err, forced)
+		}
+		fc.Name = cfg.Name
+		if err := Down(fc, o); err != nil {
+			t.Fatalf("Down after SaveAnyway: %v", err)
+		}
+		if _, err := netlink.LinkByName(cfg.Name); err == nil {
+			t.Error("the interface is still there after Down")
+			netlink.LinkDel(l)
+		}
 		removeRecord(cfg.Name)
 	})
+}
+
+func TestSaveAnywayNeverSavesAStateWithoutThePrivateKey(t *testing.T) {
+	cfg := recordTestConf(t, "wlrec4")
+	eng := &fakeEngine{devs: map[string]*wgtypes.Device{cfg.Name: {Name: cfg.Name}}}
+	if err := SaveAnyway(cfg, Options{Engine: eng}); !errors.Is(err, ErrNoPrivateKey) {
+		t.Fatalf("SaveAnyway of a keyless state = %v, want ErrNoPrivateKey", err)
+	}
+	fileKept(t, cfg)
 }
 
 // TestDownAfterTheDaemonDiedRunsPostDownAndKeepsTheFile: the daemon exited

@@ -34,6 +34,40 @@ func Save(cfg *wgquick.Config, o Options) error {
 	return saveDevice(cfg, eng, dev, nc, &o)
 }
 
+// SaveAnyway is Save on the user's word that the running state is right
+// (`wirelane save --force`): it also saves a device Up did not configure
+// (one brought up by wg-quick or an older wirelane, or a restarted daemon)
+// and an interface without addresses, and then records the device as
+// configured (record.go), so that Down with SaveConfig saves it too. A
+// state without a private key is never saved.
+func SaveAnyway(cfg *wgquick.Config, o Options) error {
+	eng, release := o.engine()
+	defer release()
+	dev, err := eng.Device(cfg.Name)
+	if err != nil {
+		return fmt.Errorf("`%s' is not a WireGuard interface", cfg.Name)
+	}
+	if dev.PrivateKey == (wgtypes.Key{}) {
+		return refuseSave(cfg, ErrNoPrivateKey)
+	}
+	nc, err := o.netConf(false)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	out, err := RunningConfig(cfg, dev, nc)
+	if err != nil {
+		return err
+	}
+	if err := writeRunning(cfg, out, &o); err != nil {
+		return err
+	}
+	if err := writeRecord(eng, cfg, true); err != nil {
+		return fmt.Errorf("saved %s, but cannot record its daemon as configured: %w", cfg.Path, err)
+	}
+	return nil
+}
+
 // RunningConfig returns the file that describes the running device dev:
 // its keys, port, fwmark and peers, the interface's addresses (and MTU
 // when cfg sets one) read through nc, and cfg's wg-quick-only settings.
@@ -121,6 +155,11 @@ func saveDevice(cfg *wgquick.Config, eng Engine, dev *wgtypes.Device, nc *netcfg
 	if err := checkAddresses(cfg, out); err != nil {
 		return refuseSave(cfg, err)
 	}
+	return writeRunning(cfg, out, o)
+}
+
+// writeRunning writes the running configuration out to cfg.Path.
+func writeRunning(cfg, out *wgquick.Config, o *Options) error {
 	o.logf("wg showconf %s > %s", cfg.Name, cfg.Path)
 	if err := writeConfigFile(cfg.Path, out.Marshal()); err != nil {
 		return fmt.Errorf("could not write configuration file: %w", err)
