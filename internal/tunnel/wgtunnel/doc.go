@@ -39,8 +39,8 @@
 // the running configuration back to the file, but never a state that
 // could lose what the file holds: no private key, a device that is not
 // the instance Up recorded as configured (a restarted daemon), or an
-// interface without the addresses the file gives it. Status says whether
-// a tunnel is up.
+// interface without the addresses the file gives it; SaveAnyway saves
+// the last two on the user's word. Status says whether a tunnel is up.
 //
 // The Engine interface is what runs the WireGuard device: Daemon starts
 // a userspace daemon process per interface and speaks UAPI to it; an
