@@ -533,9 +533,10 @@ func TestSaveRefusesAStateWithoutTheKey(t *testing.T) {
 		t.Errorf("a refused save left %s.bak", conf)
 	}
 	// The tunnel is still up (down refused): deleting its interface ends
-	// the daemon, which removes its socket.
+	// the daemon, which removes its socket; the record of up goes too.
 	tnetns.Run(t, ns, "ip", "link", "del", ifname)
 	tnetns.Eventually(t, 5*time.Second, "daemon exit", func() error { return socketGone(ifname) })
+	os.Remove(filepath.Join(wgtunnel.StateDir, ifname+".json"))
 }
 
 // TestSaveRefusesARestartedDaemon is the other way to lose the file: the
