@@ -62,7 +62,7 @@ func init() {
 		{name: "up", args: "CONFIG_FILE|INTERFACE", summary: "create and configure a tunnel from a wg-quick file", help: upHelp, run: cmdUp, complete: tunnelArg},
 		{name: "down", args: "CONFIG_FILE|INTERFACE", summary: "remove a tunnel made by up", help: downHelp, run: cmdDown, complete: tunnelArg},
 		{name: "strip", args: "CONFIG_FILE|INTERFACE", summary: "print the file without wg-quick-only keys", help: stripHelp, run: cmdStrip, complete: tunnelArg},
-		{name: "save", args: "CONFIG_FILE|INTERFACE", summary: "write a running tunnel's configuration back to its file", help: saveHelp, run: cmdSave, complete: tunnelArg},
+		{name: "save", args: "[--force] CONFIG_FILE|INTERFACE", summary: "write a running tunnel's configuration back to its file", help: saveHelp, run: cmdSave, complete: tunnelArg},
 		{name: "reload", args: "[--dry-run] CONFIG_FILE|INTERFACE|FILE.toml", summary: "change a running tunnel to match its file, keeping sessions", help: reloadHelp, run: cmdReload, complete: tunnelArg},
 		{name: "list", args: "[--json]", summary: "list the tunnels you can bring up or down, and their state", help: listHelp, run: cmdList},
 		{name: "show", args: "[--json] [INTERFACE|all|interfaces]", summary: "show tunnels, peers, handshakes and transfer", help: showHelp, run: cmdShow, complete: clidoc.Args{Tunnels: true, Words: []string{"all", "interfaces"}}},

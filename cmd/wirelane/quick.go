@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -41,9 +42,11 @@ hosts on your other networks can then reach the tunnel's addresses).`
 
 const downHelp = `Runs PreDown, writes the configuration back if SaveConfig is true, removes
 the interface, its policy rules, nftables tables and DNS, then runs
-PostDown. If the daemon is no longer running (it crashed or was killed),
-removes what it left behind (interface, stale socket, policy rules,
-nftables tables, DNS) without hooks.
+PostDown. A save that could lose what the file holds (see save) is
+refused, and down with it: the tunnel stays up. If the daemon is no longer
+running (it crashed or was killed), removes what it left behind
+(interface, stale socket, policy rules, nftables tables, DNS), runs
+PostDown but not PreDown, and saves nothing.
 
 ` + quickFileHelp + `
 
@@ -64,8 +67,15 @@ MTU, Table, hooks, SaveConfig), in a form 'wg setconf' accepts.
 const saveHelp = `Writes the running interface's configuration (keys, peers, endpoints,
 addresses) back to its file, keeping the file's DNS, Table and hooks. The
 file is replaced atomically, keeps its mode and owner, and its previous
-contents are kept in NAME.conf.bak; an interface without a private key is
-not saved.
+contents are kept in NAME.conf.bak. A state that could lose what the
+file holds is not saved, and the file keeps its contents: an interface
+without a private key, a daemon that is not the one up configured (it
+restarted, was started by something else, or up did not finish; up
+records its daemon in /run/wirelane/wg/NAME.json), or an interface
+without addresses while the file has some. --force saves such a state
+anyway and counts the daemon as the one up configured from then on (for
+a tunnel that wg-quick or an older wirelane brought up, so that down
+saves it too).
 
 ` + quickFileHelp
 
@@ -73,7 +83,12 @@ not saved.
 func logCmd(s string) { fmt.Fprintf(os.Stderr, "[#] %s\n", s) }
 
 func loadConfig(name string, args []string) (*wgquick.Config, int) {
-	rest, st := parseFlags(flag.NewFlagSet(name, flag.ContinueOnError), name, args, 1, 1)
+	return loadConfigFlags(flag.NewFlagSet(name, flag.ContinueOnError), name, args)
+}
+
+// loadConfigFlags is loadConfig for a command with flags of its own (fs).
+func loadConfigFlags(fs *flag.FlagSet, name string, args []string) (*wgquick.Config, int) {
+	rest, st := parseFlags(fs, name, args, 1, 1)
 	if st >= 0 {
 		return nil, st
 	}
@@ -137,13 +152,22 @@ func cmdStrip(args []string) int {
 }
 
 func cmdSave(args []string) int {
-	cfg, st := loadConfig("save", args)
+	fs := flag.NewFlagSet("save", flag.ContinueOnError)
+	force := fs.Bool("force", false, "save even a daemon up did not configure, or an interface without addresses, and count it as configured from now on (never a state without a private key)")
+	cfg, st := loadConfigFlags(fs, "save", args)
 	if st >= 0 {
 		return st
 	}
 	o, done := tunnelOptions()
 	defer done()
-	if err := wgtunnel.Save(cfg, o); err != nil {
+	save := wgtunnel.Save
+	if *force {
+		save = wgtunnel.SaveAnyway
+	}
+	if err := save(cfg, o); err != nil {
+		if errors.Is(err, wgtunnel.ErrNotConfiguredByUp) || errors.Is(err, wgtunnel.ErrNoAddresses) {
+			err = fmt.Errorf("%w; if what runs is right (see: wg showconf %s), save it with: %s save --force %s", err, cfg.Name, prog, cfg.Path)
+		}
 		return fail(err)
 	}
 	return 0

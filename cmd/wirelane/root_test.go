@@ -500,8 +500,8 @@ func TestSaveConfig(t *testing.T) {
 
 // TestSaveRefusesAStateWithoutTheKey is the lost-key case: a daemon that
 // has lost its private key (here: removed over UAPI) must not have its
-// empty state written over the file, neither by save nor by down with
-// SaveConfig = true.
+// empty state written over the file, neither by save (even --force) nor
+// by down with SaveConfig = true.
 func TestSaveRefusesAStateWithoutTheKey(t *testing.T) {
 	logDaemon(t)
 	ns := tnetns.New(t, "wlk")
@@ -520,8 +520,8 @@ func TestSaveRefusesAStateWithoutTheKey(t *testing.T) {
 	if err := wc.ConfigureDevice(ifname, wgtypes.Config{PrivateKey: &none}); err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range []string{"save", "down"} {
-		out, err := wlIn(t, ns, cmd, conf)
+	for _, cmd := range []string{"save", "down", "save --force"} {
+		out, err := wlIn(t, ns, append(strings.Fields(cmd), conf)...)
 		if err == nil || !strings.Contains(out, "has no private key") {
 			t.Errorf("%s of a keyless state: %v\n%s", cmd, err, out)
 		}
@@ -533,9 +533,111 @@ func TestSaveRefusesAStateWithoutTheKey(t *testing.T) {
 		t.Errorf("a refused save left %s.bak", conf)
 	}
 	// The tunnel is still up (down refused): deleting its interface ends
-	// the daemon, which removes its socket.
+	// the daemon, which removes its socket; the record of up goes too.
 	tnetns.Run(t, ns, "ip", "link", "del", ifname)
 	tnetns.Eventually(t, 5*time.Second, "daemon exit", func() error { return socketGone(ifname) })
+	os.Remove(filepath.Join(wgtunnel.StateDir, ifname+".json"))
+}
+
+// TestSaveRefusesARestartedDaemon is the other way to lose the file: the
+// daemon `up` configured dies (SIGKILL) and a fresh one with the same key
+// but no peers and no addresses answers on the socket (started by
+// something else and given the key again). Neither save nor down
+// (SaveConfig = true) may write its state over the file, and the refused
+// down runs no hook and leaves that daemon be. Once it is gone too, down
+// cleans up after the dead daemon, runs PostDown (not PreDown) and still
+// leaves the file byte for byte.
+func TestSaveRefusesARestartedDaemon(t *testing.T) {
+	env := logDaemon(t)
+	ns := tnetns.New(t, "wlr")
+	ifname := tnetns.Unique("wlr")
+	marker := filepath.Join(t.TempDir(), "hooks")
+	body, _ := fullTunnelConf(t, fmt.Sprintf("SaveConfig = true\nPreDown = echo predown-%%i >> %s\nPostDown = echo postdown-%%i >> %s", marker, marker))
+	conf := writeConf(t, ifname, body)
+	before := netState(t, ns)
+	if out, err := wlIn(t, ns, "up", conf); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	defer exec.Command("ip", "-n", ns.Name, "link", "del", ifname).Run() // whichever daemon runs
+	c, err := wgquick.Parse(conf, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := wgtypes.Key(*c.Interface.PrivateKey)
+
+	out, _ := exec.Command("ip", "netns", "pids", ns.Name).Output()
+	pids := strings.Fields(string(out))
+	if len(pids) != 1 {
+		t.Fatalf("want one daemon in %s, found %q", ns.Name, pids)
+	}
+	exec.Command("kill", "-KILL", pids[0]).Run()
+	tnetns.Eventually(t, 5*time.Second, "daemon death", func() error {
+		if err := noDaemonIn(ns); err != nil {
+			return err
+		}
+		c, err := net.Dial("unix", uapi.SocketPath(ifname))
+		if err == nil {
+			c.Close()
+			return errors.New("the socket still accepts connections")
+		}
+		return nil
+	})
+	// The fresh daemon, the program up runs.
+	start := []string{self(t), "daemon", ifname}
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "WIRELANE_DAEMON="); ok {
+			start = []string{v, ifname}
+		}
+	}
+	if out, err := tnetns.Try(ns, env, start...); err != nil {
+		t.Fatalf("starting a fresh daemon: %v\n%s", err, out)
+	}
+	wc, err := wgctrl.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	if err := wc.ConfigureDevice(ifname, wgtypes.Config{PrivateKey: &key}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, cmd := range []string{"save", "down"} {
+		out, err := wlIn(t, ns, cmd, conf)
+		for _, want := range []string{"not saving " + ifname + " to " + conf + ": the daemon answering is not the one `wirelane up` configured", "is gone and another answers", "(the file keeps its contents)", "save --force"} {
+			if err == nil || !strings.Contains(out, want) {
+				t.Errorf("%s with a restarted daemon: %v; want %q in:\n%s", cmd, err, want, out)
+			}
+		}
+		if b, _ := os.ReadFile(conf); string(b) != body {
+			t.Fatalf("%s changed the file:\n%s", cmd, b)
+		}
+	}
+	if _, err := os.Stat(conf + ".bak"); err == nil {
+		t.Errorf("a refused save left %s.bak", conf)
+	}
+	if _, err := wc.Device(ifname); err != nil {
+		t.Errorf("the refused down stopped the daemon: %v", err)
+	}
+	if b, _ := os.ReadFile(marker); len(b) != 0 {
+		t.Errorf("the refused down ran hooks: %q", b)
+	}
+
+	// That daemon goes too; down cleans up after the dead one.
+	tnetns.Run(t, ns, "ip", "link", "del", ifname)
+	tnetns.Eventually(t, 5*time.Second, "daemon exit", func() error { return socketGone(ifname) })
+	out2, err := wlIn(t, ns, "down", conf)
+	if err != nil || !strings.Contains(out2, "the daemon for "+ifname+" was not running") || !strings.Contains(out2, conf+" keeps its contents") {
+		t.Fatalf("down after the daemon died: %v\n%s", err, out2)
+	}
+	if b, _ := os.ReadFile(marker); string(b) != "postdown-"+ifname+"\n" {
+		t.Errorf("hooks run by down after the daemon died: %q, want PostDown's only", b)
+	}
+	if b, _ := os.ReadFile(conf); string(b) != body {
+		t.Errorf("down after the daemon died changed the file:\n%s", b)
+	}
+	if after := netState(t, ns); after != before {
+		t.Errorf("after down:\n%s\nwant:\n%s", after, before)
+	}
 }
 
 // TestSameStateAsWGQuick brings the same files up with the real wg-quick

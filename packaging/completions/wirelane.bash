@@ -36,7 +36,7 @@ _wirelane() {
 	'strip')
 		flags='--help' valueflags='' first='' words='' tunnels=1 files='*.conf' ;;
 	'save')
-		flags='--help' valueflags='' first='' words='' tunnels=1 files='*.conf' ;;
+		flags='--force --help' valueflags='' first='' words='' tunnels=1 files='*.conf' ;;
 	'reload')
 		flags='--dry-run --help' valueflags='' first='' words='' tunnels=1 files='*.conf' ;;
 	'list')

@@ -34,6 +34,7 @@ complete -c wirelane -n '__fish_seen_subcommand_from strip' -l help -d 'show thi
 complete -c wirelane -n '__fish_seen_subcommand_from strip' -a '(__wirelane_tunnels)' -d tunnel
 complete -c wirelane -n '__fish_seen_subcommand_from strip' -F
 complete -c wirelane -n '__fish_seen_subcommand_from save' -l help -d 'show this command'\''s help'
+complete -c wirelane -n '__fish_seen_subcommand_from save' -l force -d 'save even a daemon up did not configure, or an interface without addresses, and count it as configured from now on (never a state without a private key)'
 complete -c wirelane -n '__fish_seen_subcommand_from save' -a '(__wirelane_tunnels)' -d tunnel
 complete -c wirelane -n '__fish_seen_subcommand_from save' -F
 complete -c wirelane -n '__fish_seen_subcommand_from reload' -l help -d 'show this command'\''s help'

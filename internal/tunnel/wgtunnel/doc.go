@@ -11,6 +11,7 @@
 //
 //	check the interface is free -> PreUp hooks
 //	-> Engine.Start (the daemon: wirelane daemon IFNAME)              [undo: delete link]
+//	   and the record of that device instance, "configuring" (record.go)
 //	-> Engine.Configure: keys, port, fwmark, peers (endpoints resolved)
 //	-> addresses -> MTU (given, or route MTU to the endpoints - 80) -> link up
 //	-> DNS: systemd-resolved (D-Bus; "~." for a /0), else resolvconf;
@@ -20,7 +21,8 @@
 //	   and the nftables table wg-quick-IFNAME of its family
 //	   (anti-spoofing drop + fwmark save/restore)                     [undo: delete table]
 //	-> PostUp hooks -> the daemon still answers and its link exists
-//	   (a daemon killed during Up fails it here) -> done (undo discarded)
+//	   (a daemon killed during Up fails it here)
+//	-> the record says "configured" -> done (undo discarded)
 //
 // Reload (reload.go) changes a running tunnel into what Up of its file
 // would make, in place: plan.go compares the running device (UAPI get)
@@ -33,8 +35,12 @@
 // Down runs PreDown, saves (SaveConfig), deletes the rules, the nftables
 // tables and the link (the engine stops when its interface goes), removes
 // DNS and runs PostDown. A tunnel whose engine is gone (crashed, killed)
-// is cleaned up without hooks. Save writes the running configuration back
-// to the file; Status says whether a tunnel is up.
+// is cleaned up and then runs PostDown only; nothing is saved. Save writes
+// the running configuration back to the file, but never a state that
+// could lose what the file holds: no private key, a device that is not
+// the instance Up recorded as configured (a restarted daemon), or an
+// interface without the addresses the file gives it; SaveAnyway saves
+// the last two on the user's word. Status says whether a tunnel is up.
 //
 // The Engine interface is what runs the WireGuard device: Daemon starts
 // a userspace daemon process per interface and speaks UAPI to it; an

@@ -22,6 +22,30 @@ type fakeEngine struct {
 	// create, when set, makes the interface for Start (tests that
 	// change a real network namespace).
 	create func(name string) error
+	// starts counts Start calls; a device's instance is the count at
+	// its start (instances), as a restarted daemon gets a new socket.
+	starts    int
+	instances map[string]string
+}
+
+func (f *fakeEngine) Instance(name string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if id, ok := f.instances[name]; ok {
+		return id, nil
+	}
+	return "", fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+}
+
+// restart replaces the device name by a fresh one (a new instance) with
+// only the private key of the old one, as a daemon restarted by
+// something else and given its key again.
+func (f *fakeEngine) restart(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts++
+	f.instances[name] = fmt.Sprintf("instance %d", f.starts)
+	f.devs[name] = &wgtypes.Device{Name: name, PrivateKey: f.devs[name].PrivateKey}
 }
 
 func (f *fakeEngine) record(format string, args ...any) {
@@ -44,6 +68,11 @@ func (f *fakeEngine) Start(_ context.Context, name string) error {
 		f.devs = map[string]*wgtypes.Device{}
 	}
 	f.devs[name] = &wgtypes.Device{Name: name}
+	if f.instances == nil {
+		f.instances = map[string]string{}
+	}
+	f.starts++
+	f.instances[name] = fmt.Sprintf("instance %d", f.starts)
 	return nil
 }
 
@@ -97,6 +126,7 @@ func (f *fakeEngine) Stopped(name string, _ time.Duration) {
 	defer f.mu.Unlock()
 	f.record("stopped %s", name)
 	delete(f.devs, name)
+	delete(f.instances, name)
 }
 
 func (f *fakeEngine) InUse(string) bool { return f.inUse }

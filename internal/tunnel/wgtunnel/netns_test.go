@@ -129,8 +129,14 @@ func TestUpThenDownLeavesTheNamespaceAsItWas(t *testing.T) {
 		if st, err := Status("wlns0", o); err != nil || !st.Up {
 			t.Errorf("Status after Up = %+v, %v", st, err)
 		}
+		if err := checkConfiguredByUp(eng, "wlns0"); err != nil {
+			t.Errorf("after Up: %v", err)
+		}
 		if err := Down(cfg, o); err != nil {
 			t.Fatal(err)
+		}
+		if _, err := os.Stat(recordPath("wlns0")); !os.IsNotExist(err) {
+			t.Errorf("after Down, the record of Up: %v; want none", err)
 		}
 		if after := nsState(t); after != before {
 			t.Errorf("after Down:\n%s\nwant:\n%s", after, before)

@@ -31,7 +31,41 @@ func Save(cfg *wgquick.Config, o Options) error {
 		return err
 	}
 	defer nc.Close()
-	return saveDevice(cfg, dev, nc, &o)
+	return saveDevice(cfg, eng, dev, nc, &o)
+}
+
+// SaveAnyway is Save on the user's word that the running state is right
+// (`wirelane save --force`): it also saves a device Up did not configure
+// (one brought up by wg-quick or an older wirelane, or a restarted daemon)
+// and an interface without addresses, and then records the device as
+// configured (record.go), so that Down with SaveConfig saves it too. A
+// state without a private key is never saved.
+func SaveAnyway(cfg *wgquick.Config, o Options) error {
+	eng, release := o.engine()
+	defer release()
+	dev, err := eng.Device(cfg.Name)
+	if err != nil {
+		return fmt.Errorf("`%s' is not a WireGuard interface", cfg.Name)
+	}
+	if dev.PrivateKey == (wgtypes.Key{}) {
+		return refuseSave(cfg, ErrNoPrivateKey)
+	}
+	nc, err := o.netConf(false)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	out, err := RunningConfig(cfg, dev, nc)
+	if err != nil {
+		return err
+	}
+	if err := writeRunning(cfg, out, &o); err != nil {
+		return err
+	}
+	if err := writeRecord(eng, cfg, true); err != nil {
+		return fmt.Errorf("saved %s, but cannot record its daemon as configured: %w", cfg.Path, err)
+	}
+	return nil
 }
 
 // RunningConfig returns the file that describes the running device dev:
@@ -98,19 +132,65 @@ func RunningConfig(cfg *wgquick.Config, dev *wgtypes.Device, nc *netcfg.Conf) (*
 // lose the key for good, so the file is left as it is.
 var ErrNoPrivateKey = errors.New("the running interface has no private key")
 
-// saveDevice writes the running configuration to cfg.Path (writeConfigFile),
-// refusing a state without the private key.
-func saveDevice(cfg *wgquick.Config, dev *wgtypes.Device, nc *netcfg.Conf, o *Options) error {
-	if dev.PrivateKey == (wgtypes.Key{}) {
-		return fmt.Errorf("not saving %s to %s: %w (the file keeps its contents)", cfg.Name, cfg.Path, ErrNoPrivateKey)
+// ErrNoAddresses is returned by Save (and Down with SaveConfig) when the
+// interface has no address while the file has some. Addresses are set by
+// Up (`wg set` cannot remove them), so their loss means the interface was
+// made again by something else; the file is left as it is.
+var ErrNoAddresses = errors.New("the interface has no address")
+
+// saveDevice writes the running configuration to cfg.Path (writeConfigFile)
+// unless that could lose what the file holds (refusal): the device has no
+// private key, it is not the instance Up configured (checkConfiguredByUp),
+// or the interface lost every address the file gives it. A refusal wraps
+// ErrNoPrivateKey, ErrNotConfiguredByUp or ErrNoAddresses and names the
+// file, which keeps its contents.
+func saveDevice(cfg *wgquick.Config, eng Engine, dev *wgtypes.Device, nc *netcfg.Conf, o *Options) error {
+	if err := checkSavable(cfg, eng, dev); err != nil {
+		return err
 	}
 	out, err := RunningConfig(cfg, dev, nc)
 	if err != nil {
 		return err
 	}
+	if err := checkAddresses(cfg, out); err != nil {
+		return refuseSave(cfg, err)
+	}
+	return writeRunning(cfg, out, o)
+}
+
+// writeRunning writes the running configuration out to cfg.Path.
+func writeRunning(cfg, out *wgquick.Config, o *Options) error {
 	o.logf("wg showconf %s > %s", cfg.Name, cfg.Path)
 	if err := writeConfigFile(cfg.Path, out.Marshal()); err != nil {
 		return fmt.Errorf("could not write configuration file: %w", err)
+	}
+	return nil
+}
+
+// checkSavable refuses to save the device dev of cfg when it has no
+// private key or is not the instance Up configured; Down asks it before
+// PreDown too, so that a down it would refuse runs no hook.
+func checkSavable(cfg *wgquick.Config, eng Engine, dev *wgtypes.Device) error {
+	if dev.PrivateKey == (wgtypes.Key{}) {
+		return refuseSave(cfg, ErrNoPrivateKey)
+	}
+	if err := checkConfiguredByUp(eng, cfg.Name); err != nil {
+		return refuseSave(cfg, err)
+	}
+	return nil
+}
+
+// refuseSave is the error of a refused save of cfg: why, and that the
+// file keeps its contents.
+func refuseSave(cfg *wgquick.Config, why error) error {
+	return fmt.Errorf("not saving %s to %s: %w (the file keeps its contents)", cfg.Name, cfg.Path, why)
+}
+
+// checkAddresses refuses a running state without addresses for a file
+// with some (ErrNoAddresses).
+func checkAddresses(file, running *wgquick.Config) error {
+	if n := len(file.Interface.Addresses); n > 0 && len(running.Interface.Addresses) == 0 {
+		return fmt.Errorf("%w, while the file has %d (`up` sets them; the interface was probably made again by something else)", ErrNoAddresses, n)
 	}
 	return nil
 }

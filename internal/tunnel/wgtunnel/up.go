@@ -50,6 +50,7 @@ func Up(ctx context.Context, cfg *wgquick.Config, o Options) (err error) {
 	defer func() {
 		if err != nil && started {
 			eng.Stopped(name, 2*time.Second)
+			removeRecord(name) // best effort: the error Up returns is the cause
 		}
 	}()
 	var endpoints []netip.AddrPort
@@ -61,6 +62,11 @@ func Up(ctx context.Context, cfg *wgquick.Config, o Options) (err error) {
 				return err
 			}
 			started = true
+			// Before anything is configured: a daemon left behind by an
+			// Up that never finished is then known as such (Save refuses it).
+			if err := writeRecord(eng, cfg, false); err != nil {
+				o.warnf("cannot record which daemon up configures (%v): save and SaveConfig will refuse to write %s", err, cfg.Path)
+			}
 			return nil
 		}},
 		{"configure", func(ctx context.Context) (err error) {
@@ -72,6 +78,12 @@ func Up(ctx context.Context, cfg *wgquick.Config, o Options) (err error) {
 		{"routes", func(context.Context) error { return addRoutes(nc, eng, cfg, table, &o) }},
 		{"PostUp", func(ctx context.Context) error { return runHooks(ctx, &o, cfg.Interface.PostUp, name) }},
 		{"check", func(context.Context) error { return stillRunning(nc, eng, name) }},
+		{"record", func(context.Context) error {
+			if err := writeRecord(eng, cfg, true); err != nil {
+				o.warnf("cannot record that up configured the daemon (%v): save and SaveConfig will refuse to write %s", err, cfg.Path)
+			}
+			return nil
+		}},
 	})
 }
 
