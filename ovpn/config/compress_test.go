@@ -54,37 +54,71 @@ func TestCompressFraming(t *testing.T) {
 	}
 }
 
-// allow-compression is accepted in every mode; asym and yes decompress
-// (no, and no line at all, do not), and yes warns that it is treated as
-// asym.
+// allow-compression with and without compress lines settles as OpenVPN
+// 2.6.14 does (each row checked against `openvpn --allow-compression ...
+// --compress ...`): no line at all, or comp-lzo no, allows stubs only;
+// a line naming an algorithm without allow-compression is asym
+// (decompress, never compress); yes is asym with one warning; no with an
+// algorithm, in either order, is an error at the later line, as is
+// setting it to anything else after no.
 func TestAllowCompression(t *testing.T) {
-	for mode, warns := range map[string]bool{"no": false, "asym": false, "yes": true} {
-		cfg, err := Parse([]byte("client\nremote h\nauth-user-pass\n<ca>\n"+pem+"</ca>\ncompress lz4-v2\nallow-compression "+mode+"\n"), "x.ovpn", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		warned := false
-		for _, w := range cfg.Warnings {
-			warned = warned || w.Directive == "allow-compression"
-		}
-		if cfg.AllowCompression != mode || warned != warns {
-			t.Errorf("%s: %q warned %v", mode, cfg.AllowCompression, warned)
-		}
-		if cfg.Decompresses() != (mode != "no") {
-			t.Errorf("%s: Decompresses %v", mode, cfg.Decompresses())
-		}
-		if warns && !strings.Contains(cfg.Warnings[len(cfg.Warnings)-1].Message, "treated as asym") {
-			t.Errorf("%s: warning %v", mode, cfg.Warnings)
-		}
-	}
 	base := "client\nremote h\nauth-user-pass\n<ca>\n" + pem + "</ca>\n"
-	cfg, err := Parse([]byte(base+"comp-lzo yes\n"), "x.ovpn", "")
-	if err != nil || cfg.Decompresses() {
-		t.Fatalf("default: %v, decompresses %v", err, cfg != nil && cfg.Decompresses())
+	first := strings.Count(base, "\n") + 1
+	for _, tc := range []struct {
+		lines                        string
+		stubOnly, decompress, advert bool
+		yesWarnings                  int
+	}{
+		{"", true, false, false, 0},
+		{"comp-lzo no\n", true, false, false, 0},
+		{"compress lz4-v2\n", false, true, true, 0},
+		{"comp-lzo\n", false, true, true, 0},
+		{"comp-lzo yes\n", false, true, true, 0},
+		{"compress lzo\n", false, true, true, 0},
+		{"compress stub-v2\n", false, false, false, 0}, // a pushed algorithm is accepted
+		{"compress\n", false, false, false, 0},
+		{"allow-compression asym\n", false, false, true, 0},
+		{"compress lz4-v2\nallow-compression asym\n", false, true, true, 0},
+		{"compress lz4-v2\nallow-compression yes\n", false, true, true, 1},
+		{"allow-compression yes\ncomp-lzo yes\nallow-compression yes\n", false, true, true, 1},
+		{"compress stub-v2\nallow-compression asym\n", false, false, false, 0}, // a stub drops what it gets
+		{"allow-compression no\n", true, false, false, 0},
+		{"allow-compression no\ncompress stub-v2\n", true, false, false, 0},
+		{"allow-compression no\ncomp-lzo no\n", true, false, false, 0},
+		{"allow-compression asym\nallow-compression no\n", true, false, false, 0},
+	} {
+		cfg, err := Parse([]byte(base+tc.lines), "x.ovpn", "")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.lines, err)
+		}
+		yes := 0
+		for _, w := range cfg.Warnings {
+			if w.Directive == "allow-compression" && strings.Contains(w.Message, "treated as asym") {
+				yes++
+			}
+		}
+		if cfg.StubOnly() != tc.stubOnly || cfg.Decompresses() != tc.decompress || cfg.AdvertisesAlgorithms() != tc.advert || yes != tc.yesWarnings {
+			t.Errorf("%q: stub only %v, decompresses %v, advertises %v, %d yes warnings; want %v %v %v %d",
+				tc.lines, cfg.StubOnly(), cfg.Decompresses(), cfg.AdvertisesAlgorithms(), yes, tc.stubOnly, tc.decompress, tc.advert, tc.yesWarnings)
+		}
 	}
-	for _, bad := range []string{"allow-compression", "allow-compression maybe", "allow-compression no yes"} {
-		if _, err := Parse([]byte(base+bad+"\n"), "x.ovpn", ""); err == nil || !strings.Contains(err.Error(), "x.ovpn:"+strconv.Itoa(strings.Count(base, "\n")+1)) {
-			t.Errorf("%q: %v", bad, err)
+	for _, bad := range []struct {
+		lines, want string
+		line        int // of the error, counted from the first line after base
+	}{
+		{"allow-compression\n", "", 0},
+		{"allow-compression maybe\n", "want no, asym or yes", 0},
+		{"allow-compression no yes\n", "", 0},
+		{"compress lz4\nallow-compression no\n", "conflicts with", 1},
+		{"comp-lzo\nallow-compression no\n", "conflicts with", 1},
+		{"allow-compression no\ncompress lz4-v2\n", "compression is not allowed", 1},
+		{"allow-compression no\ncomp-lzo yes\n", "compression is not allowed", 1},
+		{"allow-compression no\nallow-compression yes\n", "after setting it to no", 1},
+		{"allow-compression no\nallow-compression asym\n", "after setting it to no", 1},
+	} {
+		_, err := Parse([]byte(base+bad.lines), "x.ovpn", "")
+		if err == nil || !strings.Contains(err.Error(), "x.ovpn:"+strconv.Itoa(first+bad.line)+":") || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: %v", bad.lines, err)
 		}
 	}
 }
