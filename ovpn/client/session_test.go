@@ -46,14 +46,15 @@ func TestPeerInfoAndOptions(t *testing.T) {
 // The compression lines of the peer-info, as OpenVPN 2.6.14 sends them:
 // the stubs alone when only stubs are allowed (no compress line, comp-lzo
 // no, allow-compression no) or the file has compress stub or stub-v2;
-// the algorithms it decompresses otherwise.
+// the algorithms it decompresses otherwise (each row as OpenVPN 2.6.14's
+// server logged a 2.6.14 client's peer-info with the same lines).
 func TestPeerInfoCompression(t *testing.T) {
 	stubs := []string{"IV_LZO_STUB=1\n", "IV_COMP_STUB=1\n", "IV_COMP_STUBv2=1\n"}
 	algs := []string{"IV_LZ4=1\n", "IV_LZ4v2=1\n", "IV_LZO=1\n", "IV_COMP_STUB=1\n", "IV_COMP_STUBv2=1\n"}
 	for lines, want := range map[string][]string{
 		"": stubs, "comp-lzo no\n": stubs, "compress stub-v2\n": stubs, "compress stub-v2\nallow-compression asym\n": stubs,
 		"allow-compression no\ncompress stub-v2\n": stubs,
-		"compress lz4-v2\n":                        algs, "comp-lzo\n": algs, "allow-compression asym\n": algs, "compress lzo\nallow-compression yes\n": algs,
+		"compress lz4-v2\n":                        algs, "comp-lzo\n": algs, "allow-compression asym\n": algs, "comp-lzo no\nallow-compression asym\n": algs, "compress lzo\nallow-compression yes\n": algs,
 	} {
 		pi := (&Session{cfg: testConfig(t, lines), tr: &tcpTransport{}}).peerInfo()
 		for _, w := range want {
