@@ -185,7 +185,7 @@ func wrap64(b []byte) string {
 	return out.String() + s + "\n"
 }
 
-// Errors name the file and line: a wrong askpass passphrase, an
+// Errors name the file and line: a wrong askpass passphrase, a
 // truncated PKCS#12 (cut from OpenSSL 3's AES default), pkcs12 with cert/key,
 // malformed inline data.
 func TestPrivateKeyErrors(t *testing.T) {
