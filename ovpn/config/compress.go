@@ -98,7 +98,10 @@ func (c *Common) StubOnly() bool {
 	case "no":
 		return true
 	case "":
-		return !c.compressLine && !c.CompressAlgorithm
+		// OpenVPN 2.6 enforces stubs when no compression option has set
+		// a flag: a stub line sets one for good, a line naming an
+		// algorithm counts as long as it is the line in force.
+		return !c.compressStub && !c.CompressAlgorithm
 	}
 	return false
 }
@@ -133,9 +136,8 @@ func (p *Parser) compression(args []string) (bool, error) {
 			return true, p.Errorf(name, "compression is not allowed: allow-compression is no (line %d); remove that line (received packets are then decompressed, nothing sent is compressed) or use compress stub-v2", p.seen["allow-compression"])
 		}
 		p.c.Compress, p.c.CompressDirective, p.c.CompressAlgorithm = f, strings.Join(args, " "), alg
-		if name == "compress" {
-			p.c.compressLine = true
-			p.c.compressStub = p.c.compressStub || !alg
+		if name == "compress" && !alg {
+			p.c.compressStub = true
 		}
 		if alg {
 			p.Warn(name, compressNote)

@@ -86,6 +86,9 @@ func TestAllowCompression(t *testing.T) {
 		{"allow-compression no\ncompress stub-v2\n", true, false, false, 0},
 		{"allow-compression no\ncomp-lzo no\n", true, false, false, 0},
 		{"allow-compression asym\nallow-compression no\n", true, false, false, 0},
+		{"compress lz4-v2\ncomp-lzo no\n", true, false, false, 0},      // the line in force is a stub
+		{"compress stub\ncomp-lzo no\n", false, false, false, 0},       // a stub line sets a flag for good
+		{"compress stub-v2\ncompress lz4-v2\n", false, true, false, 0}, // and keeps announcing stubs only
 	} {
 		cfg, err := Parse([]byte(base+tc.lines), "x.ovpn", "")
 		if err != nil {

@@ -159,10 +159,10 @@ type Common struct {
 	// StubOnly and Decompresses settle it with the compress line as
 	// OpenVPN 2.6 does (compress.go).
 	AllowCompression string
-	// compressLine: the file has a compress line (any algorithm or
-	// stub); compressStub: one of them was compress stub or stub-v2
-	// (OpenVPN then announces the stubs only).
-	compressLine, compressStub bool
+	// compressStub: the file has had a compress stub or stub-v2 line
+	// (OpenVPN then announces the stubs only, and enforces no stubs-only
+	// rule by default).
+	compressStub bool
 
 	// MSSFix is the mssfix line (MSSFixSet says whether there was one;
 	// MSS gives the setting in force, the default without one). TCP SYNs
