@@ -54,7 +54,7 @@ func TestPeerInfoCompression(t *testing.T) {
 	for lines, want := range map[string][]string{
 		"": stubs, "comp-lzo no\n": stubs, "compress stub-v2\n": stubs, "compress stub-v2\nallow-compression asym\n": stubs,
 		"allow-compression no\ncompress stub-v2\n": stubs,
-		"compress lz4-v2\n":                        algs, "comp-lzo\n": algs, "allow-compression asym\n": algs, "comp-lzo no\nallow-compression asym\n": algs, "compress lzo\nallow-compression yes\n": algs,
+		"compress lz4-v2\n":                        algs, "comp-lzo\n": algs, "allow-compression asym\n": algs, "comp-lzo no\nallow-compression asym\n": algs, "compat-mode 2.5.9\n": algs, "compat-mode 2.6.0\n": stubs, "compress lzo\nallow-compression yes\n": algs,
 	} {
 		pi := (&Session{cfg: testConfig(t, lines), tr: &tcpTransport{}}).peerInfo()
 		for _, w := range want {

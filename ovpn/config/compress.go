@@ -18,7 +18,9 @@ package config
 //	                  compresses are decompressed when the framing in
 //	                  force (the file's or a pushed line) names an
 //	                  algorithm; a stub framing drops them, as OpenVPN's
-//	                  stub decompressors do.
+//	                  stub decompressors do. compat-mode before 2.6.0
+//	                  makes asym the default without any compression
+//	                  line too.
 //
 // The framing the compress or comp-lzo line implies is what data.Framing
 // puts on the wire.
@@ -100,8 +102,9 @@ func (c *Common) StubOnly() bool {
 	case "":
 		// OpenVPN 2.6 enforces stubs when no compression option has set
 		// a flag: a stub line sets one for good, a line naming an
-		// algorithm counts as long as it is the line in force.
-		return !c.compressStub && !c.CompressAlgorithm
+		// algorithm counts as long as it is the line in force; compat-mode
+		// before 2.6.0 enforces nothing (asym).
+		return !c.compressStub && !c.CompressAlgorithm && !c.compatBefore(20600)
 	}
 	return false
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,6 +123,47 @@ func TestAllowCompression(t *testing.T) {
 		_, err := Parse([]byte(base+bad.lines), "x.ovpn", "")
 		if err == nil || !strings.Contains(err.Error(), "x.ovpn:"+strconv.Itoa(first+bad.line)+":") || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%q: %v", bad.lines, err)
+		}
+	}
+}
+
+// compat-mode as OpenVPN 2.6.14 applies it: before 2.6.0 no stubs-only
+// default (a pushed algorithm is taken, asym); before 2.5.0 `cipher` is
+// appended to data-ciphers (the default list when there is none); before
+// 2.4.0 it is data-ciphers-fallback too; 2.3.6 or older is warned about
+// (no TLS 1.0). Versions OpenVPN cannot parse are errors at their line.
+func TestCompatMode(t *testing.T) {
+	base := "client\nremote h\nauth-user-pass\n<ca>\n" + pem + "</ca>\n"
+	for _, tc := range []struct {
+		lines    string
+		stubOnly bool
+		ciphers  []data.Cipher
+		fallback data.Cipher
+		tlsWarn  bool
+	}{
+		{"cipher AES-256-CBC\n", true, []data.Cipher{data.AES256GCM, data.AES128GCM, data.ChaCha20Poly1305}, 0, false},
+		{"compat-mode 2.6.0\ncipher AES-256-CBC\n", true, []data.Cipher{data.AES256GCM, data.AES128GCM, data.ChaCha20Poly1305}, 0, false},
+		{"compat-mode 2.5.9\ncipher AES-256-CBC\n", false, []data.Cipher{data.AES256GCM, data.AES128GCM, data.ChaCha20Poly1305}, 0, false},
+		{"compat-mode 2.4.12\ncipher AES-256-CBC\n", false, []data.Cipher{data.AES256GCM, data.AES128GCM, data.ChaCha20Poly1305, data.AES256CBC}, 0, false},
+		{"cipher AES-128-CBC\ndata-ciphers AES-256-GCM\ncompat-mode 2.3.18\n", false, []data.Cipher{data.AES256GCM, data.AES128CBC}, data.AES128CBC, false},
+		{"compat-mode 2.3.0\ncipher AES-256-CBC\ndata-ciphers-fallback AES-128-CBC\n", false, []data.Cipher{data.AES256GCM, data.AES128GCM, data.ChaCha20Poly1305, data.AES256CBC}, data.AES128CBC, true},
+		{"compat-mode 2.3.0\ncompress stub-v2\nallow-compression no\n", true, []data.Cipher{data.AES256GCM, data.AES128GCM, data.ChaCha20Poly1305}, 0, true},
+	} {
+		cfg, err := Parse([]byte(base+tc.lines), "x.ovpn", "")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.lines, err)
+		}
+		tlsWarn := false
+		for _, w := range cfg.Warnings {
+			tlsWarn = tlsWarn || w.Directive == "compat-mode" && strings.Contains(w.Message, "TLS 1.0")
+		}
+		if cfg.StubOnly() != tc.stubOnly || !slices.Equal(cfg.DataCiphers, tc.ciphers) || cfg.DataCiphersFallback != tc.fallback || tlsWarn != tc.tlsWarn {
+			t.Errorf("%q: stub only %v, data-ciphers %v, fallback %v, TLS warning %v", tc.lines, cfg.StubOnly(), cfg.DataCiphers, cfg.DataCiphersFallback, tlsWarn)
+		}
+	}
+	for _, bad := range []string{"compat-mode", "compat-mode 2.3", "compat-mode 2.3.x", "compat-mode 2.3.0 2.4.0", "compat-mode -2.3.0"} {
+		if _, err := Parse([]byte(base+bad+"\n"), "x.ovpn", ""); err == nil || !strings.Contains(err.Error(), "x.ovpn:"+strconv.Itoa(strings.Count(base, "\n")+1)+":") {
+			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }

@@ -163,6 +163,9 @@ type Common struct {
 	// (OpenVPN then announces the stubs only, and enforces no stubs-only
 	// rule by default).
 	compressStub bool
+	// compat is compat-mode's version as major*10000 + minor*100 +
+	// patch (0: none; compat.go).
+	compat int
 
 	// MSSFix is the mssfix line (MSSFixSet says whether there was one;
 	// MSS gives the setting in force, the default without one). TCP SYNs

@@ -239,11 +239,12 @@ func TestReloadCoversEveryField(t *testing.T) {
 	// place errors).
 	// TLSCryptV2Client belongs to client files. compressStub follows
 	// the compress lines (CompressDirective is compared), and StubOnly,
-	// which it settles, is compared too. keyLocked and pkcs12 are
+	// which it settles, is compared too; so are the settings compat
+	// (compat-mode) changes: StubOnly, DataCiphers, DataCiphersFallback. keyLocked and pkcs12 are
 	// the parser's state of an encrypted key (a locked key is refused by
 	// serverTLS; Cert and Key are compared).
 	skip := map[string]bool{"Common": true, "Warnings": true, "SecretFiles": true, "InlineSecrets": true, "TLSCryptV2Client": true,
-		"keyLocked": true, "pkcs12": true, "compressStub": true, "UserLine": true, "GroupLine": true}
+		"keyLocked": true, "pkcs12": true, "compressStub": true, "compat": true, "UserLine": true, "GroupLine": true}
 	var names []string
 	for _, typ := range []reflect.Type{reflect.TypeOf(Config{}), reflect.TypeOf(config.Common{})} {
 		for i := range typ.NumField() {
