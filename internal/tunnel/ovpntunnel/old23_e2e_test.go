@@ -26,7 +26,8 @@ package ovpntunnel
 // server that negotiates nothing, as a real 2.3 one) and the
 // data-ciphers line OpenVPN 2.6 needs for this emulation (fix23: 2.6 in
 // compat-mode still negotiates, and refuses a client that offers no CBC
-// cipher with "no shared cipher", OpenVPN 2.6.14's own client included).
+// cipher with "no shared cipher", OpenVPN 2.6.14's own client included);
+// then the same file with compat-mode 2.3.0 instead of that line.
 // The opposite role: OpenVPN 2.6 as a 2.3 client (compat-mode 2.3.0, the
 // same cipher lines, comp-lzo yes with allow-compression yes, and
 // data-ciphers AES-256-CBC: 2.6 in compat-mode still offers its AEAD
@@ -92,6 +93,18 @@ func TestE2EPre24ServerEmulated(t *testing.T) {
 		traffic(t, "10.23.0.1")
 		cli.interrupt(t)
 		checkNoCompressedDrops(t, cli)
+		// The same file with compat-mode 2.3.0 in place of fix23, as
+		// OpenVPN 2.6 reads it: `cipher` joins data-ciphers (and is the
+		// fallback), so the emulated server finds it offered.
+		tb.write(t, map[string]string{"old23c.ovpn": "client\ndev tun\nproto udp\nremote 192.168.95.1 1523\nnobind\n" +
+			"remote-cert-tls server\n" + old + "compat-mode 2.3.0\ncomp-lzo\nkey-direction 1\n" + tb.clientInline() +
+			"<tls-auth>\n" + string(k.Format()) + "</tls-auth>\n"})
+		cc := startHelper(t, tb.cliNS, "connect", "--dev", "o23c1", "--mtu", "1400", "--dns", "off", tb.path("old23c.ovpn"))
+		cc.waitFor(t, "tunnel up", 15*time.Second)
+		netns.Run(t, tb.cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", "10.23.0.1")
+		tb.pingZeros(t, "10.23.0.1")
+		cc.interrupt(t)
+		checkNoCompressedDrops(t, cc)
 	})
 	t.Run("openvpn client as 2.3, wirelane server", func(t *testing.T) {
 		tb.write(t, map[string]string{
