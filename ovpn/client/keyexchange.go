@@ -61,13 +61,16 @@ func (s *Session) peerInfo() string {
 		fmt.Sprintf("IV_PROTO=%d", proto),
 		"IV_NCP=2",
 		"IV_CIPHERS=" + strings.Join(names, ":"),
-		// Compression stubs only, as OpenVPN 2.6 with allow-compression
-		// no: the framings we can speak, no algorithm.
-		"IV_LZO_STUB=1",
-		"IV_COMP_STUB=1",
-		"IV_COMP_STUBv2=1",
-		"IV_GUI_VER=wirelane",
 	}
+	// The framings we can speak: as OpenVPN 2.6, the algorithms we
+	// decompress unless only stubs are allowed or the file has compress
+	// stub or stub-v2 (nothing is ever compressed on send either way).
+	if s.cfg.AdvertisesAlgorithms() {
+		lines = append(lines, "IV_LZ4=1", "IV_LZ4v2=1", "IV_LZO=1")
+	} else {
+		lines = append(lines, "IV_LZO_STUB=1")
+	}
+	lines = append(lines, "IV_COMP_STUB=1", "IV_COMP_STUBv2=1", "IV_GUI_VER=wirelane")
 	if s.opts.PushMTU > 0 {
 		lines = append(lines, fmt.Sprintf("IV_MTU=%d", s.opts.PushMTU))
 	}
@@ -279,13 +282,16 @@ func (s *Session) repeatPushRequest(tc *tls.Conn, answered <-chan struct{}) {
 }
 
 func (s *Session) applyPush(r *control.PushReply) error {
-	framing := s.cfg.Compress
+	framing, decompress := s.cfg.Compress, s.cfg.Decompresses()
 	if r.Compress != "" {
 		f, alg, err := config.CompressFraming(strings.Fields(r.Compress))
 		if err != nil {
 			return fmt.Errorf("client: server pushed %q: %w", r.Compress, err)
 		}
-		framing = f
+		if alg && s.cfg.StubOnly() {
+			return fmt.Errorf("client: %w", pushedCompressionRefused(r.Compress))
+		}
+		framing, decompress = f, alg
 		if alg {
 			s.warnPushedCompression(r.Compress)
 		}
@@ -304,7 +310,7 @@ func (s *Session) applyPush(r *control.PushReply) error {
 	s.mu.Lock()
 	s.push, s.cipher, s.useEKM = r, c, r.TLSEKM
 	s.mu.Unlock()
-	ch := s.newDataChannel(peerID, framing)
+	ch := s.newDataChannel(peerID, framing, decompress)
 	ch.SetMSS(s.mssFor(c, framing, r.HasPeerID))
 	s.data.Store(ch)
 	s.log.Info("pushed", "local", r.Local, "cipher", c.String(), "ekm", r.TLSEKM, "mss", ch.MSS())

@@ -157,9 +157,9 @@ type Session struct {
 	// dropSummaryEvery.
 	droppedControl, droppedData atomic.Uint64
 	// droppedCompressed counts data packets the server compressed
-	// (authenticated, then dropped: allow-compression no);
+	// (authenticated, then dropped: a stub framing or stubs only);
 	// decompressed and decompressFailed count those decompressed
-	// (allow-compression asym) and those that failed to; compressWarned
+	// (asym: config/compress.go) and those that failed to; compressWarned
 	// is set once the first drop was logged (compress.go).
 	droppedCompressed, decompressed, decompressFailed atomic.Uint64
 	compressWarned                                    atomic.Bool
@@ -561,9 +561,10 @@ type Stats struct {
 	// their checks (authentication, replay, format) and were dropped.
 	DroppedControl, DroppedData uint64
 	// DroppedCompressed counts data packets the server compressed:
-	// authenticated, then dropped under allow-compression no (the
-	// default). Decompressed counts those decompressed under
-	// allow-compression asym or yes, DecompressFailed those that were
+	// authenticated, then dropped under a stub framing or
+	// allow-compression no (explicit or by default: config/compress.go).
+	// Decompressed counts those decompressed (a line naming an algorithm
+	// under asym), DecompressFailed those that were
 	// not valid compressed data or would have been larger than the TUN
 	// MTU (dropped, not counted in DroppedCompressed).
 	DroppedCompressed, Decompressed, DecompressFailed uint64

@@ -43,6 +43,34 @@ func TestPeerInfoAndOptions(t *testing.T) {
 	}
 }
 
+// The compression lines of the peer-info, as OpenVPN 2.6.14 sends them:
+// the stubs alone when only stubs are allowed (no compress line, comp-lzo
+// no, allow-compression no) or the file has compress stub or stub-v2;
+// the algorithms it decompresses otherwise (each row as OpenVPN 2.6.14's
+// server logged a 2.6.14 client's peer-info with the same lines).
+func TestPeerInfoCompression(t *testing.T) {
+	stubs := []string{"IV_LZO_STUB=1\n", "IV_COMP_STUB=1\n", "IV_COMP_STUBv2=1\n"}
+	algs := []string{"IV_LZ4=1\n", "IV_LZ4v2=1\n", "IV_LZO=1\n", "IV_COMP_STUB=1\n", "IV_COMP_STUBv2=1\n"}
+	for lines, want := range map[string][]string{
+		"": stubs, "comp-lzo no\n": stubs, "compress stub-v2\n": stubs, "compress stub-v2\nallow-compression asym\n": stubs,
+		"allow-compression no\ncompress stub-v2\n": stubs,
+		"compress lz4-v2\n":                        algs, "comp-lzo\n": algs, "allow-compression asym\n": algs, "comp-lzo no\nallow-compression asym\n": algs, "compat-mode 2.5.9\n": algs, "compat-mode 2.6.0\n": stubs, "compress lzo\nallow-compression yes\n": algs,
+	} {
+		pi := (&Session{cfg: testConfig(t, lines), tr: &tcpTransport{}}).peerInfo()
+		for _, w := range want {
+			if !strings.Contains(pi, w) {
+				t.Errorf("%q: peer-info lacks %q:\n%s", lines, w, pi)
+			}
+		}
+		if other := strings.Contains(pi, "IV_LZ4=1"); other != (len(want) == len(algs)) {
+			t.Errorf("%q: announces algorithms %v:\n%s", lines, other, pi)
+		}
+		if other := strings.Contains(pi, "IV_LZO_STUB=1"); other != (len(want) == len(stubs)) {
+			t.Errorf("%q: announces the LZO stub %v:\n%s", lines, other, pi)
+		}
+	}
+}
+
 func TestDialErrors(t *testing.T) {
 	_, err := Dial(context.Background(), testConfig(t, "auth-user-pass\n"), Options{})
 	if err == nil || !strings.Contains(err.Error(), "username") {

@@ -303,7 +303,7 @@ func (e *clientExt) Finish(p *Parser) error {
 		return p.Errorf("cert", "no client certificate and no auth-user-pass")
 	}
 	var err error
-	if c.DataCiphers, err = p.Ciphers("AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305"); err != nil {
+	if c.DataCiphers, err = p.Ciphers(DefaultDataCiphers); err != nil {
 		return err
 	}
 	return nil

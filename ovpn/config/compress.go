@@ -1,11 +1,27 @@
 package config
 
-// compress, comp-lzo and allow-compression, on both sides. Wirelane never
-// compresses what it sends (as OpenVPN 2.6's `allow-compression no` and
-// `asym`: compression inside the tunnel lets an observer learn plaintext
-// from packet sizes, VORACLE); what a peer compressed is dropped, with a
-// count, under `allow-compression no` (the default, as in OpenVPN 2.6)
-// and decompressed under `asym` (and `yes`, which is treated as asym).
+// compress, comp-lzo and allow-compression, on both sides, settled as
+// OpenVPN 2.6.14 settles them. Wirelane never compresses what it sends
+// (compression inside the tunnel lets an observer learn plaintext from
+// packet sizes, VORACLE), so only two modes remain:
+//
+//	stub only ("no")  allow-compression no; or no allow-compression line
+//	                  and no compress line and no comp-lzo naming an
+//	                  algorithm (2.6's default). A compress/comp-lzo line
+//	                  naming an algorithm is then an error (as in 2.6), a
+//	                  pushed one fails the session, and packets the peer
+//	                  compresses are dropped, counted and reported once.
+//	asym              allow-compression asym or yes (yes is warned about:
+//	                  Wirelane does not compress), or no allow-compression
+//	                  line with a compress line or comp-lzo naming an
+//	                  algorithm (2.6's default then). Packets the peer
+//	                  compresses are decompressed when the framing in
+//	                  force (the file's or a pushed line) names an
+//	                  algorithm; a stub framing drops them, as OpenVPN's
+//	                  stub decompressors do. compat-mode before 2.6.0
+//	                  makes asym the default without any compression
+//	                  line too.
+//
 // The framing the compress or comp-lzo line implies is what data.Framing
 // puts on the wire.
 
@@ -68,17 +84,45 @@ func CompressFraming(args []string) (f data.Framing, algorithm bool, err error) 
 }
 
 // compressNote is the warning for a file that names a real compression
-// algorithm.
-const compressNote = "Wirelane never compresses what it sends (as OpenVPN 2.6's allow-compression asym, against VORACLE); " +
-	"packets the peer compresses are decompressed with allow-compression asym, else dropped and counted"
+// algorithm (OpenVPN 2.6 prints "Compression for receiving enabled").
+const compressNote = "compression for receiving enabled: packets the peer compresses are decompressed (as OpenVPN 2.6's allow-compression asym, its default with this line); " +
+	"Wirelane never compresses what it sends (against VORACLE)"
 
-// allowYesNote is the warning for allow-compression yes.
-const allowYesNote = "yes: Wirelane never compresses what it sends (VORACLE), so this is treated as asym: packets the peer compresses are decompressed"
+// allowYesNote is the warning for allow-compression yes, given once per
+// file.
+const allowYesNote = "yes: Wirelane never compresses what it sends (VORACLE), so this is treated as asym: packets the peer compresses are decompressed, nothing sent is compressed"
 
-// Decompresses reports whether allow-compression lets received
-// compressed packets be decompressed (asym or yes; the default is no).
+// StubOnly reports whether only compression stubs are allowed (OpenVPN
+// 2.6's allow-compression no, explicit or by default): a pushed
+// algorithm is refused and compressed packets are dropped.
+func (c *Common) StubOnly() bool {
+	switch c.AllowCompression {
+	case "no":
+		return true
+	case "":
+		// OpenVPN 2.6 enforces stubs when no compression option has set
+		// a flag: a stub line sets one for good, a line naming an
+		// algorithm counts as long as it is the line in force; compat-mode
+		// before 2.6.0 enforces nothing (asym).
+		return !c.compressStub && !c.CompressAlgorithm && !c.compatBefore(20600)
+	}
+	return false
+}
+
+// Decompresses reports whether received compressed packets are
+// decompressed under the file's own framing: its compress or comp-lzo
+// line names an algorithm, and only stubs are not enforced (asym,
+// explicit or by default, or yes).
 func (c *Common) Decompresses() bool {
-	return c.AllowCompression == "asym" || c.AllowCompression == "yes"
+	return c.CompressAlgorithm && !c.StubOnly()
+}
+
+// AdvertisesAlgorithms reports whether the client announces the
+// algorithms it can decompress (IV_LZ4, IV_LZ4v2, IV_LZO) rather than
+// the stubs alone, as OpenVPN 2.6 does unless only stubs are allowed or
+// the file has compress stub or stub-v2.
+func (c *Common) AdvertisesAlgorithms() bool {
+	return !c.StubOnly() && !c.compressStub
 }
 
 // compression handles compress, comp-lzo and allow-compression into
@@ -91,7 +135,13 @@ func (p *Parser) compression(args []string) (bool, error) {
 		if err != nil {
 			return true, p.Errorf(name, "%w", err)
 		}
-		p.c.Compress, p.c.CompressDirective = f, strings.Join(args, " ")
+		if alg && p.c.AllowCompression == "no" {
+			return true, p.Errorf(name, "compression is not allowed: allow-compression is no (line %d); remove that line (received packets are then decompressed, nothing sent is compressed) or use compress stub-v2", p.seen["allow-compression"])
+		}
+		p.c.Compress, p.c.CompressDirective, p.c.CompressAlgorithm = f, strings.Join(args, " "), alg
+		if name == "compress" && !alg {
+			p.c.compressStub = true
+		}
 		if alg {
 			p.Warn(name, compressNote)
 		}
@@ -99,12 +149,19 @@ func (p *Parser) compression(args []string) (bool, error) {
 		if err := p.Want(args, 1, 1); err != nil {
 			return true, err
 		}
-		switch mode := strings.ToLower(args[1]); mode {
-		case "no", "asym":
-		case "yes":
-			p.Warn(name, allowYesNote)
+		mode := strings.ToLower(args[1])
+		switch mode {
+		case "no", "asym", "yes":
 		default:
 			return true, p.Errorf(name, "want no, asym or yes, got %q", args[1])
+		}
+		switch {
+		case mode == "no" && p.c.CompressAlgorithm:
+			return true, p.Errorf(name, "allow-compression no conflicts with %q, which enables compression (as in OpenVPN 2.6): remove one of them", p.c.CompressDirective)
+		case mode != "no" && p.c.AllowCompression == "no":
+			return true, p.Errorf(name, "cannot set allow-compression to %s after setting it to no (as in OpenVPN 2.6)", mode)
+		case mode == "yes" && p.c.AllowCompression != "yes":
+			p.Warn(name, allowYesNote)
 		}
 		p.c.AllowCompression = strings.ToLower(args[1])
 	default:

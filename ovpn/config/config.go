@@ -148,14 +148,24 @@ type Common struct {
 
 	// Compress is the compression framing of the file's compress or
 	// comp-lzo line (data.FramingNone without one); CompressDirective is
-	// that line as written. Nothing is ever compressed (compress.go).
+	// that line as written, and CompressAlgorithm says whether it names
+	// an algorithm (lz4, lz4-v2, lzo, comp-lzo yes or adaptive) rather
+	// than a stub. Nothing is ever compressed (compress.go).
 	Compress          data.Framing
 	CompressDirective string
-	// AllowCompression is allow-compression: "" (not given, as "no"),
-	// "no", "asym" or "yes" (treated as "asym": nothing is ever
-	// compressed); Decompresses says whether received compressed
-	// packets are decompressed.
+	CompressAlgorithm bool
+	// AllowCompression is allow-compression: "" (not given), "no",
+	// "asym" or "yes" (treated as "asym": nothing is ever compressed).
+	// StubOnly and Decompresses settle it with the compress line as
+	// OpenVPN 2.6 does (compress.go).
 	AllowCompression string
+	// compressStub: the file has had a compress stub or stub-v2 line
+	// (OpenVPN then announces the stubs only, and enforces no stubs-only
+	// rule by default).
+	compressStub bool
+	// compat is compat-mode's version as major*10000 + minor*100 +
+	// patch (0: none; compat.go).
+	compat int
 
 	// MSSFix is the mssfix line (MSSFixSet says whether there was one;
 	// MSS gives the setting in force, the default without one). TCP SYNs

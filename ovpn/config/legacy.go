@@ -13,6 +13,9 @@ import (
 	"github.com/wirelane/wirelane/ovpn/data"
 )
 
+// DefaultDataCiphers is OpenVPN 2.6's data-ciphers default, both sides'.
+const DefaultDataCiphers = "AES-256-GCM:AES-128-GCM:CHACHA20-POLY1305"
+
 // cbcWarning names the weakness of a CBC cipher.
 func cbcWarning(c data.Cipher, auth string) string {
 	if auth == "" {
@@ -53,10 +56,22 @@ func (p *Parser) legacy(args []string) (bool, error) {
 }
 
 // finishLegacy settles the file's `cipher` as OpenVPN 2.6 does: it is
-// not used to negotiate (a warning says so when data-ciphers lacks it),
+// not used to negotiate (a warning says so when data-ciphers lacks it)
+// unless compat-mode names a version before 2.5.0,
 // then warns about every CBC cipher the file enables (in data-ciphers or
 // as data-ciphers-fallback).
 func (p *Parser) finishLegacy(list []data.Cipher) []data.Cipher {
+	// compat-mode before 2.5.0 appends `cipher` to data-ciphers, and
+	// before 2.4.0 also makes it data-ciphers-fallback (compat.go).
+	if c := p.cipher; c != 0 && p.c.compatBefore(20500) && !slices.Contains(list, c) {
+		if list == nil { // a side without a default of its own (the server's is this one)
+			list = []data.Cipher{data.AES256GCM, data.AES128GCM, data.ChaCha20Poly1305}
+		}
+		list = append(list, c)
+	}
+	if c := p.cipher; c != 0 && p.c.compatBefore(20400) && p.c.DataCiphersFallback == 0 {
+		p.c.DataCiphersFallback = c
+	}
 	if c := p.cipher; c != 0 && !slices.Contains(list, c) && c != p.c.DataCiphersFallback {
 		p.Warn("cipher", "cipher "+c.String()+" is not used to negotiate (as in OpenVPN 2.6): add it to data-ciphers, or give data-ciphers-fallback "+c.String()+" for a peer that negotiates nothing")
 	}

@@ -84,7 +84,7 @@ type Directives interface {
 // handles.
 var sharedNames = []string{"ca", "cert", "key", "tls-auth", "tls-crypt", "key-direction", "auth", "tls-version-min", "data-ciphers", "ncp-ciphers", "crl-verify",
 	"tls-crypt-v2", "peer-fingerprint", "compress", "comp-lzo", "allow-compression", "cipher", "data-ciphers-fallback", "pkcs12", "askpass",
-	"extra-certs", "mssfix", "user", "group"}
+	"extra-certs", "mssfix", "user", "group", "compat-mode"}
 
 // Run parses text into c (the shared directives) and ext (the rest),
 // then runs ext.Finish. c holds the side's defaults; its KeyDirection
@@ -163,6 +163,9 @@ func (p *Parser) directive(args []string) error {
 		return err
 	}
 	if ok, err := p.legacy(args); ok {
+		return err
+	}
+	if ok, err := p.compatMode(args); ok {
 		return err
 	}
 	if ok, err := p.mssfix(args); ok {

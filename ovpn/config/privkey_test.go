@@ -6,6 +6,8 @@ import (
 	"encoding/asn1"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -109,6 +111,70 @@ func TestPKCS12(t *testing.T) {
 	usable(t, &cfg.Common)
 }
 
+// TestPKCS12FromOpenSSL reads PKCS#12 files the installed `openssl
+// pkcs12 -export` writes at test time (the fixtures above are from one
+// OpenSSL; this follows the one on the machine): its default (OpenSSL 3:
+// PBES2 with PBKDF2-HMAC-SHA256 and AES-256-CBC, MAC SHA-256, checked
+// with -info) and -legacy (RC2/3DES, MAC SHA-1), each with the askpass
+// passphrase and with an empty one.
+func TestPKCS12FromOpenSSL(t *testing.T) {
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Skip("needs openssl (apt-get install openssl)")
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"ca.crt", "client.crt", "client.key", "pass.txt"} {
+		b, err := os.ReadFile("testdata/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	openssl := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("openssl", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("openssl %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	export := []string{"pkcs12", "-export", "-in", "client.crt", "-inkey", "client.key", "-certfile", "ca.crt"}
+	for _, v := range []struct {
+		name  string
+		extra []string
+		info  string // in `openssl pkcs12 -info` of the file
+	}{
+		{"default", nil, "PBES2, PBKDF2, AES-256-CBC"},
+		{"legacy", []string{"-legacy"}, "pbeWithSHA1And40BitRC2-CBC"},
+	} {
+		for _, pass := range []string{"file:pass.txt", "pass:"} {
+			out := v.name + map[string]string{"file:pass.txt": "-pass.p12", "pass:": "-nopass.p12"}[pass]
+			openssl(append(append(export, v.extra...), "-passout", pass, "-out", out)...)
+			if pass != "pass:" {
+				// -legacy for reading: OpenSSL 3 needs its legacy provider for RC2.
+				if info := openssl("pkcs12", "-in", out, "-info", "-noout", "-passin", pass, "-legacy"); !strings.Contains(info, v.info) {
+					t.Fatalf("%s: openssl pkcs12 -info does not say %q:\n%s", out, v.info, info)
+				}
+			}
+			lines := "pkcs12 " + out + "\n"
+			if pass != "pass:" {
+				lines += "askpass pass.txt\n"
+			}
+			cfg, err := Parse([]byte(fixtureProfile(lines)), "x.ovpn", dir)
+			if err != nil {
+				t.Fatalf("%s: %v", out, err)
+			}
+			usable(t, &cfg.Common)
+			if len(cfg.CA) == 0 {
+				t.Fatalf("%s: no CA from the file", out)
+			}
+		}
+	}
+}
+
 func wrap64(b []byte) string {
 	s := encodeBase64(b)
 	var out strings.Builder
@@ -119,8 +185,8 @@ func wrap64(b []byte) string {
 	return out.String() + s + "\n"
 }
 
-// Errors name the file and line: a wrong askpass passphrase, an
-// unreadable PKCS#12 (OpenSSL 3's AES default), pkcs12 with cert/key,
+// Errors name the file and line: a wrong askpass passphrase, a
+// truncated PKCS#12 (cut from OpenSSL 3's AES default), pkcs12 with cert/key,
 // malformed inline data.
 func TestPrivateKeyErrors(t *testing.T) {
 	os.WriteFile(t.TempDir()+"/x", nil, 0o600)

@@ -63,9 +63,9 @@ const (
 const FramingPrefix = 2
 
 // ErrCompressed is a received payload that the peer compressed, on a
-// channel without a Decompressor (allow-compression no, the default): it
-// is dropped and counted.
-var ErrCompressed = errors.New("data: the peer sent a compressed packet and allow-compression is no: dropped (set allow-compression asym here to decompress it, or allow-compression no or compress stub-v2 on the peer)")
+// channel without a Decompressor (a stub framing, or allow-compression
+// no; config/compress.go): it is dropped and counted.
+var ErrCompressed = errors.New("data: the peer sent a compressed packet, and this end's framing is a stub or allow-compression is no: dropped (give this end the peer's compress line with allow-compression asym to decompress it, or allow-compression no or compress stub-v2 on the peer)")
 
 // ErrFraming is a received payload whose compression header is not one
 // the framing knows.

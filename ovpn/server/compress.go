@@ -1,9 +1,12 @@
 package server
 
-// Compression on the server: nothing is ever compressed on send; what a
-// client compressed is decompressed under allow-compression asym (or
-// yes, treated as asym), bounded by tun-mtu, and dropped under no, the
-// default (as OpenVPN 2.6). Both are counted in Stats, and the first
+// Compression on the server, as OpenVPN 2.6.14 settles it
+// (config/compress.go): nothing is ever compressed on send; what a
+// client compressed is decompressed, bounded by tun-mtu, when the
+// server's compress or comp-lzo line names an algorithm and only stubs
+// are not enforced (allow-compression asym, yes treated as asym, or no
+// allow-compression line), and dropped under a stub line or
+// allow-compression no. Both are counted in Stats, and the first
 // undeliverable compressed packet of each client is reported once.
 
 import (
@@ -14,8 +17,8 @@ import (
 )
 
 // newDataChannel is a client's data channel under cfg: its compression
-// framing, and a decompressor sharing the server's counters when
-// allow-compression lets it decompress.
+// framing, and a decompressor sharing the server's counters when cfg
+// decompresses (config.Common.Decompresses).
 func (s *Server) newDataChannel(peerID uint32, cfg *Config) *data.Channel {
 	ch := data.NewFramedChannel(peerID, cfg.Compress)
 	if cfg.Compress != data.FramingNone && cfg.Decompresses() {
@@ -25,8 +28,8 @@ func (s *Server) newDataChannel(peerID uint32, cfg *Config) *data.Channel {
 }
 
 // msgCompressedRefused is the warning for a client's first compressed
-// packet under allow-compression no.
-const msgCompressedRefused = "the client sends compressed packets; they are dropped (allow-compression is no): set allow-compression asym in the server's configuration to decompress them, or allow-compression no or compress stub-v2 in the client's"
+// packet under a stub framing or allow-compression no.
+const msgCompressedRefused = "the client sends compressed packets; they are dropped (the server's framing is a stub, or allow-compression is no): give the server the client's compress or comp-lzo line, without allow-compression no, to decompress them, or have the client stop compressing (allow-compression no or compress stub-v2 in its file)"
 
 // dropCompressed counts a packet the client compressed that was refused
 // (data.ErrCompressed; decompression failures are counted by the

@@ -15,11 +15,15 @@ import (
 // with comp-lzo yes, compress lz4, compress lz4-v2), through the
 // server's TUN device: the client's kernel pings the server's tunnel
 // address with compressible payloads (zeros, a repeated pattern), which
-// OpenVPN compresses with liblzo2/liblz4. Under allow-compression asym
-// the server decompresses them and the kernel behind its TUN
-// answers (Stats.Decompressed counts them); under no, the default, the
-// large pings fail, are counted in Stats.Compressed and reported once
-// (one ClientWarning), while small ones (never compressed) get through.
+// OpenVPN compresses with liblzo2/liblz4. With the same compress line
+// the server decompresses them and the kernel behind its TUN answers
+// (Stats.Decompressed counts them), under allow-compression asym and
+// without an allow-compression line (asym then, as in OpenVPN 2.6.14;
+// yes is asym too, TestCompressedPacketDecompressed); with the stub of
+// the same framing (comp-lzo no, compress stub, compress stub-v2) and
+// allow-compression no, the large pings fail, are counted in
+// Stats.Compressed and reported once (one ClientWarning), while small
+// ones (never compressed) get through.
 func TestE2EDecompressFromOpenVPNClients(t *testing.T) {
 	f, dir := e2eFixture(t)
 	srvNS, cNS := netns.New(t, "ocs"), netns.New(t, "occ")
@@ -27,23 +31,28 @@ func TestE2EDecompressFromOpenVPNClients(t *testing.T) {
 	netns.Run(t, srvNS, "ip", "addr", "add", "192.168.74.1/24", "dev", "s1")
 	netns.Run(t, cNS, "ip", "addr", "add", "192.168.74.2/24", "dev", "c1")
 
-	for i, tc := range []struct{ name, line string }{
-		{"comp-lzo", "comp-lzo yes"},
-		{"lz4", "compress lz4"},
-		{"lz4-v2", "compress lz4-v2"},
+	for i, tc := range []struct{ name, line, stub, allow string }{
+		{"comp-lzo", "comp-lzo yes", "comp-lzo no", ""},
+		{"lz4", "compress lz4", "compress stub", "asym"},
+		{"lz4-v2", "compress lz4-v2", "compress stub-v2", ""},
 	} {
-		framing, _, err := config.CompressFraming(strings.Fields(tc.line))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mode := range []string{"asym", "no"} { // yes is asym (TestCompressedPacketDecompressed)
-			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+		for _, mode := range []string{tc.allow, "no"} {
+			line := tc.line
+			if mode == "no" {
+				line = tc.stub
+			}
+			framing, alg, err := config.CompressFraming(strings.Fields(line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			label := map[string]string{"": "none", "asym": "asym", "no": "no"}[mode]
+			t.Run(tc.name+"/allow-compression "+label, func(t *testing.T) {
 				dev := tunIn(t, srvNS, "wlsrv0") // a fresh device: a closed server closes its own
 				netns.Run(t, srvNS, "ip", "addr", "add", "10.8.0.1/24", "dev", "wlsrv0")
 				netns.Run(t, srvNS, "ip", "link", "set", "wlsrv0", "up")
 				cfg := f.serverConfig(UDP)
 				cfg.Listen = netip.MustParseAddrPort("0.0.0.0:1194")
-				cfg.Compress, cfg.CompressDirective, cfg.AllowCompression = framing, tc.line, mode
+				cfg.Compress, cfg.CompressDirective, cfg.CompressAlgorithm, cfg.AllowCompression = framing, line, alg, mode
 				var mu sync.Mutex
 				var warnings []string
 				log, _ := testlog.New(t)
@@ -56,7 +65,7 @@ func TestE2EDecompressFromOpenVPNClients(t *testing.T) {
 				}})
 				attached := make(chan error, 1)
 				go func() { attached <- s.AttachTUN(dev) }()
-				name := "comp" + string(rune('a'+i)) + mode
+				name := "comp" + string(rune('a'+i)) + label
 				startOpenVPNClient(t, f, dir, cNS, name, "192.168.74.1", "allow-compression yes", tc.line)
 
 				netns.Run(t, cNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", "-s", "16", "10.8.0.1")

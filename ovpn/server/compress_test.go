@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/ovpn/client"
 	"github.com/wirelane/wirelane/ovpn/data"
+	"github.com/wirelane/wirelane/ovpn/internal/testlog"
 )
 
 // A server with compression framing and a Wirelane client that gets it
@@ -28,7 +31,7 @@ func TestCompressionFraming(t *testing.T) {
 		clientLine string // the client file's own line
 	}{
 		{"stub-v2 pushed", data.FramingV2, "compress stub-v2", ""},
-		{"lz4-v2 pushed", data.FramingV2, "compress lz4-v2", ""},
+		{"lz4-v2 pushed", data.FramingV2, "compress lz4-v2", "allow-compression asym\n"},
 		{"stub pushed over the file's comp-lzo", data.FramingSwap, "compress", "comp-lzo no\n"},
 		{"comp-lzo no in both files", data.FramingLZO, "", "comp-lzo no\n"},
 		{"comp-lzo pushed", data.FramingLZO, "comp-lzo no", ""},
@@ -55,6 +58,35 @@ func TestCompressionFraming(t *testing.T) {
 	}
 }
 
+// A pushed compression algorithm is refused by a client that allows
+// stubs only (no compress line, or allow-compression no), as OpenVPN
+// 2.6.14 refuses it: Dial fails with ErrPushedCompression and the fix.
+// With allow-compression asym, or a compress stub-v2 line (which sets no
+// stub-only rule in 2.6 either), the push is accepted.
+func TestPushedCompressionWithStubsOnly(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.serverConfig(UDP)
+	cfg.Compress, cfg.CompressAlgorithm = data.FramingV2, true
+	cfg.Push = append(cfg.Push, "compress lz4-v2")
+	s := startServer(t, cfg, Options{})
+	for _, lines := range []string{"", "comp-lzo no\nallow-compression no\n"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := client.Dial(ctx, f.clientConfig(t, s, "client1", lines), client.Options{Logger: testlog.Logger(t), HandshakeTimeout: 5 * time.Second})
+		cancel()
+		if err == nil {
+			c.Close()
+			t.Fatalf("%q: a pushed compress lz4-v2 was accepted", lines)
+		}
+		if !errors.Is(err, client.ErrPushedCompression) || !strings.Contains(err.Error(), "allow-compression asym") {
+			t.Fatalf("%q: %v", lines, err)
+		}
+	}
+	for _, lines := range []string{"allow-compression asym\n", "compress stub-v2\n"} {
+		c := dialClient(t, f.clientConfig(t, s, "client1", lines), client.Options{})
+		c.Close()
+	}
+}
+
 // The framings disagree (the server frames, the client does not): no
 // packet gets through, and the server counts them as bad, not as
 // delivered.
@@ -75,12 +107,23 @@ func TestCompressionFramingMismatch(t *testing.T) {
 
 // A payload the client compressed (as an OpenVPN client with
 // allow-compression yes sends it: 0x50 0x01 and LZ4 data under stub-v2
-// framing) is dropped under allow-compression no (the default), counted
-// in Stats.Compressed, and reported once as a ClientWarning event.
+// framing) is dropped under compress stub-v2 (a stub drops what it
+// gets, whatever allow-compression says, as OpenVPN's does) and under
+// allow-compression no, counted in Stats.Compressed, and reported once
+// as a ClientWarning event.
 func TestCompressedPacketDroppedAndReported(t *testing.T) {
+	for _, tc := range []struct {
+		name, allow string
+		alg         bool
+	}{{"stub-v2", "", false}, {"stub-v2 asym", "asym", false}, {"no", "no", true}} {
+		t.Run(tc.name, func(t *testing.T) { testCompressedPacketDropped(t, tc.allow, tc.alg) })
+	}
+}
+
+func testCompressedPacketDropped(t *testing.T, allow string, alg bool) {
 	f := newFixture(t)
 	cfg := f.serverConfig(UDP)
-	cfg.Compress = data.FramingV2
+	cfg.Compress, cfg.CompressAlgorithm, cfg.AllowCompression = data.FramingV2, alg, allow
 	warnings := make(chan Event, 4)
 	s := startServer(t, cfg, Options{Events: func(e Event) {
 		if e.Kind == ClientWarning {
@@ -126,17 +169,17 @@ func lz4Block(t *testing.T, p []byte) []byte {
 	return dst[:n]
 }
 
-// With allow-compression asym (and yes) the server decompresses what a
-// client compressed (0x50 0x01 and an LZ4 block under stub-v2 framing)
+// With compress lz4-v2 and allow-compression asym, yes or none (asym
+// then, as in OpenVPN 2.6) the server decompresses what a client compressed (0x50 0x01 and an LZ4 block under stub-v2 framing)
 // and delivers it: the echo request is answered, and the packet is
 // counted in Stats.Decompressed. A decompression bomb (more than tun-mtu)
 // and junk are dropped, counted in DecompressFailed, and reported once.
 func TestCompressedPacketDecompressed(t *testing.T) {
 	f := newFixture(t)
-	for _, mode := range []string{"asym", "yes"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []string{"asym", "yes", ""} {
+		t.Run("allow-compression "+mode, func(t *testing.T) {
 			cfg := f.serverConfig(UDP)
-			cfg.Compress = data.FramingV2
+			cfg.Compress, cfg.CompressAlgorithm = data.FramingV2, true
 			cfg.AllowCompression = mode
 			warnings := make(chan Event, 4)
 			s := startServer(t, cfg, Options{Events: func(e Event) {
@@ -191,18 +234,24 @@ func TestCompressedPacketDecompressed(t *testing.T) {
 // The client side, in process: a server without framing sends what a
 // compressing server would put under compress lz4-v2 (0x50 0x01 and an
 // LZ4 block; a stand-in for OpenVPN, which TestE2EDecompressFromOpenVPNServer
-// in ovpn/client uses). A client with allow-compression asym delivers
-// the packet and counts it; a bomb and junk are counted in
-// DecompressFailed and reported once through OnWarning; a client
-// without allow-compression refuses all of them (DroppedCompressed).
+// in ovpn/client uses). A client with compress lz4-v2 and
+// allow-compression asym, or none (asym then, as in OpenVPN 2.6),
+// delivers the packet and counts it; a bomb and junk are counted in
+// DecompressFailed and reported once through OnWarning; a client with
+// compress stub-v2 and allow-compression no refuses all of them
+// (DroppedCompressed).
 func TestClientDecompressesFromServer(t *testing.T) {
 	f := newFixture(t)
 	s := startServer(t, f.serverConfig(UDP), Options{})
-	for _, mode := range []string{"asym", "no"} {
+	for mode, lines := range map[string]string{
+		"asym":    "compress lz4-v2\nallow-compression asym\n",
+		"default": "compress lz4-v2\n",
+		"no":      "compress stub-v2\nallow-compression no\n",
+	} {
 		t.Run(mode, func(t *testing.T) {
 			var mu sync.Mutex
 			var warnings []string
-			c := dialClient(t, f.clientConfig(t, s, "client-"+mode, "compress lz4-v2\nallow-compression "+mode+"\n"), client.Options{OnWarning: func(m string) {
+			c := dialClient(t, f.clientConfig(t, s, "client-"+mode, lines), client.Options{OnWarning: func(m string) {
 				mu.Lock()
 				warnings = append(warnings, m)
 				mu.Unlock()
@@ -223,7 +272,7 @@ func TestClientDecompressesFromServer(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if mode == "asym" {
+			if mode != "no" {
 				buf := make([]byte, 2048)
 				n, err := c.ReadPacket(buf)
 				if err != nil || !bytes.Equal(buf[:n], pkt) {
@@ -244,7 +293,7 @@ func TestClientDecompressesFromServer(t *testing.T) {
 			if st.Decompressed != want.Decompressed || st.DecompressFailed != want.DecompressFailed || st.DroppedCompressed != want.DroppedCompressed || st.DroppedData != 0 {
 				t.Fatalf("stats %+v", st)
 			}
-			if len(warnings) != 1 || (mode == "asym") != strings.Contains(warnings[0], "could not be decompressed") {
+			if len(warnings) != 1 || (mode != "no") != strings.Contains(warnings[0], "could not be decompressed") {
 				t.Fatalf("warnings %q", warnings)
 			}
 		})

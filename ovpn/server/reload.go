@@ -394,13 +394,13 @@ func (p *ReloadPlan) diff(a, b *live) {
 	if o.DataCiphersFallback != n.DataCiphersFallback {
 		line("data-ciphers-fallback: %v -> %v (new sessions)", o.DataCiphersFallback, n.DataCiphersFallback)
 	}
-	if o.Compress != n.Compress || o.CompressDirective != n.CompressDirective {
+	if o.Compress != n.Compress || o.CompressDirective != n.CompressDirective || o.CompressAlgorithm != n.CompressAlgorithm {
 		line("compression framing: %q -> %q (new sessions; connected clients keep theirs)", o.CompressDirective, n.CompressDirective)
 	}
 	if o.MSSFix != n.MSSFix || o.MSSFixSet != n.MSSFixSet {
 		line("mssfix: %v -> %v (new sessions; connected clients keep theirs)", o.mssFix(), n.mssFix())
 	}
-	if o.AllowCompression != n.AllowCompression {
+	if o.AllowCompression != n.AllowCompression || o.StubOnly() != n.StubOnly() {
 		line("allow-compression: %q -> %q (new sessions; nothing is ever compressed)", o.AllowCompression, n.AllowCompression)
 	}
 	if o.ExplicitExitNotify != n.ExplicitExitNotify {

@@ -227,6 +227,7 @@ func TestReloadCoversEveryField(t *testing.T) {
 		"Compress":            func(c *Config) { c.Compress = data.FramingV2 },
 		"CompressDirective":   func(c *Config) { c.CompressDirective = "compress stub-v2" },
 		"AllowCompression":    func(c *Config) { c.AllowCompression = "asym" },
+		"CompressAlgorithm":   func(c *Config) { c.CompressAlgorithm = true },
 		"MSSFix":              func(c *Config) { c.MSSFix, c.MSSFixSet = data.MSSFix{Max: 1280, Encap: true}, true },
 		"MSSFixSet":           func(c *Config) { c.MSSFixSet = true }, // mssfix 0
 		"ExplicitExitNotify":  func(c *Config) { c.ExplicitExitNotify = 2 },
@@ -236,11 +237,14 @@ func TestReloadCoversEveryField(t *testing.T) {
 	maps.Copy(mut, ccdMutations()) // ccd_test.go
 	// Diagnostics of the parser, not settings (UserLine and GroupLine
 	// place errors).
-	// TLSCryptV2Client belongs to client files. keyLocked and pkcs12 are
+	// TLSCryptV2Client belongs to client files. compressStub follows
+	// the compress lines (CompressDirective is compared), and StubOnly,
+	// which it settles, is compared too; so are the settings compat
+	// (compat-mode) changes: StubOnly, DataCiphers, DataCiphersFallback. keyLocked and pkcs12 are
 	// the parser's state of an encrypted key (a locked key is refused by
 	// serverTLS; Cert and Key are compared).
 	skip := map[string]bool{"Common": true, "Warnings": true, "SecretFiles": true, "InlineSecrets": true, "TLSCryptV2Client": true,
-		"keyLocked": true, "pkcs12": true, "UserLine": true, "GroupLine": true}
+		"keyLocked": true, "pkcs12": true, "compressStub": true, "compat": true, "UserLine": true, "GroupLine": true}
 	var names []string
 	for _, typ := range []reflect.Type{reflect.TypeOf(Config{}), reflect.TypeOf(config.Common{})} {
 		for i := range typ.NumField() {

@@ -207,9 +207,10 @@ type Stats struct {
 	// tls-crypt-v2-max-age or tls-crypt-v2-metadata-allow.
 	KeyRefused atomic.Uint64
 	// Compressed counts data packets dropped because the client
-	// compressed them under allow-compression no, the default (they
+	// compressed them under a stub framing or allow-compression no (they
 	// authenticated and are not counted in BadData). Decompressed counts
-	// those decompressed under allow-compression asym or yes, and
+	// those decompressed (a line naming an algorithm, not stubs only;
+	// config/compress.go), and
 	// DecompressFailed those that were not valid compressed data or would
 	// have been larger than tun-mtu (dropped; compress.go).
 	Compressed, Decompressed, DecompressFailed atomic.Uint64

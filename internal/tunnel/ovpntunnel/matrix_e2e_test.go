@@ -62,6 +62,10 @@ type matrixFeature struct {
 	// connBlocks: the client's profile has two <connection> blocks, the
 	// first to a port nobody listens on.
 	connBlocks bool
+	// compressing: the OpenVPN end compresses (allow-compression yes),
+	// so the row also sends pings of 1200 zeros, which it sends
+	// compressed and the Wirelane end must decompress.
+	compressing bool
 }
 
 func matrixFeatures(t *testing.T, tb *testbed) []matrixFeature {
@@ -122,6 +126,13 @@ func matrixFeatures(t *testing.T, tb *testbed) []matrixFeature {
 			serverNA: "n/a: wirelane serve has no auth-user-pass-verify"},
 		{name: "<connection> blocks", connBlocks: true, coveredBy: "TestE2EConnectionBlocks",
 			serverNA: "n/a: the blocks are the client's (OpenVPN's own)"},
+		{name: "compress lz4-v2 pushed, OpenVPN compressing", srv: "compress lz4-v2\nallow-compression yes\npush \"compress lz4-v2\"\n", cli: "allow-compression yes\n",
+			compressing: true, coveredBy: "TestE2EDecompressFromOpenVPNServer (ovpn/client), TestE2EDecompressFromOpenVPNClients (ovpn/server)"},
+		{name: "pre-2.4 server (compat-mode 2.3.0, AES-256-CBC, SHA1, comp-lzo)",
+			srv:  "compat-mode 2.3.0\ndata-ciphers AES-256-CBC\ncipher AES-256-CBC\nauth SHA1\ncomp-lzo yes\nallow-compression yes\n",
+			cli:  "cipher AES-256-CBC\nauth SHA1\ndata-ciphers AES-256-GCM:AES-128-GCM:AES-256-CBC\ndata-ciphers-fallback AES-256-CBC\ncomp-lzo\n",
+			want: "AES-256-CBC", compressing: true, coveredBy: "TestE2EPre24ServerEmulated",
+			serverNA: "n/a: compat-mode is OpenVPN's (TestE2EPre24ServerEmulated has a 2.3-style client against wirelane serve)"},
 		{name: "dns option (2.6, pushed)", srv: "push \"dns server 0 address 10.99.0.53\"\npush \"dns search-domains mx.example\"\n",
 			want: "10.99.0.53", ovWant: "dns server 0 address 10.99.0.53", coveredBy: "TestE2EConnectAppliesPushedDNSOption"},
 	}
@@ -252,6 +263,10 @@ func runMatrixRow(t *testing.T, tb *testbed, n int, r matrixRow) {
 	}
 	addr := network + ".1"
 	netns.Run(t, tb.cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", addr)
+	if r.f.compressing {
+		tb.pingZeros(t, addr)
+		checkNoCompressedDrops(t, wl)
+	}
 	for _, reverse := range []bool{false, true} {
 		if res := tb.runIperf(t, addr, 1, reverse); res.Bytes <= 0 {
 			t.Fatalf("iperf3 (reverse %v) moved no data: %+v", reverse, res)

@@ -14,18 +14,28 @@ package ovpntunnel
 //	  c1 192.168.95.2  ==========veth==========  s1 192.168.95.1
 //
 // The 2.3 server: compat-mode 2.3.0, one cipher (data-ciphers and cipher
-// AES-256-CBC, no AEAD to negotiate), auth SHA1, comp-lzo no, tls-auth
-// with key direction 0, topology net30 (2.3's default: the client gets a
-// /30 and a route to the server's address). The 2.3-era client file:
-// cipher AES-256-CBC, auth SHA1, comp-lzo, tls-auth inline with
-// key-direction 1, persist-key/persist-tun, and the one data-ciphers line
-// OpenVPN 2.6 needs for such a server too (fix23). The opposite
-// role: OpenVPN 2.6 as a 2.3 client (compat-mode 2.3.0, the same cipher
-// lines, and data-ciphers AES-256-CBC: 2.6 in compat-mode still offers its
-// AEAD ciphers, which a 2.3 client never had) against Wirelane's server,
-// which has topology subnet (net30 is
-// not supported by Wirelane's server; 2.3 clients know subnet). Ping and a
-// short iperf3 each way, and the CBC cipher named by both ends.
+// AES-256-CBC, no AEAD to negotiate), auth SHA1, comp-lzo yes with
+// allow-compression yes (a 2.3 server with comp-lzo compressed what
+// compresses), tls-auth with key direction 0, topology net30 (2.3's
+// default: the client gets a /30 and a route to the server's address).
+// The 2.3-era client file as providers ship it for 2.5/2.6 clients:
+// cipher AES-256-CBC, auth SHA1, comp-lzo (no allow-compression: asym,
+// as OpenVPN 2.6 takes it, so what the server compresses is
+// decompressed), tls-auth inline with key-direction 1,
+// persist-key/persist-tun, data-ciphers-fallback AES-256-CBC (for a
+// server that negotiates nothing, as a real 2.3 one) and the
+// data-ciphers line OpenVPN 2.6 needs for this emulation (fix23: 2.6 in
+// compat-mode still negotiates, and refuses a client that offers no CBC
+// cipher with "no shared cipher", OpenVPN 2.6.14's own client included);
+// then the same file with compat-mode 2.3.0 instead of that line.
+// The opposite role: OpenVPN 2.6 as a 2.3 client (compat-mode 2.3.0, the
+// same cipher lines, comp-lzo yes with allow-compression yes, and
+// data-ciphers AES-256-CBC: 2.6 in compat-mode still offers its AEAD
+// ciphers, which a 2.3 client never had) against Wirelane's server with
+// comp-lzo yes (asym: it decompresses), which has topology subnet (net30
+// is not supported by Wirelane's server; 2.3 clients know subnet). Ping,
+// pings of 1200 zeros (which the OpenVPN end sends compressed) and a short
+// iperf3 each way, and the CBC cipher named by both ends.
 
 import (
 	"strings"
@@ -46,6 +56,7 @@ func TestE2EPre24ServerEmulated(t *testing.T) {
 	tb.write(t, map[string]string{"cli1.crt": string(tb.cliCert), "cli1.key": string(tb.cliKey), "ta.key": string(k.Format())})
 	traffic := func(t *testing.T, addr string) {
 		netns.Run(t, tb.cliNS, "ping", "-c", "3", "-i", "0.2", "-W", "2", addr)
+		tb.pingZeros(t, addr)
 		for _, reverse := range []bool{false, true} {
 			if r := tb.runIperf(t, addr, 1, reverse); r.Bytes <= 0 {
 				t.Fatalf("iperf3 (reverse %v) moved no data: %+v", reverse, r)
@@ -58,13 +69,13 @@ func TestE2EPre24ServerEmulated(t *testing.T) {
 	// own advice is to add the server's cipher to data-ciphers. With it
 	// the file works against a real 2.3 server too (no cipher pushed:
 	// the server's options string names AES-256-CBC, which is listed).
-	const fix23 = "data-ciphers AES-256-GCM:AES-128-GCM:AES-256-CBC\n"
+	const fix23 = "data-ciphers AES-256-GCM:AES-128-GCM:AES-256-CBC\ndata-ciphers-fallback AES-256-CBC\n"
 	const want = "Data Channel: cipher 'AES-256-CBC'"
 	t.Run("wirelane client, openvpn server as 2.3", func(t *testing.T) {
 		tb.write(t, map[string]string{
 			"old23.conf": "port 1523\nproto udp\nlocal 192.168.95.1\ndev o23s0\ndev-type tun\ntopology net30\n" +
 				"server 10.23.0.0 255.255.255.0\n" + serverCreds + "tls-auth ta.key 0\ncompat-mode 2.3.0\n" +
-				"data-ciphers AES-256-CBC\n" + old + "comp-lzo no\ndisable-dco\nkeepalive 10 60\nverb 4\n",
+				"data-ciphers AES-256-CBC\n" + old + "comp-lzo yes\nallow-compression yes\ndisable-dco\nkeepalive 10 60\nverb 4\n",
 			// As a 2.3-era provider file: no data-ciphers, comp-lzo, the
 			// tls-auth key inline with key-direction.
 			"old23.ovpn": "client\ndev tun\nproto udp\nremote 192.168.95.1 1523\nresolv-retry infinite\nnobind\npersist-key\npersist-tun\n" +
@@ -81,13 +92,26 @@ func TestE2EPre24ServerEmulated(t *testing.T) {
 		// net30: the server is 10.23.0.1, reached through the pushed route.
 		traffic(t, "10.23.0.1")
 		cli.interrupt(t)
+		checkNoCompressedDrops(t, cli)
+		// The same file with compat-mode 2.3.0 in place of fix23, as
+		// OpenVPN 2.6 reads it: `cipher` joins data-ciphers (and is the
+		// fallback), so the emulated server finds it offered.
+		tb.write(t, map[string]string{"old23c.ovpn": "client\ndev tun\nproto udp\nremote 192.168.95.1 1523\nnobind\n" +
+			"remote-cert-tls server\n" + old + "compat-mode 2.3.0\ncomp-lzo\nkey-direction 1\n" + tb.clientInline() +
+			"<tls-auth>\n" + string(k.Format()) + "</tls-auth>\n"})
+		cc := startHelper(t, tb.cliNS, "connect", "--dev", "o23c1", "--mtu", "1400", "--dns", "off", tb.path("old23c.ovpn"))
+		cc.waitFor(t, "tunnel up", 15*time.Second)
+		netns.Run(t, tb.cliNS, "ping", "-c", "2", "-i", "0.2", "-W", "2", "10.23.0.1")
+		tb.pingZeros(t, "10.23.0.1")
+		cc.interrupt(t)
+		checkNoCompressedDrops(t, cc)
 	})
 	t.Run("openvpn client as 2.3, wirelane server", func(t *testing.T) {
 		tb.write(t, map[string]string{
 			"wls23.conf": "port 1524\nproto udp4\ndev o23w0\ntun-mtu 1400\ntopology subnet\nserver 10.23.1.0 255.255.255.0\n" +
-				serverCreds + "tls-auth ta.key 0\ndata-ciphers AES-256-GCM:AES-256-CBC\n" + old + "comp-lzo no\nkeepalive 10 60\n",
+				serverCreds + "tls-auth ta.key 0\ndata-ciphers AES-256-GCM:AES-256-CBC\n" + old + "comp-lzo yes\nkeepalive 10 60\n",
 			"ovc23.ovpn": "client\ndev o23o0\ndev-type tun\nproto udp\nremote 192.168.95.1 1524\nnobind\nremote-cert-tls server\n" +
-				"ca ca.crt\ncert cli1.crt\nkey cli1.key\ntls-auth ta.key 1\ncompat-mode 2.3.0\ndata-ciphers AES-256-CBC\n" + old + "comp-lzo no\ndisable-dco\nverb 4\n",
+				"ca ca.crt\ncert cli1.crt\nkey cli1.key\ntls-auth ta.key 1\ncompat-mode 2.3.0\ndata-ciphers AES-256-CBC\n" + old + "comp-lzo yes\nallow-compression yes\ndisable-dco\nverb 4\n",
 		})
 		srv := startHelper(t, tb.srvNS, "serve", tb.path("wls23.conf"))
 		srv.waitFor(t, "listening on udp", 10*time.Second)
@@ -99,5 +123,6 @@ func TestE2EPre24ServerEmulated(t *testing.T) {
 		}
 		traffic(t, "10.23.1.1")
 		srv.interrupt(t)
+		checkNoCompressedDrops(t, srv)
 	})
 }

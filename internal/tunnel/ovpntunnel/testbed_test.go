@@ -185,6 +185,26 @@ func (tb *testbed) startOpenVPN(t *testing.T, ns *netns.NS, conf string) *helper
 	return h
 }
 
+// pingZeros sends three pings of 1200 zero bytes from the client
+// namespace to addr and fails unless all come back: a peer with
+// allow-compression yes sends them compressed, so they arrive only if
+// the Wirelane end decompresses.
+func (tb *testbed) pingZeros(t *testing.T, addr string) {
+	t.Helper()
+	if out := netns.Run(t, tb.cliNS, "ping", "-c", "3", "-i", "0.2", "-W", "2", "-s", "1200", "-p", "00", addr); !strings.Contains(out, " 0% packet loss") {
+		t.Fatalf("compressed pings lost:\n%s", out)
+	}
+}
+
+// checkNoCompressedDrops fails if the Wirelane end h reported a dropped
+// compressed packet.
+func checkNoCompressedDrops(t *testing.T, h *helper) {
+	t.Helper()
+	if out := h.out.String(); strings.Contains(out, "compressed packets") || strings.Contains(out, "could not be decompressed") {
+		t.Fatalf("%s dropped compressed packets:\n%s", h.name, out)
+	}
+}
+
 func (h *helper) waitFor(t *testing.T, what string, d time.Duration) {
 	t.Helper()
 	netns.Eventually(t, d, fmt.Sprintf("output %q", what), func() error {
