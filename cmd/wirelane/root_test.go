@@ -565,23 +565,7 @@ func TestSaveRefusesARestartedDaemon(t *testing.T) {
 	}
 	key := wgtypes.Key(*c.Interface.PrivateKey)
 
-	out, _ := exec.Command("ip", "netns", "pids", ns.Name).Output()
-	pids := strings.Fields(string(out))
-	if len(pids) != 1 {
-		t.Fatalf("want one daemon in %s, found %q", ns.Name, pids)
-	}
-	exec.Command("kill", "-KILL", pids[0]).Run()
-	tnetns.Eventually(t, 5*time.Second, "daemon death", func() error {
-		if err := noDaemonIn(ns); err != nil {
-			return err
-		}
-		c, err := net.Dial("unix", uapi.SocketPath(ifname))
-		if err == nil {
-			c.Close()
-			return errors.New("the socket still accepts connections")
-		}
-		return nil
-	})
+	killTheDaemon(t, ns, ifname)
 	// The fresh daemon, the program up runs.
 	start := []string{self(t), "daemon", ifname}
 	for _, e := range env {
@@ -1065,26 +1049,7 @@ func TestCrashedDaemon(t *testing.T) {
 			if out, err := wlIn(t, ns, "up", conf); err != nil {
 				t.Fatalf("up: %v\n%s", err, out)
 			}
-			out, _ := exec.Command("ip", "netns", "pids", ns.Name).Output()
-			pids := strings.Fields(string(out))
-			if len(pids) != 1 {
-				t.Fatalf("want one daemon in %s, found %q", ns.Name, pids)
-			}
-			exec.Command("kill", "-KILL", pids[0]).Run()
-			// The process leaves the namespace's list before its last
-			// thread has closed the listening socket: wait for the socket
-			// to refuse connections, as it does once nobody holds it.
-			tnetns.Eventually(t, 5*time.Second, "daemon death", func() error {
-				if err := noDaemonIn(ns); err != nil {
-					return err
-				}
-				c, err := net.Dial("unix", uapi.SocketPath(ifname))
-				if err == nil {
-					c.Close()
-					return errors.New("the socket still accepts connections")
-				}
-				return nil
-			})
+			killTheDaemon(t, ns, ifname)
 			if err := socketGone(ifname); err == nil {
 				t.Fatal("SIGKILL left no stale socket; the test proves nothing")
 			}
@@ -1336,4 +1301,29 @@ func holdUDPPort(t *testing.T, ns *tnetns.NS, port string) {
 		t.Fatal(lerr)
 	}
 	t.Cleanup(func() { c.Close() })
+}
+
+// killTheDaemon SIGKILLs the one daemon in ns and waits until it is gone
+// and ifname's UAPI socket refuses connections: the process leaves the
+// namespace's list before its last thread has closed the listening
+// socket, and a socket nobody holds refuses.
+func killTheDaemon(t *testing.T, ns *tnetns.NS, ifname string) {
+	t.Helper()
+	out, _ := exec.Command("ip", "netns", "pids", ns.Name).Output()
+	pids := strings.Fields(string(out))
+	if len(pids) != 1 {
+		t.Fatalf("want one daemon in %s, found %q", ns.Name, pids)
+	}
+	exec.Command("kill", "-KILL", pids[0]).Run()
+	tnetns.Eventually(t, 5*time.Second, "daemon death", func() error {
+		if err := noDaemonIn(ns); err != nil {
+			return err
+		}
+		c, err := net.Dial("unix", uapi.SocketPath(ifname))
+		if err == nil {
+			c.Close()
+			return errors.New("the socket still accepts connections")
+		}
+		return nil
+	})
 }
