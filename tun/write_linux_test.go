@@ -20,11 +20,12 @@ func (c *countingTUN) Write(bufs [][]byte, offset int) (int, error) {
 	return c.Device.Write(bufs, offset)
 }
 
-// TestLonePacketWrittenRaw: a batch whose only non-TCP packet has nothing
-// to be merged with is written by the package itself (raw, with a zero
-// virtio-net header, whatever the caller left there); two or more go to
-// the fallback, which merges UDP. Either way the kernel takes them: the
-// echo requests are answered.
+// TestLonePacketWrittenRaw: a batch whose non-TCP packets have nothing
+// to be merged with (one packet, or several of which no two share a UDP
+// or TCP flow) is written by the package itself (raw, with a zero
+// virtio-net header, whatever the caller left there); two packets of one
+// UDP flow go to the fallback, which merges UDP. Either way the kernel
+// takes them: the echo requests are answered.
 func TestLonePacketWrittenRaw(t *testing.T) {
 	d, name := newTestTUN(t, "wlw", 1420)
 	nd, ok := d.(*nsDevice)
@@ -70,9 +71,39 @@ func TestLonePacketWrittenRaw(t *testing.T) {
 	if _, err := nd.gro.write(fallback, [][]byte{a, b}, off); err != nil {
 		t.Fatalf("write of two packets: %v", err)
 	}
-	if fallback.writes != 1 {
-		t.Errorf("two packets: %d fallback writes, want 1", fallback.writes)
+	if fallback.writes != 0 {
+		t.Errorf("two echo requests (no flow to merge): %d fallback writes, want 0", fallback.writes)
 	}
 	answered(id + 1)
 	answered(id + 2)
+
+	// Two UDP packets of one flow, to a port nobody listens on: the
+	// fallback may merge them.
+	udp := func() []byte {
+		p := make([]byte, off+20+8+32)
+		ip := p[off:]
+		ip[0] = 0x45
+		binary.BigEndian.PutUint16(ip[2:4], 20+8+32)
+		ip[8] = 64
+		ip[9] = unix.IPPROTO_UDP
+		s, d := peer.As4(), local.As4()
+		copy(ip[12:16], s[:])
+		copy(ip[16:20], d[:])
+		binary.BigEndian.PutUint16(ip[10:], checksum(ip[:20]))
+		binary.BigEndian.PutUint16(ip[20:], 40000)
+		binary.BigEndian.PutUint16(ip[22:], 9)
+		binary.BigEndian.PutUint16(ip[24:], 8+32)
+		return p
+	}
+	if _, err := nd.gro.write(fallback, [][]byte{udp(), udp()}, off); err != nil {
+		t.Fatalf("write of two UDP packets of one flow: %v", err)
+	}
+	if fallback.writes != 1 {
+		t.Errorf("two UDP packets of one flow: %d fallback writes, want 1", fallback.writes)
+	}
+	c := request(id + 3)
+	if _, err := nd.gro.write(fallback, [][]byte{c}, off); err != nil {
+		t.Fatalf("write after the UDP packets: %v", err)
+	}
+	answered(id + 3)
 }
