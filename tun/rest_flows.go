@@ -27,7 +27,8 @@ type flowTable struct {
 // restFlowsDistinct reports whether no two packets (at offset) of bufs
 // belong to one UDP or TCP flow, so that no merging writer could join
 // any of them. Packets no writer merges (not IP, not UDP or TCP, IPv4
-// fragments, IPv6 with an extension header) count as distinct. A hash
+// fragments, IPv6 with an extension header, IPv4 UDP without a checksum)
+// count as distinct. A hash
 // collision answers false, which only sends the batch to the fallback.
 // Batches larger than restSlots/2 answer false. It allocates nothing.
 func (t *flowTable) restFlowsDistinct(bufs [][]byte, offset int) bool {
@@ -88,6 +89,12 @@ func flowHash(pkt []byte) (uint64, bool) {
 		return 0, false
 	}
 	if proto != 6 && proto != 17 {
+		return 0, false
+	}
+	if proto == 17 && l4 == 20 && pkt[0]>>4 == 4 && len(pkt) >= l4+8 && pkt[l4+6] == 0 && pkt[l4+7] == 0 {
+		// IPv4 UDP without a checksum (VXLAN and Geneve send these): the
+		// fallback merges only UDP whose checksum it verified, and a
+		// zero field never verifies.
 		return 0, false
 	}
 	// FNV-1a over version, protocol, addresses and ports.

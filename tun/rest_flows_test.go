@@ -32,13 +32,14 @@ func udpPacket(v6 bool, src byte, sport uint16) []byte {
 	copy(ip[16:20], []byte{10, 89, 0, 1})
 	binary.BigEndian.PutUint16(ip[20:], sport)
 	binary.BigEndian.PutUint16(ip[22:], 9)
+	ip[26] = 0x12 // a checksum field that is not zero ("no checksum")
 	return p
 }
 
 // TestRestFlowsDistinct: a batch with one packet of each of many flows
 // (a gateway's batch across its peers) is distinct; two packets of one
 // UDP or TCP flow anywhere in the batch are not; packets no writer
-// merges (ICMP, fragments) never make a batch non-distinct; and the
+// merges (ICMP, fragments, IPv4 UDP without a checksum) never make a batch non-distinct; and the
 // table is empty again after every call.
 func TestRestFlowsDistinct(t *testing.T) {
 	var ft flowTable
@@ -55,6 +56,8 @@ func TestRestFlowsDistinct(t *testing.T) {
 	frag[testOffset+6] = 0x20 // MF
 	fragTwin := udpPacket(false, 201, 40000)
 	fragTwin[testOffset+7] = 8 // fragment offset
+	noSum := udpPacket(false, 202, 40000)
+	noSum[testOffset+26] = 0 // IPv4 UDP without a checksum: never merged
 	tcp := build(defaultSpec(false, 1, []byte("tcp")), 0)
 
 	cases := []struct {
@@ -69,6 +72,7 @@ func TestRestFlowsDistinct(t *testing.T) {
 		{"the same addresses, another source port", append(many(false, 3), udpPacket(false, 1, 40001)), true},
 		{"two TCP packets of one flow", [][]byte{tcp, build(defaultSpec(false, 4, []byte("tcp")), 0)}, false},
 		{"ICMP and fragments twice over", [][]byte{icmp, icmp, frag, fragTwin, frag}, true},
+		{"IPv4 UDP of one flow without a checksum", [][]byte{noSum, noSum, noSum}, true},
 		{"more packets than the table takes", many(false, restSlots/2+1), false},
 	}
 	for _, c := range cases {

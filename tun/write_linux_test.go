@@ -77,9 +77,10 @@ func TestLonePacketWrittenRaw(t *testing.T) {
 	answered(id + 1)
 	answered(id + 2)
 
-	// Two UDP packets of one flow, to a port nobody listens on: the
-	// fallback may merge them.
-	udp := func() []byte {
+	// Two UDP packets of one flow, to a port nobody listens on: with a
+	// checksum the fallback may merge them; without one (a zero field) it
+	// never does, and they are written here.
+	udp := func(sum uint16) []byte {
 		p := make([]byte, off+20+8+32)
 		ip := p[off:]
 		ip[0] = 0x45
@@ -93,13 +94,20 @@ func TestLonePacketWrittenRaw(t *testing.T) {
 		binary.BigEndian.PutUint16(ip[20:], 40000)
 		binary.BigEndian.PutUint16(ip[22:], 9)
 		binary.BigEndian.PutUint16(ip[24:], 8+32)
+		binary.BigEndian.PutUint16(ip[26:], sum)
 		return p
 	}
-	if _, err := nd.gro.write(fallback, [][]byte{udp(), udp()}, off); err != nil {
+	if _, err := nd.gro.write(fallback, [][]byte{udp(0x1234), udp(0x1234)}, off); err != nil {
 		t.Fatalf("write of two UDP packets of one flow: %v", err)
 	}
 	if fallback.writes != 1 {
 		t.Errorf("two UDP packets of one flow: %d fallback writes, want 1", fallback.writes)
+	}
+	if _, err := nd.gro.write(fallback, [][]byte{udp(0), udp(0)}, off); err != nil {
+		t.Fatalf("write of two UDP packets of one flow without a checksum: %v", err)
+	}
+	if fallback.writes != 1 {
+		t.Errorf("two UDP packets without a checksum went to the fallback (%d writes, want still 1)", fallback.writes)
 	}
 	c := request(id + 3)
 	if _, err := nd.gro.write(fallback, [][]byte{c}, off); err != nil {

@@ -65,6 +65,14 @@ const MetricSlowestShare = "slowest peer of fair share"
 // senders' thread).
 const MetricGatewayCPUPerGB = "gateway CPU s/GB"
 
+// MetricPeersCPUPerGB is the harness process's CPU seconds per GB in the
+// netpeers section: the N peer devices (sealing and sending) and the
+// sink. The peers share the machine's CPUs with the gateway, so when the
+// two CPU figures together fill the machine, the peers bound the
+// throughput of every gateway alike and the Gbit/s ratio is narrower than
+// the gateways' own.
+const MetricPeersCPUPerGB = "peers CPU s/GB"
+
 // maxNetPeers is the most peers the netpeers section addresses (peer i
 // is 10.89.1.0 + i, below the gateway's 10.89.0.0/16 broadcast address).
 const maxNetPeers = 65000
@@ -314,6 +322,7 @@ func setupGateway(engine string, idx int, tag string, bins netnsBins, dir string
 // netpeersResult is one run's figures.
 type netpeersResult struct {
 	gbps, cpuPerGB, slowest float64
+	peersCPUPerGB           float64 // this process's CPU (peers and sink) per GB
 	writeOffs               uint64
 	extra                   uint64 // delivered beyond what the peers generated: duplicates
 }
@@ -421,6 +430,10 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	if err != nil {
 		return res, err
 	}
+	self0, err := takeSnapshot()
+	if err != nil {
+		return res, err
+	}
 	t0 := time.Now()
 	for i, r := range recvs {
 		before[i] = r.rxPackets.Load()
@@ -436,6 +449,10 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	if err != nil {
 		return res, err
 	}
+	self1, err := takeSnapshot()
+	if err != nil {
+		return res, err
+	}
 	var total uint64
 	for i := range after {
 		after[i] -= before[i]
@@ -445,6 +462,7 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	res.gbps = bytes * 8 / elapsed.Seconds() / 1e9
 	if bytes > 0 {
 		res.cpuPerGB = (cpu1 - cpu0).Seconds() / (bytes / 1e9)
+		res.peersCPUPerGB = (self1.cpu - self0.cpu).Seconds() / (bytes / 1e9)
 	}
 	res.slowest = slowestShare(after)
 	res.writeOffs = offs1 - offs0
@@ -633,6 +651,7 @@ func netpeersSection(r *Report, cfg Config, p *progress) error {
 				r.Add(SectionNetpeers, cas, MetricGbps, g.engine, HigherIsBetter, res.gbps)
 				r.Add(SectionNetpeers, cas, MetricGatewayCPUPerGB, g.engine, LowerIsBetter, res.cpuPerGB)
 				r.Add(SectionNetpeers, cas, MetricSlowestShare, g.engine, HigherIsBetter, res.slowest)
+				r.Add(SectionNetpeers, cas, MetricPeersCPUPerGB, g.engine, LowerIsBetter, res.peersCPUPerGB)
 				if res.extra > 0 {
 					r.Note("netpeers %s %s repeat %d: the sink received %d packets more than the peers generated (duplicates)", cas, g.engine, rep+1, res.extra)
 				}

@@ -232,7 +232,7 @@ func TestNetpeersQuick(t *testing.T) {
 	r := quickSection(t, SectionNetpeers)
 	cas := netpeersCase(QuickConfig().NetPeers[0])
 	for _, e := range []string{EngineWireguardGo, EngineWirelane} {
-		for _, metric := range []string{MetricGbps, MetricGatewayCPUPerGB} {
+		for _, metric := range []string{MetricGbps, MetricGatewayCPUPerGB, MetricPeersCPUPerGB} {
 			if m := r.Find(SectionNetpeers, cas, metric, e); m == nil || !(m.Median() > 0) || math.IsInf(m.Median(), 0) {
 				t.Errorf("%s %s %s: %v", e, cas, metric, m)
 			}
