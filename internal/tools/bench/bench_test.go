@@ -342,6 +342,14 @@ func TestIPv4UDPPacket(t *testing.T) {
 		if got, _ := netip.AddrFromSlice(p[16:20]); got != dst {
 			t.Errorf("size %d: destination %v", size, got)
 		}
+		// The UDP checksum is set (a TUN writer merges only UDP whose
+		// checksum verifies) and verifies over the pseudo-header.
+		pseudo := append(append([]byte{}, p[12:20]...), 0, 17, byte((size-20)>>8), byte(size-20))
+		if p[26] == 0 && p[27] == 0 {
+			t.Errorf("size %d: no UDP checksum", size)
+		} else if c := inetsum.Checksum(append(pseudo, p[20:]...)); c != 0 {
+			t.Errorf("size %d: UDP checksum does not verify (%#x)", size, c)
+		}
 	}
 	if _, err := ipv4UDPPacket(27, src, dst); err == nil {
 		t.Error("27-byte packet accepted")
