@@ -14,7 +14,7 @@ import (
 // groWriter writes TCP packets to a TUN device with virtio-net headers
 // itself (trusted_gro.go), each with one raw write(2) (rawio_linux.go),
 // and hands every other packet to the wireguard tun package's Write (which
-// merges UDP), except a lone one, or several of which no two share a flow
+// merges UDP), except a lone one, or several it could not merge
 // (rest_flows.go), which it also writes raw.
 type groWriter struct {
 	mu sync.Mutex // serializes Writes; guards the fields below
@@ -89,16 +89,17 @@ func (w *groWriter) write(fallback wgtun.Device, bufs [][]byte, offset int) (int
 			return total, os.ErrClosed
 		}
 	}
-	// One packet, or several of which no two share a flow: nothing for
-	// the fallback to merge, so written here, raw, each with the zero
-	// virtio-net header the fallback would give it. The fallback's
+	// One packet, or several the fallback could not merge (no two share
+	// a flow, or IPv4 UDP without a checksum): written here, raw, each
+	// with the zero virtio-net header the fallback would give it. The
+	// fallback's
 	// write(2) goes through the runtime's system call bookkeeping, which
 	// wakes the runtime's monitor thread (sysmon) from its idle sleep
 	// and, for a write that runs the receiving stack longer than a
 	// sysmon tick, hands the P to another thread: with request/response
 	// traffic (one packet per batch) that was a wake-up and two task
-	// switches per packet, and on a gateway whose batch holds one packet
-	// of each of many peers, the same per packet (rest_flows.go).
+	// switches per packet, and on a gateway receiving unmergeable UDP from
+	// many peers the same per packet (rest_flows.go).
 	switch {
 	case len(g.rest) == 0:
 	case len(g.rest) == 1 || w.ft.restFlowsDistinct(g.rest, offset):
