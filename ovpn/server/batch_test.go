@@ -47,19 +47,8 @@ func TestWritePacketsBatchesPerClient(t *testing.T) {
 		dst := c.Pushed().Local.Addr()
 		buf := make([]byte, 2048)
 		for k, seq := range want[dst] {
-			got := make(chan []byte, 1)
-			go func() {
-				n, err := c.ReadPacket(buf)
-				if err != nil {
-					got <- nil
-					return
-				}
-				got <- buf[:n]
-			}()
-			var p []byte
-			select {
-			case p = <-got:
-			case <-time.After(3 * time.Second):
+			p, ok := readPacketWithin(c, buf, 3*time.Second)
+			if !ok {
 				t.Fatalf("client %s: packet %d of %d (seq %d) never arrived", dst, k, len(want[dst]), seq)
 			}
 			if len(p) < 28 || binary.BigEndian.Uint16(p[26:]) != seq || netip.AddrFrom4([4]byte(p[16:20])) != dst {
@@ -146,19 +135,8 @@ func TestWritePacketsRunLookup(t *testing.T) {
 		dst := c.Pushed().Local.Addr()
 		buf := make([]byte, 2048)
 		for k, seq := range want[dst] {
-			got := make(chan []byte, 1)
-			go func() {
-				n, err := c.ReadPacket(buf)
-				if err != nil {
-					got <- nil
-					return
-				}
-				got <- buf[:n]
-			}()
-			var p []byte
-			select {
-			case p = <-got:
-			case <-time.After(3 * time.Second):
+			p, ok := readPacketWithin(c, buf, 3*time.Second)
+			if !ok {
 				t.Fatalf("client %s: packet %d of %d (seq %d) never arrived", dst, k, len(want[dst]), seq)
 			}
 			if len(p) < 28 || binary.BigEndian.Uint16(p[26:]) != seq || netip.AddrFrom4([4]byte(p[16:20])) != dst {
@@ -234,5 +212,26 @@ func TestAttachTUNWritesReceiveBatches(t *testing.T) {
 	}
 	if s.tun.Load() != nil {
 		t.Fatal("the device is still attached after AttachTUN returned")
+	}
+}
+
+// readPacketWithin reads one packet from c into buf, waiting at most d:
+// false when none came in time; a failed read gives a nil packet, for the
+// caller's check of its contents to refuse.
+func readPacketWithin(c *client.Session, buf []byte, d time.Duration) ([]byte, bool) {
+	got := make(chan []byte, 1)
+	go func() {
+		n, err := c.ReadPacket(buf)
+		if err != nil {
+			got <- nil
+			return
+		}
+		got <- buf[:n]
+	}()
+	select {
+	case p := <-got:
+		return p, true
+	case <-time.After(d):
+		return nil, false
 	}
 }

@@ -43,19 +43,8 @@ func TestWritePacketsTCPRuns(t *testing.T) {
 		dst := c.Pushed().Local.Addr()
 		buf := make([]byte, 2048)
 		for k, w := range want[dst] {
-			got := make(chan []byte, 1)
-			go func() {
-				n, err := c.ReadPacket(buf)
-				if err != nil {
-					got <- nil
-					return
-				}
-				got <- buf[:n]
-			}()
-			var p []byte
-			select {
-			case p = <-got:
-			case <-time.After(5 * time.Second):
+			p, ok := readPacketWithin(c, buf, 5*time.Second)
+			if !ok {
 				t.Fatalf("client %s: packet %d of %d never arrived", dst, k, len(want[dst]))
 			}
 			if string(p) != string(w) {
