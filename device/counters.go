@@ -9,8 +9,9 @@ package device
 
 import (
 	"runtime"
-	"runtime/metrics"
 	"sync/atomic"
+
+	"github.com/wirelane/wirelane/internal/sys/gomem"
 )
 
 // DropReason is why the device dropped a packet.
@@ -151,29 +152,9 @@ type Counters struct {
 	// process's memory (runtime/metrics): the Go heap found live by the
 	// last garbage collection (none is forced), and the goroutine stacks'
 	// bytes now. GCCycles counts the collections done, so that a reader
-	// can tell whether one ran since it last looked.
-	GoHeapLive, GoStacks, GCCycles uint64
-}
-
-// memSamples are the runtime/metrics read for Counters, in the order of
-// the GoHeapLive, GoStacks and GCCycles fields.
-var memSamples = [...]string{"/gc/heap/live:bytes", "/memory/classes/heap/stacks:bytes", "/gc/cycles/total:gc-cycles"}
-
-// readMemory fills c's memory gauges. runtime/metrics reads these without
-// stopping the world; a name the runtime does not know reads as 0.
-func readMemory(c *Counters) {
-	var s [len(memSamples)]metrics.Sample
-	for i := range s {
-		s[i].Name = memSamples[i]
-	}
-	metrics.Read(s[:])
-	v := func(i int) uint64 {
-		if s[i].Value.Kind() == metrics.KindUint64 {
-			return s[i].Value.Uint64()
-		}
-		return 0
-	}
-	c.GoHeapLive, c.GoStacks, c.GCCycles = v(0), v(1), v(2)
+	// can tell whether one ran since it last looked. GoGoroutines is
+	// the goroutines alive now. All from internal/sys/gomem.
+	GoHeapLive, GoStacks, GCCycles, GoGoroutines uint64
 }
 
 // Counters returns the device's counters. It loads atomics and reads the
@@ -200,7 +181,8 @@ func (d *Device) Counters() Counters {
 	for i := range c.dropped {
 		out.Dropped[i] = c.dropped[i].Load()
 	}
-	readMemory(&out)
+	m := gomem.Read()
+	out.GoHeapLive, out.GoStacks, out.GCCycles, out.GoGoroutines = m.HeapLive, m.Stacks, m.GCCycles, m.Goroutines
 	return out
 }
 
@@ -211,8 +193,8 @@ func (d *Device) Counters() Counters {
 // dropped_REASON, route_publications, socket_send_errors,
 // socket_receive_errors, tun_write_errors, and the gauges
 // engine_gomaxprocs, engine_crypto_workers, engine_inline_crypto_batch,
-// engine_go_heap_live_bytes and engine_go_stack_bytes, and the counter
-// engine_go_gc_cycles.
+// engine_go_heap_live_bytes, engine_go_stack_bytes and engine_go_goroutines,
+// and the counter engine_go_gc_cycles.
 func (c *Counters) Each(f func(key string, v uint64)) {
 	f("handshake_initiations_sent", c.InitiationsSent)
 	f("handshakes_completed_initiator", c.CompletedInitiator)
@@ -235,6 +217,7 @@ func (c *Counters) Each(f func(key string, v uint64)) {
 	f("engine_go_heap_live_bytes", c.GoHeapLive)
 	f("engine_go_stack_bytes", c.GoStacks)
 	f("engine_go_gc_cycles", c.GCCycles)
+	f("engine_go_goroutines", c.GoGoroutines)
 }
 
 // DropReasons lists the drop reasons' label names, in DropReason order.

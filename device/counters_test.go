@@ -70,10 +70,10 @@ func TestCountersMove(t *testing.T) {
 			runtime.GOMAXPROCS(0), plan.CryptoWorkers, plan.InlineCrypto)
 	}
 	// The process's memory: a live heap and stacks, and collections.
-	if runtime.GC(); p.b.Counters().GCCycles == 0 || keys["engine_go_heap_live_bytes"] == 0 || keys["engine_go_stack_bytes"] == 0 {
-		t.Errorf("Each: memory gauges heap %d stacks %d", keys["engine_go_heap_live_bytes"], keys["engine_go_stack_bytes"])
+	if runtime.GC(); p.b.Counters().GCCycles == 0 || keys["engine_go_heap_live_bytes"] == 0 || keys["engine_go_stack_bytes"] == 0 || keys["engine_go_goroutines"] == 0 {
+		t.Errorf("Each: memory gauges heap %d stacks %d goroutines %d", keys["engine_go_heap_live_bytes"], keys["engine_go_stack_bytes"], keys["engine_go_goroutines"])
 	}
-	if want := 3 + len(RejectReasons()) + 2 + len(DropReasons()) + 4 + 3 + 3; len(keys) != want {
+	if want := 3 + len(RejectReasons()) + 2 + len(DropReasons()) + 4 + 3 + 4; len(keys) != want {
 		t.Errorf("Each gave %d keys, want %d", len(keys), want)
 	}
 }

@@ -162,6 +162,7 @@ func TestUAPIHostReadsRealDevices(t *testing.T) {
 		"# TYPE wirelane_engine_go_heap_live_bytes gauge",
 		"# TYPE wirelane_engine_go_stack_bytes gauge",
 		"# TYPE wirelane_engine_go_gc_cycles_total counter",
+		"# TYPE wirelane_engine_go_goroutines gauge",
 	} {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("metrics lack %s", want)

@@ -42,6 +42,7 @@ const (
 	// The daemon process's memory (runtime/metrics).
 	helpGoHeapLive = "Go heap found live by the last garbage collection in the process that carries the tunnel, in bytes."
 	helpGoStacks   = "Goroutine stacks of the process that carries the tunnel, in bytes."
+	helpGoroutines = "Goroutines alive in the process that carries the tunnel."
 	helpGCCycles   = "Garbage collections done by the process that carries the tunnel."
 )
 
@@ -83,6 +84,8 @@ func wgCounterOf(key string) (wgCounterMetric, bool) {
 		return wgCounterMetric{"engine_go_heap_live_bytes", helpGoHeapLive, [2]string{}}, true
 	case "engine_go_stack_bytes":
 		return wgCounterMetric{"engine_go_stack_bytes", helpGoStacks, [2]string{}}, true
+	case "engine_go_goroutines":
+		return wgCounterMetric{"engine_go_goroutines", helpGoroutines, [2]string{}}, true
 	case "engine_go_gc_cycles":
 		return wgCounterMetric{"engine_go_gc_cycles_total", helpGCCycles, [2]string{}}, true
 	}

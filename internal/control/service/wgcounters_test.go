@@ -10,7 +10,7 @@ const countersAnswer = "private_key=" + "a8a8a8a8a8a8a8a8a8a8a8a8a8a8a8a8a8a8a8a
 	"wirelane_handshakes_rejected_mac1=7\nwirelane_cookie_replies_sent=4\nwirelane_dropped_replay=9\nwirelane_route_publications=5\n" +
 	"wirelane_socket_send_errors=1\nwirelane_socket_receive_errors=0\nwirelane_tun_write_errors=6\nwirelane_from_the_future=8\n" +
 	"wirelane_engine_gomaxprocs=7\nwirelane_engine_crypto_workers=7\nwirelane_engine_inline_crypto_batch=3\n" +
-	"wirelane_engine_go_heap_live_bytes=4194304\nwirelane_engine_go_stack_bytes=393216\nwirelane_engine_go_gc_cycles=12\n" +
+	"wirelane_engine_go_heap_live_bytes=4194304\nwirelane_engine_go_stack_bytes=393216\nwirelane_engine_go_gc_cycles=12\nwirelane_engine_go_goroutines=42\n" +
 	"public_key=b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1\nprotocol_version=1\nerrno=0\n\n"
 
 // TestParseCounters: the wirelane_ keys become the engine counters with
@@ -50,6 +50,7 @@ func TestParseCounters(t *testing.T) {
 		"engine_go_heap_live_bytes":                            4194304,
 		"engine_go_stack_bytes":                                393216,
 		"engine_go_gc_cycles_total":                            12,
+		"engine_go_goroutines":                                 42,
 	}
 	if len(have) != len(want) {
 		t.Errorf("got %v\nwant %v", have, want)

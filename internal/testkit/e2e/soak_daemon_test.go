@@ -8,8 +8,9 @@ package e2e
 // of one in a thousand, for the kernel's own drops on a loaded 2-core
 // machine; the runs here lose none), every rekey is counted on both sides,
 // none of the receivers' counters shows a packet under a key it no longer
-// had, the session is never lost, and memory stays flat from the tenth
-// rekey on.
+// had, the session is never lost, and memory and goroutines stay flat from
+// the tenth rekey on (the daemons report their Go runtime's gauges:
+// WireGuard's over UAPI, OpenVPN's over the tunnel's control socket).
 //
 // WireGuard's timers cannot be shortened in the product: these daemons
 // are built with -tags wirelane_soaktimers (the wirelaned-soak binary of
@@ -22,6 +23,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"crypto/x509"
 	"fmt"
 	"io"
@@ -38,10 +40,12 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/internal/control/uapi"
+	"github.com/wirelane/wirelane/internal/sys/gomem"
 	"github.com/wirelane/wirelane/internal/testkit/netns"
 	"github.com/wirelane/wirelane/internal/testkit/rekeysoak"
 	"github.com/wirelane/wirelane/internal/testkit/testnet"
 	"github.com/wirelane/wirelane/internal/testkit/testpki"
+	"github.com/wirelane/wirelane/internal/tunnel/ovpntunnel"
 )
 
 // lossBound is the most datagrams of sent that a soak may lose: one in a
@@ -92,6 +96,12 @@ func handshakes(c map[string]uint64) uint64 {
 	return c["handshakes_completed_initiator"] + c["handshakes_completed_responder"]
 }
 
+// goroutineSlack is how many more goroutines a soaked process may have at
+// its end than at its tenth rekey: the few a timer or a handshake in
+// flight runs at a moment, never one per rekey (a leak of one per rekey
+// is 10 after 20 rekeys in CI and 190 in scripts/soak.sh).
+const goroutineSlack = 8
+
 // goMem is c's live heap plus goroutine stacks, in bytes.
 func goMem(c map[string]uint64) uint64 {
 	return c["engine_go_heap_live_bytes"] + c["engine_go_stack_bytes"]
@@ -109,8 +119,8 @@ var soakDrops = []string{"dropped_unknown_index", "dropped_decrypt", "dropped_re
 // Every handshake is counted on both sides (each one an initiator
 // completed was answered by the other), no datagram is lost beyond
 // lossBound, the receivers drop nothing as unknown, expired, replayed or
-// undecryptable, and the daemons' heap and stacks stay flat from the
-// tenth rekey on.
+// undecryptable, and the daemons' heap, stacks and goroutines stay flat
+// from the tenth rekey on.
 func TestDaemonRekeySoakWireGuard(t *testing.T) {
 	need(t, implSoak)
 	rekeys := rekeysoak.SoakRekeys(20)
@@ -132,14 +142,16 @@ func TestDaemonRekeySoakWireGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var mem10 [2]uint64
+	var mem10, gor10 [2]uint64
 	deadline := time.Now().Add(time.Duration(rekeys)*5*rekeyEvery + 10*time.Second)
 	done := 0
 	for {
 		ca := daemonCounters(t, a.ifname)
 		done = int(handshakes(ca) - start)
 		if done >= 10 && mem10[0] == 0 {
-			mem10 = [2]uint64{goMem(ca), goMem(daemonCounters(t, b.ifname))}
+			cb := daemonCounters(t, b.ifname)
+			mem10 = [2]uint64{goMem(ca), goMem(cb)}
+			gor10 = [2]uint64{ca["engine_go_goroutines"], cb["engine_go_goroutines"]}
 		}
 		if done >= rekeys || time.Now().After(deadline) {
 			break
@@ -157,7 +169,13 @@ func TestDaemonRekeySoakWireGuard(t *testing.T) {
 		cb["handshakes_completed_initiator"], cb["handshakes_completed_responder"], cb["handshake_initiations_sent"])
 	t.Logf("A to B: %v", up)
 	t.Logf("B to A: %v", down)
-	t.Logf("go heap+stacks from the tenth rekey: A %d -> %d KiB, B %d -> %d KiB", mem10[0]>>10, goMem(ca)>>10, mem10[1]>>10, goMem(cb)>>10)
+	t.Logf("go heap+stacks from the tenth rekey: A %d -> %d KiB, B %d -> %d KiB; goroutines A %d -> %d, B %d -> %d",
+		mem10[0]>>10, goMem(ca)>>10, mem10[1]>>10, goMem(cb)>>10, gor10[0], ca["engine_go_goroutines"], gor10[1], cb["engine_go_goroutines"])
+	for i, c := range []map[string]uint64{ca, cb} {
+		if g := c["engine_go_goroutines"]; gor10[i] == 0 || g > gor10[i]+goroutineSlack {
+			t.Errorf("daemon %c: %d goroutines at the tenth rekey, %d at the end (want at most %d more)", 'A'+i, gor10[i], g, goroutineSlack)
+		}
+	}
 
 	if done < rekeys {
 		t.Fatalf("only %d rekeys before the deadline, want %d", done, rekeys)
@@ -237,8 +255,9 @@ func TestSoakBuildIsNotTheRelease(t *testing.T) {
 // as a change of key id in both directions. Asserted: the key ids follow
 // one another and no data packet goes under an expired key, nothing is
 // lost beyond lossBound, the client connects once and never reconnects,
-// and the two processes' live Go heap (from GODEBUG=gctrace=1) stays flat
-// from the tenth rekey on (checked for runs of 20 or more per side).
+// the two processes' goroutines and stacks (over their control sockets) stay
+// flat from the tenth rekey on, and so does their live Go heap (from
+// GODEBUG=gctrace=1; checked for runs of 20 or more per side).
 func TestDaemonRekeySoakOpenVPN(t *testing.T) {
 	need(t, implCLI)
 	rekeys := max(10, rekeysoak.SoakRekeys(20)/2)
@@ -341,11 +360,16 @@ func ovpnSoak(t *testing.T, rekeys, port int, srvReneg, cliReneg string) {
 	}
 	defer st.Close()
 	var rss10 [2]int64
+	var rt10 [2]gomem.Stats
 	var at10 time.Time
 	deadline := time.Now().Add(time.Duration(rekeys)*4*time.Second + 10*time.Second)
+	// The baseline: the tenth renegotiation, or half way in a shorter run
+	// (CI's 10 per side).
+	base := min(10, rekeys/2)
 	for relay.Rekeys()-start < rekeys && time.Now().Before(deadline) {
-		if relay.Rekeys()-start >= 10 && rss10[0] == 0 {
+		if relay.Rekeys()-start >= base && rss10[0] == 0 {
 			rss10 = [2]int64{rssKiB(srv.Cmd.Process.Pid), rssKiB(cl.Cmd.Process.Pid)}
+			rt10 = [2]gomem.Stats{ovpnRuntime(t, srv.Cmd.Process.Pid), ovpnRuntime(t, cl.Cmd.Process.Pid)}
 			at10 = time.Now()
 		}
 		select {
@@ -359,6 +383,7 @@ func ovpnSoak(t *testing.T, rekeys, port int, srvReneg, cliReneg string) {
 	st.Stop()
 	time.Sleep(300 * time.Millisecond)
 	rssEnd := [2]int64{rssKiB(srv.Cmd.Process.Pid), rssKiB(cl.Cmd.Process.Pid)}
+	rtEnd := [2]gomem.Stats{ovpnRuntime(t, srv.Cmd.Process.Pid), ovpnRuntime(t, cl.Cmd.Process.Pid)}
 	done := relay.Rekeys() - start
 	up, down := st.Counts(rekeysoak.AToB), st.Counts(rekeysoak.BToA)
 	rUp, rDown := relay.Report(rekeysoak.ClientToServer), relay.Report(rekeysoak.ServerToClient)
@@ -377,8 +402,8 @@ func ovpnSoak(t *testing.T, rekeys, port int, srvReneg, cliReneg string) {
 		for i, out := range []string{srvOut, cliOut} {
 			heap10[i], heapEnd[i], gcs[i] = gcHeap(out, at10.Sub(procStart[i]))
 		}
-		t.Logf("from the tenth rekey: resident memory server %d -> %d KiB, client %d -> %d KiB; live Go heap server %d -> %d MB, client %d -> %d MB (%d and %d collections since)",
-			rss10[0], rssEnd[0], rss10[1], rssEnd[1], heap10[0], heapEnd[0], heap10[1], heapEnd[1], gcs[0], gcs[1])
+		t.Logf("from renegotiation %d: resident memory server %d -> %d KiB, client %d -> %d KiB; live Go heap server %d -> %d MB, client %d -> %d MB (%d and %d collections since)",
+			base, rss10[0], rssEnd[0], rss10[1], rssEnd[1], heap10[0], heapEnd[0], heap10[1], heapEnd[1], gcs[0], gcs[1])
 	}
 	if done < rekeys {
 		t.Fatalf("only %d renegotiations before the deadline, want %d\nclient:\n%s\nserver:\n%s", done, rekeys, cliOut, srvOut)
@@ -399,6 +424,15 @@ func ovpnSoak(t *testing.T, rekeys, port int, srvReneg, cliReneg string) {
 			t.Errorf("%v: more lost than %d, or duplicated", c, lossBound(c.Sent))
 		}
 	}
+	for i, who := range []string{"server", "client"} {
+		t.Logf("%s from renegotiation %d: goroutines %d -> %d, stacks %d -> %d KiB", who, base, rt10[i].Goroutines, rtEnd[i].Goroutines, rt10[i].Stacks>>10, rtEnd[i].Stacks>>10)
+		if rt10[i].Goroutines == 0 || rtEnd[i].Goroutines > rt10[i].Goroutines+goroutineSlack {
+			t.Errorf("the %s had %d goroutines at renegotiation %d and %d at the end (want at most %d more)", who, rt10[i].Goroutines, base, rtEnd[i].Goroutines, goroutineSlack)
+		}
+		if rtEnd[i].Stacks > rt10[i].Stacks+1<<20 {
+			t.Errorf("the %s's goroutine stacks grew from %d KiB at renegotiation %d to %d KiB", who, rt10[i].Stacks>>10, base, rtEnd[i].Stacks>>10)
+		}
+	}
 	if rekeys >= 20 {
 		for i, who := range []string{"server", "client"} {
 			// Fewer than two collections since: what was allocated
@@ -408,6 +442,30 @@ func ovpnSoak(t *testing.T, rekeys, port int, srvReneg, cliReneg string) {
 			}
 		}
 	}
+}
+
+// ovpnRuntime reads the runtime gauges of the OpenVPN tunnel process pid
+// (`wirelane ovpn serve` or `connect`) over the control socket its status
+// file names.
+func ovpnRuntime(t *testing.T, pid int) gomem.Stats {
+	t.Helper()
+	sts, err := ovpntunnel.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sts {
+		if st.PID == pid && st.Control != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			rt, err := ovpntunnel.RuntimeOf(ctx, st.Control)
+			if err != nil {
+				t.Fatalf("pid %d's runtime: %v", pid, err)
+			}
+			return rt
+		}
+	}
+	t.Fatalf("no status file with a control socket for pid %d", pid)
+	return gomem.Stats{}
 }
 
 // gcLine is a GODEBUG=gctrace=1 line: the time since the start, and the

@@ -38,6 +38,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/sys/gomem"
 	"github.com/wirelane/wirelane/internal/sys/netcfg"
 	"github.com/wirelane/wirelane/ovpn/server"
 )
@@ -216,15 +217,18 @@ type controlSocket struct {
 	ln   net.Listener
 }
 
-// controlRequest and controlReply are the socket's one JSON line each way.
+// controlRequest and controlReply are the socket's one JSON line each way:
+// a reload (or its dry run), or the process's runtime gauges.
 type controlRequest struct {
-	Reload bool `json:"reload"`
-	DryRun bool `json:"dry_run,omitempty"`
+	Reload  bool `json:"reload,omitempty"`
+	DryRun  bool `json:"dry_run,omitempty"`
+	Runtime bool `json:"runtime,omitempty"`
 }
 
 type controlReply struct {
-	Plan  *Plan  `json:"plan,omitempty"`
-	Error string `json:"error,omitempty"`
+	Plan    *Plan        `json:"plan,omitempty"`
+	Runtime *gomem.Stats `json:"runtime,omitempty"`
+	Error   string       `json:"error,omitempty"`
 }
 
 // openControl listens on path and hands each request to r.
@@ -265,6 +269,9 @@ func (cs *controlSocket) serve(r *Reloader) {
 			switch {
 			case err != nil:
 				rep.Error = "bad request: " + err.Error()
+			case req.Runtime:
+				st := gomem.Read()
+				rep.Runtime = &st
 			default:
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				rep.Plan, err = r.Reload(ctx, req.DryRun)
@@ -283,7 +290,7 @@ func (cs *controlSocket) serve(r *Reloader) {
 const maxControlLine = 4096
 
 // parseControlRequest reads one request line: a JSON object with
-// "reload": true (and "dry_run"), nothing else.
+// "reload": true (and "dry_run"), or "runtime": true, nothing else.
 func parseControlRequest(line []byte) (controlRequest, error) {
 	var req controlRequest
 	dec := json.NewDecoder(bytes.NewReader(line))
@@ -291,8 +298,13 @@ func parseControlRequest(line []byte) (controlRequest, error) {
 	if err := dec.Decode(&req); err != nil {
 		return req, err
 	}
-	if !req.Reload {
-		return req, errors.New("unknown request (want {\"reload\": true})")
+	switch {
+	case req.Reload && req.Runtime:
+		return req, errors.New("one request at a time (reload or runtime)")
+	case req.Runtime && req.DryRun:
+		return req, errors.New("dry_run belongs to a reload")
+	case !req.Reload && !req.Runtime:
+		return req, errors.New("unknown request (want {\"reload\": true} or {\"runtime\": true})")
 	}
 	return req, nil
 }
@@ -331,31 +343,57 @@ func ReloadRunning(ctx context.Context, arg string, dry bool) (*Plan, TunnelStat
 	if st.Control == "" {
 		return nil, st, fmt.Errorf("the OpenVPN tunnel %q (pid %d) has no control socket: its wirelane is older than reload", arg, st.PID)
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", st.Control)
+	rep, err := askControl(ctx, st.Control, controlRequest{Reload: true, DryRun: dry})
 	if err != nil {
 		return nil, st, fmt.Errorf("control socket of %q: %w", arg, err)
+	}
+	if rep.Error != "" {
+		return rep.Plan, st, errors.New(rep.Error) // the reload's own, FILE:LINE
+	}
+	return rep.Plan, st, nil
+}
+
+// RuntimeOf returns the Go runtime's gauges (heap, stacks, collections,
+// goroutines) of the OpenVPN tunnel process whose control socket is
+// control (TunnelStatus.Control). The rekey soaks read them to show a
+// process stays flat.
+func RuntimeOf(ctx context.Context, control string) (gomem.Stats, error) {
+	rep, err := askControl(ctx, control, controlRequest{Runtime: true})
+	if err != nil {
+		return gomem.Stats{}, err
+	}
+	if rep.Error != "" {
+		return gomem.Stats{}, errors.New(rep.Error)
+	}
+	if rep.Runtime == nil {
+		return gomem.Stats{}, errors.New("the answer has no runtime gauges (an older wirelane?)")
+	}
+	return *rep.Runtime, nil
+}
+
+// askControl sends req over the control socket at path and returns the
+// reply (whose Error the caller reads); err is the exchange's own.
+func askControl(ctx context.Context, path string, req controlRequest) (controlReply, error) {
+	var rep controlReply
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return rep, err
 	}
 	defer c.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
-	b, _ := json.Marshal(controlRequest{Reload: true, DryRun: dry})
+	b, _ := json.Marshal(req)
 	if _, err := c.Write(append(b, '\n')); err != nil {
-		return nil, st, err
+		return rep, err
 	}
-	line, err := bufio.NewReader(c).ReadBytes('\n')
+	line, err := bufio.NewReader(io.LimitReader(c, 1<<20)).ReadBytes('\n')
 	if err != nil {
-		return nil, st, fmt.Errorf("control socket of %q: %w", arg, err)
+		return rep, err
 	}
-	var rep controlReply
-	if err := json.Unmarshal(line, &rep); err != nil {
-		return nil, st, fmt.Errorf("control socket of %q: %w", arg, err)
-	}
-	if rep.Error != "" {
-		return rep.Plan, st, errors.New(rep.Error)
-	}
-	return rep.Plan, st, nil
+	err = json.Unmarshal(line, &rep)
+	return rep, err
 }
 
 // FindRunning returns the running OpenVPN tunnel arg names: its

@@ -11,18 +11,21 @@ import (
 
 func TestParseControlRequest(t *testing.T) {
 	for _, tc := range []struct {
-		line      string
-		dry, fail bool
+		line               string
+		dry, runtime, fail bool
 	}{
-		{`{"reload":true}`, false, false},
-		{`{"reload":true,"dry_run":true}` + "\n", true, false},
-		{`{"reload":false}`, false, true},
-		{`{"reload":true,"rm":"-rf"}`, false, true},
-		{`reload`, false, true},
-		{``, false, true},
+		{`{"reload":true}`, false, false, false},
+		{`{"reload":true,"dry_run":true}` + "\n", true, false, false},
+		{`{"runtime":true}`, false, true, false},
+		{`{"runtime":true,"reload":true}`, false, false, true},
+		{`{"runtime":true,"dry_run":true}`, false, false, true},
+		{`{"reload":false}`, false, false, true},
+		{`{"reload":true,"rm":"-rf"}`, false, false, true},
+		{`reload`, false, false, true},
+		{``, false, false, true},
 	} {
 		req, err := parseControlRequest([]byte(tc.line))
-		if (err != nil) != tc.fail || (err == nil && req.DryRun != tc.dry) {
+		if (err != nil) != tc.fail || (err == nil && (req.DryRun != tc.dry || req.Runtime != tc.runtime)) {
 			t.Errorf("%q: %+v, %v", tc.line, req, err)
 		}
 	}
@@ -34,8 +37,8 @@ func FuzzParseControlRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		req, err := parseControlRequest(b)
-		if err == nil && !req.Reload {
-			t.Fatalf("%q accepted without reload", b)
+		if err == nil && req.Reload == req.Runtime {
+			t.Fatalf("%q accepted as neither or both of reload and runtime", b)
 		}
 	})
 }
@@ -72,6 +75,10 @@ func TestControlSocketAndReloader(t *testing.T) {
 	p, st, err := ReloadRunning(ctx, "office", true)
 	if err != nil || !p.DryRun || strings.Join(p.Lines, "") != "route: added 10.1.0.0/16" || st.Interface != "tun7" {
 		t.Fatalf("ReloadRunning: %+v %+v %v", p, st, err)
+	}
+	// The runtime gauges of this process (the socket's).
+	if rt, err := RuntimeOf(ctx, st.Control); err != nil || rt.Goroutines == 0 || rt.Stacks == 0 { // no collection yet: HeapLive may be 0
+		t.Errorf("RuntimeOf: %+v, %v", rt, err)
 	}
 	if _, _, err := ReloadRunning(ctx, "nosuch", false); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("an unknown tunnel: %v", err)
