@@ -13,7 +13,14 @@ package device
 // the 500 ms in the initiator's own clock), the datagrams the
 // kernel dropped at the responder's socket (its buffer full: the
 // responder fell behind), and the trace of every handshake that needed a
-// retry (udpSocketDrops, tracedInitiator).
+// retry (udpSocketDrops, tracedInitiator). Beside the handshakes, each
+// responder has one more peer whose session is up before the flood starts
+// (a Wirelane device on the production bind: floodStream): it sends a
+// numbered packet every millisecond from the flood's start until the
+// twentieth handshake is done, and the responder's TUN tallies what
+// arrives; the benchmark reports sent, delivered, lost, duplicated and
+// reordered packets per responder, with the kernel's drops at the
+// responder's socket meanwhile (flood_data_test.go).
 //
 //	go test ./device -run '^$' -bench HandshakeUnderFlood -benchtime 1x -v
 //
@@ -151,7 +158,8 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 		keys[i] = mustKey(b)
 	}
 	// Wirelane on the production bind.
-	ours := NewDevice(memtun.New("flood", 1420), conn.NewStdBind(), Options{})
+	ourTun := memtun.New("flood", 1420)
+	ours := NewDevice(ourTun, conn.NewStdBind(), Options{})
 	b.Cleanup(ours.Close)
 	if err := ours.Up(); err != nil {
 		b.Fatal(err)
@@ -161,12 +169,22 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 	for i, k := range keys {
 		cfg.Peers = append(cfg.Peers, PeerConfig{PublicKey: k.PublicKey(), AllowedIPs: prefixes(fmt.Sprintf("10.9.0.%d/32", i+1))})
 	}
-	must(b, ours.Configure(cfg))
 	ourEP := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(ours.boundPort.Load()))
+	ourStream := newFloodStream(b, ourKey.PublicKey(), ourEP)
+	cfg.Peers = append(cfg.Peers, ourStream.peerConfig())
+	must(b, ours.Configure(cfg))
+	var ourTally seqTally
+	ourTun.SetWriteHook(func(pkts [][]byte, off int) {
+		for _, pk := range pkts {
+			ourTally.note(pk[off:])
+		}
+	})
 	// wireguard-go on its default bind.
-	ref := newRefPeer(&testing.T{})
-	defer ref.dev.Close()
-	ipc := ""
+	var refTally seqTally
+	ref := newFloodRef(b, &refTally)
+	refEP := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ref.port)
+	refStream := newFloodStream(b, ref.key.PublicKey(), refEP)
+	ipc := refStream.refConfig()
 	for i, k := range keys {
 		pub := k.PublicKey()
 		ipc += fmt.Sprintf("public_key=%s\nallowed_ip=10.9.0.%d/32\n", hex.EncodeToString(pub[:]), i+1)
@@ -174,7 +192,6 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 	if err := ref.dev.IpcSet(ipc); err != nil {
 		b.Fatal(err)
 	}
-	refEP := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ref.port)
 
 	type target struct {
 		name    string
@@ -187,15 +204,26 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 		over    int    // handshakes past the retry budget (more than one timed retry)
 		kdrops  uint64 // datagrams the kernel dropped at the responder's socket
 		traces  []string
+		// The established peer's data during the flood.
+		stream *floodStream
+		tally  *seqTally
+		data   streamResult
+		drops  string // Wirelane's transport drop counters that moved
 	}
 	targets := []*target{
-		{name: "wireguard-go", pub: ref.key.PublicKey(), ep: refEP, port: ref.port},
-		{name: "wirelane", pub: ourKey.PublicKey(), ep: ourEP, port: ourEP.Port()},
+		{name: "wireguard-go", pub: ref.key.PublicKey(), ep: refEP, port: ref.port, stream: refStream, tally: &refTally},
+		{name: "wirelane", pub: ourKey.PublicKey(), ep: ourEP, port: ourEP.Port(), stream: ourStream, tally: &ourTally},
 	}
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		for _, tg := range targets {
+			tg.stream.establish(b, tg.tally)
+			sent0 := tg.stream.sent.Load()
+			del0, dup0, reo0, _ := tg.tally.counts()
+			kd0, _ := udpSocketDrops(tg.port)
+			c0 := ours.Counters()
 			fl := startUDPFlood(b, tg.ep, floodInitiations(b, tg.pub, 1024), rate)
+			tg.stream.start()
 			time.Sleep(300 * time.Millisecond) // let the flood put it under load
 			start := time.Now()
 			drops0, _ := udpSocketDrops(tg.port)
@@ -224,8 +252,21 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 			}
 			drops1, _ := udpSocketDrops(tg.port)
 			tg.kdrops += drops1 - drops0
+			tg.stream.halt(tg.tally)
+			kd1, _ := udpSocketDrops(tg.port)
 			sent := fl.sent.Load()
 			fl.halt()
+			del1, dup1, reo1, _ := tg.tally.counts()
+			tg.data.sent += tg.stream.sent.Load() - sent0
+			tg.data.delivered += del1 - del0
+			tg.data.dups += dup1 - dup0
+			tg.data.reordered += reo1 - reo0
+			tg.data.kdrops += kd1 - kd0
+			if tg.name == "wirelane" {
+				if d := transportDrops(c0, ours.Counters()); d != "" {
+					tg.drops += d + "; "
+				}
+			}
 			b.Logf("%s: flood %.0f initiations/s", tg.name, float64(sent)/(time.Since(start).Seconds()+0.3))
 			time.Sleep(1100 * time.Millisecond) // out of "under load"
 		}
@@ -244,6 +285,15 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 		b.ReportMetric(float64(percentile(s, 90).Microseconds())/1000, tg.name+"-p90-ms")
 		b.ReportMetric(float64(s[len(s)-1].Microseconds())/1000, tg.name+"-max-ms")
 		b.ReportMetric(float64(tg.over), tg.name+"-over-budget")
+		b.Logf("%s: the established peer's data during the flood: %s", tg.name, tg.data)
+		if tg.name == "wirelane" {
+			b.Logf("%s: transport drop counters that moved: %q", tg.name, tg.drops)
+		}
+		b.ReportMetric(float64(tg.data.sent), tg.name+"-data-sent")
+		b.ReportMetric(float64(tg.data.delivered), tg.name+"-data-delivered")
+		b.ReportMetric(float64(tg.data.lost()), tg.name+"-data-lost")
+		b.ReportMetric(float64(tg.data.dups), tg.name+"-data-dups")
+		b.ReportMetric(float64(tg.data.reordered), tg.name+"-data-reordered")
 	}
 }
 
