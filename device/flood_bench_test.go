@@ -209,6 +209,7 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 		tally  *seqTally
 		data   streamResult
 		drops  string // Wirelane's transport drop counters that moved
+		stale  uint64 // Wirelane's stale handshake messages dropped meanwhile
 	}
 	targets := []*target{
 		{name: "wireguard-go", pub: ref.key.PublicKey(), ep: refEP, port: ref.port, stream: refStream, tally: &refTally},
@@ -263,9 +264,11 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 			tg.data.reordered += reo1 - reo0
 			tg.data.kdrops += kd1 - kd0
 			if tg.name == "wirelane" {
-				if d := transportDrops(c0, ours.Counters()); d != "" {
+				c1 := ours.Counters()
+				if d := transportDrops(c0, c1); d != "" {
 					tg.drops += d + "; "
 				}
+				tg.stale += c1.Dropped[DropHandshakeStale] - c0.Dropped[DropHandshakeStale]
 			}
 			b.Logf("%s: flood %.0f initiations/s", tg.name, float64(sent)/(time.Since(start).Seconds()+0.3))
 			time.Sleep(1100 * time.Millisecond) // out of "under load"
@@ -287,7 +290,7 @@ func BenchmarkHandshakeUnderFlood(b *testing.B) {
 		b.ReportMetric(float64(tg.over), tg.name+"-over-budget")
 		b.Logf("%s: the established peer's data during the flood: %s", tg.name, tg.data)
 		if tg.name == "wirelane" {
-			b.Logf("%s: transport drop counters that moved: %q", tg.name, tg.drops)
+			b.Logf("%s: transport drop counters that moved: %q (stale handshake messages dropped meanwhile: %d)", tg.name, tg.drops, tg.stale)
 		}
 		b.ReportMetric(float64(tg.data.sent), tg.name+"-data-sent")
 		b.ReportMetric(float64(tg.data.delivered), tg.name+"-data-delivered")

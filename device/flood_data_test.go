@@ -192,20 +192,14 @@ func (s *floodStream) start() {
 }
 
 // halt stops the sender and waits until the responder's TUN has every
-// packet sent, or saw none arrive for 500 ms (at most 5 s).
+// packet sent, for at most 5 s (a loaded machine may hold the last ones
+// up; a packet still missing then is lost).
 func (s *floodStream) halt(t *seqTally) {
 	close(s.stop)
 	<-s.done
 	sent := s.sent.Load()
-	last, lastAt := int64(-1), time.Now()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		d, dups, _, _ := t.counts()
-		if d >= sent {
-			return
-		}
-		if d+dups != last {
-			last, lastAt = d+dups, time.Now()
-		} else if time.Since(lastAt) > 500*time.Millisecond {
+		if d, _, _, _ := t.counts(); d >= sent {
 			return
 		}
 	}
