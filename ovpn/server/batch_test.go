@@ -192,6 +192,23 @@ func attachTUNWritesReceiveBatches(t *testing.T, proto Proto, reader string) {
 		return nil
 	})
 	srv := s.TunnelAddress().Addr()
+	// A reader already waiting when the device was attached takes it up
+	// after its next receive: one packet first, whichever way it goes.
+	warm := testnet.ICMPEcho(8, a.Pushed().Local.Addr(), srv, 3, 1000, make([]byte, 100))
+	if err := a.WritePacket(warm); err != nil {
+		t.Fatal(err)
+	}
+	for warmed := false; !warmed; {
+		select {
+		case w := <-writes:
+			warmed = len(w.seqs) == 1 && w.seqs[0] == 1000
+			if !warmed {
+				t.Fatalf("first device write %v, want the one packet 1000", w.seqs)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("the first packet never reached the device")
+		}
+	}
 	var up [][]byte
 	for i := range 40 {
 		up = append(up, testnet.ICMPEcho(8, a.Pushed().Local.Addr(), srv, 3, uint16(i), make([]byte, 1000)))
