@@ -10,7 +10,8 @@
 # first: ping -f -q -w DUR (round trips/s), iperf3 -t DUR up and -R down
 # (Mbit/s). For each run it prints the CPU of the tunnel's server and client
 # processes (utime+stime from /proc/PID/stat) per round trip (µs) or per GB
-# (s). PROFILE=DIR additionally records `perf record -g` of A's and B's
+# (s). PERFSTAT=1 adds each engine's system calls and context switches per
+# round trip (perf stat, one more flood ping each). PROFILE=DIR additionally records `perf record -g` of A's and B's
 # processes during one extra flood ping each (DIR/{A,B}.perf.data).
 # Namespaces, links and ports carry the name NAME (default ovab).
 set -euo pipefail
@@ -161,6 +162,21 @@ for rep in $(seq 0 $((REPEATS - 1))); do
 		done
 	done
 done
+if [ -n "${PERFSTAT:-}" ]; then
+	# System calls and context switches of each engine's two processes
+	# during one more flood ping, per round trip.
+	for e in A B O; do
+		ev=raw_syscalls:sys_enter,context-switches
+		for c in epoll_pwait poll ppoll read write writev recvmmsg sendmmsg recvfrom sendto futex nanosleep; do ev=$ev,syscalls:sys_enter_$c; done
+		perf stat -x, -e "$ev" -p "${SRV[$e]},${CLI[$e]}" -o "$W/stat-$e" -- sleep "$DUR" &
+		pp=$!
+		sleep 0.1
+		out=$(ip netns exec "$CNS" ping -f -q -w "$((DUR - 1))" "${ADDR[$e]}" 2>&1)
+		wait $pp || true
+		n=$(echo "$out" | awk '/packets transmitted/ { print $4 }')
+		awk -F, -v e=$e -v p="$PROTO" -v n="$n" '$3 ~ /sys_enter|context-switches/ && $1 > 0 { printf "%s perfstat %s %s per_rt %.2f\n", p, e, $3, $1 / n }' "$W/stat-$e"
+	done
+fi
 if [ -n "$PROFILE" ]; then
 	mkdir -p "$PROFILE"
 	for e in A B; do
