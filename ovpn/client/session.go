@@ -444,12 +444,9 @@ func (s *Session) sendData(p []byte) error {
 		return data.ErrNoKey
 	}
 	bp := s.txPool.Get().(*[]byte)
-	buf := (*bp)[sendHeadroom:]
-	copy(buf[data.Headroom:], p)
-	pkt, err := ch.Encrypt(buf, len(p))
+	frame, err := ch.EncryptInto(bp, sendHeadroom, p)
 	if err == nil {
-		off := sendHeadroom + data.PacketOffset(buf, pkt) // where pkt starts in *bp
-		err = s.tr.send(*bp, off, len(pkt))
+		err = s.tr.send(frame, sendHeadroom, len(frame)-sendHeadroom)
 		s.lastSend.Store(time.Now().UnixNano())
 		s.txBytes.Add(uint64(len(p)))
 	}
@@ -463,7 +460,7 @@ const maxWriteBatch = 64
 
 // txBatch holds the send buffers of one WritePackets call.
 type txBatch struct {
-	bufs [maxWriteBatch][]byte // grown to the largest packet seen
+	bufs [maxWriteBatch][]byte // send buffers, grown by data.Channel.EncryptInto
 	out  [maxWriteBatch][]byte // the framed packets handed to the transport
 }
 
@@ -494,19 +491,12 @@ func (s *Session) WritePackets(pkts [][]byte) error {
 				bad = fmt.Errorf("client: packet of %d bytes too large", len(p))
 				break
 			}
-			need := sendHeadroom + data.Headroom + len(p) + data.Tailroom
-			if cap(b.bufs[n]) < need {
-				b.bufs[n] = make([]byte, max(need, 2048))
-			}
-			buf := b.bufs[n][:cap(b.bufs[n])]
-			copy(buf[sendHeadroom+data.Headroom:], p)
-			pkt, err := ch.Encrypt(buf[sendHeadroom:], len(p))
+			frame, err := ch.EncryptInto(&b.bufs[n], sendHeadroom, p)
 			if err != nil {
 				bad = err
 				break
 			}
-			off := sendHeadroom + data.PacketOffset(buf[sendHeadroom:], pkt)
-			b.out[n] = buf[off-sendHeadroom : off+len(pkt)]
+			b.out[n] = frame
 			n++
 			total += len(p)
 		}

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -146,23 +148,36 @@ func TestWritePacketsRunLookup(t *testing.T) {
 	}
 }
 
-// With a TUN device attached, the UDP reader writes what clients send
-// straight to the device, a receive batch per Write (behind tun.Offset,
-// through the one tun.BatchWriter), in order, without the rx queue;
-// ReadPackets then sees nothing.
+// With a TUN device attached, the receive goroutine (the UDP reader, a TCP
+// connection's reader) writes what clients send straight to the device,
+// a receive batch (or a run of frames already read) per Write, behind
+// tun.Offset through its own tun.BatchWriter, in order, without the rx
+// queue and without a hand-off to the TUN writer goroutine; ReadPackets
+// then sees nothing.
 func TestAttachTUNWritesReceiveBatches(t *testing.T) {
+	for _, tc := range []struct {
+		proto  Proto
+		reader string // the function that must be on the stack of every device write
+	}{{UDP, "(*Server).readUDP"}, {TCP, "(*Server).serveTCP"}} {
+		t.Run(tc.reader, func(t *testing.T) { attachTUNWritesReceiveBatches(t, tc.proto, tc.reader) })
+	}
+}
+
+func attachTUNWritesReceiveBatches(t *testing.T, proto Proto, reader string) {
 	f := newFixture(t)
-	s := startServer(t, f.serverConfig(UDP), Options{})
+	s := startServer(t, f.serverConfig(proto), Options{})
 	a := dialClient(t, f.clientConfig(t, s, "a", ""), client.Options{})
 	dev := memtun.New("tun-test", 1500)
 	defer dev.Close()
 	type write struct {
 		seqs   []uint16
 		offset int
+		inline bool // the receive goroutine wrote it
 	}
 	writes := make(chan write, 64)
 	dev.SetWriteHook(func(pkts [][]byte, offset int) {
-		w := write{offset: offset}
+		stack := make([]byte, 64<<10)
+		w := write{offset: offset, inline: bytes.Contains(stack[:runtime.Stack(stack, false)], []byte(reader))}
 		for _, p := range pkts {
 			w.seqs = append(w.seqs, binary.BigEndian.Uint16(p[offset+26:]))
 		}
@@ -177,6 +192,23 @@ func TestAttachTUNWritesReceiveBatches(t *testing.T) {
 		return nil
 	})
 	srv := s.TunnelAddress().Addr()
+	// A reader already waiting when the device was attached takes it up
+	// after its next receive: one packet first, whichever way it goes.
+	warm := testnet.ICMPEcho(8, a.Pushed().Local.Addr(), srv, 3, 1000, make([]byte, 100))
+	if err := a.WritePacket(warm); err != nil {
+		t.Fatal(err)
+	}
+	for warmed := false; !warmed; {
+		select {
+		case w := <-writes:
+			warmed = len(w.seqs) == 1 && w.seqs[0] == 1000
+			if !warmed {
+				t.Fatalf("first device write %v, want the one packet 1000", w.seqs)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("the first packet never reached the device")
+		}
+	}
 	var up [][]byte
 	for i := range 40 {
 		up = append(up, testnet.ICMPEcho(8, a.Pushed().Local.Addr(), srv, 3, uint16(i), make([]byte, 1000)))
@@ -191,6 +223,9 @@ func TestAttachTUNWritesReceiveBatches(t *testing.T) {
 			nwrites++
 			if w.offset != tun.Offset {
 				t.Fatalf("write with offset %d, want %d", w.offset, tun.Offset)
+			}
+			if !w.inline {
+				t.Fatalf("a device write of %d packets came from another goroutine than %s", len(w.seqs), reader)
 			}
 			for _, seq := range w.seqs {
 				if seq != uint16(next) {

@@ -220,12 +220,9 @@ func (p *peer) sendData(payload []byte) error {
 		return data.ErrNoKey
 	}
 	bp := p.s.txPool.Get().(*[]byte)
-	buf := (*bp)[sendHeadroom:]
-	copy(buf[data.Headroom:], payload)
-	pkt, err := ch.Encrypt(buf, len(payload))
+	frame, err := ch.EncryptInto(bp, sendHeadroom, payload)
 	if err == nil {
-		off := sendHeadroom + data.PacketOffset(buf, pkt)
-		err = p.tx.send(*bp, off, len(pkt))
+		err = p.tx.send(frame, sendHeadroom, len(frame)-sendHeadroom)
 		p.lastSend.Store(time.Now().UnixNano())
 	}
 	p.s.txPool.Put(bp)

@@ -165,12 +165,12 @@ const maxWriteBatch = 64
 
 // txBatch holds the buffers of one WritePackets call.
 type txBatch struct {
-	bufs   [maxWriteBatch][]byte      // grown to the largest packet seen
+	bufs   [maxWriteBatch][]byte      // send buffers, grown by data.Channel.EncryptInto
 	segs   [maxWriteBatch][]byte      // encrypted packets, in order
 	routes [maxWriteBatch]*conn.Route // segs[i]'s client route, borrowed for this batch
 
 	// A run of packets to one TCP client, sent with one writev.
-	tbufs [maxWriteBatch][]byte // grown to the largest packet seen
+	tbufs [maxWriteBatch][]byte // the same for the TCP run
 	tsegs [maxWriteBatch][]byte // framed packets: sendHeadroom bytes, then the packet
 	tpeer *peer                 // the client of tsegs
 }
@@ -256,19 +256,12 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 				keep(data.ErrNoKey)
 				continue
 			}
-			need := sendHeadroom + data.Headroom + len(pkt) + data.Tailroom
-			if cap(b.tbufs[m]) < need {
-				b.tbufs[m] = make([]byte, max(need, 2048))
-			}
-			buf := b.tbufs[m][:cap(b.tbufs[m])]
-			copy(buf[sendHeadroom+data.Headroom:], pkt)
-			out, err := ch.Encrypt(buf[sendHeadroom:], len(pkt))
+			frame, err := ch.EncryptInto(&b.tbufs[m], sendHeadroom, pkt)
 			if err != nil {
 				keep(err)
 				continue
 			}
-			off := sendHeadroom + data.PacketOffset(buf[sendHeadroom:], out) // where out starts in buf
-			b.tsegs[m] = buf[off-sendHeadroom : off+len(out)]
+			b.tsegs[m] = frame
 			b.tpeer = p
 			m++
 			mBytes += len(pkt)
@@ -287,13 +280,7 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 			keep(data.ErrNoKey)
 			continue
 		}
-		need := data.Headroom + len(pkt) + data.Tailroom
-		if cap(b.bufs[n]) < need {
-			b.bufs[n] = make([]byte, max(need, 2048))
-		}
-		buf := b.bufs[n][:cap(b.bufs[n])]
-		copy(buf[data.Headroom:], pkt)
-		out, err := ch.Encrypt(buf, len(pkt))
+		out, err := ch.EncryptInto(&b.bufs[n], 0, pkt)
 		if err != nil {
 			keep(err)
 			continue

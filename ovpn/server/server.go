@@ -12,7 +12,8 @@
 //	UDP reader: socket (conn.StdBind batches, UDP_GRO runs split again)
 //	                   -> data opcode -> peer by peer-id (DATA_V2) or address
 //	                      -> data.Decrypt -> ping/exit -> source check
-//	                      -> client-to-client? peer.sendData : rx queue -> ReadPacket
+//	                      -> client-to-client? peer.sendData : the reader's TUN batch
+//	                         (AttachTUN) or the rx queue -> ReadPacket
 //	                   -> control, known address -> control.Channel.HandlePacket
 //	                   -> control, unknown address -> stateless cookie (cookie.go):
 //	                      reset -> HARD_RESET_SERVER_V2; acked cookie -> new peer

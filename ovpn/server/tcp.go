@@ -3,6 +3,14 @@ package server
 // The TCP transport: one connection, one reader goroutine and one client.
 // Packets are framed by wire.TCPReader and wire.TCPWriter; there is no stateless cookie (the
 // TCP handshake already proved the address).
+//
+//	connection (buffered frames) -> data opcode -> handleData
+//	       -> decrypted packets for the host, with a TUN device attached:
+//	          copied into this reader's TUN batch, one device write per run
+//	          of frames already read (flushed before a read may wait; no
+//	          queue, no goroutine hand-off), as on UDP
+//	       -> without one: the rx queue -> ReadPacket(s)
+//	       -> control -> control.Channel.HandlePacket
 
 import (
 	"crypto/rand"
@@ -16,6 +24,7 @@ import (
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/internal/rawstream"
 	"github.com/wirelane/wirelane/ovpn/wire"
+	"github.com/wirelane/wirelane/tun"
 )
 
 // acceptTCP accepts TCP clients.
@@ -96,7 +105,23 @@ func (s *Server) serveTCP(c net.Conn) {
 	}
 	c.SetReadDeadline(time.Time{})
 	r := wire.NewTCPReader(rs, 64<<10, maxPkt, data.Tailroom)
+	// This connection's batch for the attached device, as the UDP reader
+	// has: decrypted packets are written to the device by this goroutine,
+	// once per run of frames the read buffer holds (before a read may
+	// wait), with no queue and no hand-off to the TUN writer goroutine.
+	var sink *tun.BatchWriter
+	defer func() {
+		if sink != nil {
+			s.flushTUN(sink)
+		}
+	}()
 	for {
+		if !r.Ready() {
+			if sink != nil {
+				s.flushTUN(sink)
+			}
+			sink = s.sinkFor(sink)
+		}
 		raw, err := r.Next()
 		if err != nil {
 			peer.close(fmt.Sprintf("connection closed: %v", err))
@@ -104,7 +129,7 @@ func (s *Server) serveTCP(c net.Conn) {
 		}
 		op, _ := wire.Header(raw[0])
 		if op.IsData() {
-			s.handleData(peer, raw, nil)
+			s.handleData(peer, raw, sink)
 			continue
 		}
 		if err := peer.ctrl.HandlePacket(raw); err != nil {

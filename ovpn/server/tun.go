@@ -8,8 +8,10 @@ package server
 //	UDP reader: decrypted packets -> its tun.BatchWriter (copied behind
 //	    tun.Offset) -> one device Write at the end of each receive batch,
 //	    run heads in 64 KiB head room so the device coalesces (GRO)
-//	TCP readers: rx queue -> ReadPackets (what is queued) -> the same
-//	    writer's Write of the batch in place
+//	TCP readers (one per connection): the same, each with its own
+//	    tun.BatchWriter, one device write per run of frames already read
+//	ReadPackets (what is queued: packets that arrived before a device was
+//	    attached) -> the TUN writer goroutine's Write of the batch in place
 
 import (
 	"errors"
@@ -92,9 +94,11 @@ func (s *Server) toTUN(dev tun.Device) error {
 // attached is the device of a running AttachTUN.
 type attached struct{ dev tun.Device }
 
-// sinkFor returns the UDP reader's batch writer for the device attached
-// now: cur when it still writes to that device, nil when no device is
-// attached. Only the reader goroutine uses it.
+// sinkFor returns a receive goroutine's batch writer (the UDP reader's, a
+// TCP connection's) for the device attached now: cur when it still writes
+// to that device, nil when no device is attached. Only that goroutine uses
+// it. A writer keeps its buffers (and, after bulk traffic, up to
+// 16 x 64 KiB of GRO head room) for as long as its goroutine runs.
 func (s *Server) sinkFor(cur *tun.BatchWriter) *tun.BatchWriter {
 	att := s.tun.Load()
 	if att == nil {
