@@ -1,38 +1,42 @@
 package bench
 
 // Many peers behind one gateway, through namespaces: the gateway is an
-// engine's daemon with a real TUN and a real UDP socket; the peers are
-// Wirelane devices in this process whose UDP sockets live in a second
-// namespace, joined to the gateway's by a veth pair.
+// engine's daemon with a real TUN and a real UDP socket; the peers are N
+// WireGuard identities of this process (netpeersSide) whose one UDP
+// socket lives in a second namespace, joined to the gateway's by a veth
+// pair.
 //
 //	nsP (peers): pV 10.90.0.2/24              nsG (gateway): gV 10.90.0.1/24
-//	  N devices in this process,  ==veth==>     daemon (wirelaned or wireguard-go)
-//	  each its own key, UDP port                 UDP :51820, N peers configured,
-//	  and in-memory TUN that                     TUN 10.89.0.1/16 --> kernel -->
-//	  generates 1420-byte packets                sink: UDP socket 10.89.0.1:9 in
-//	  from 10.89.1.0+i to 10.89.0.1:9            this process, counts per source
+//	  one socket, N source addresses  ==veth==>  daemon (wirelaned or wireguard-go)
+//	  10.91.0.1+i (AnyIP); one sender            UDP :51820, N peers configured,
+//	  seals each peer's 1420-byte packet         TUN 10.89.0.1/16 --> kernel -->
+//	  (from 10.89.1.0+i to 10.89.0.1:9)          sink: UDP socket 10.89.0.1:9 in
+//	  with its session, sendmmsg batches         this process, counts per source
 //
-// Each peer's generator is a closed loop of its own (genTUN.closeLoop):
-// at most netpeersWindow(N) of its packets in flight between its Read and
-// the sink, written off after Config.LossTimeout without a delivery. So
-// every peer offers the same load and a peer the gateway serves slowly
-// gets no more than its window through: its share of the deliveries is
-// the gateway's fairness. The figures are the gateway's: what the sink
+// Each peer is a closed loop of its own (peerLoop): at most
+// netpeersWindow(N) of its packets in flight between the sender and the
+// sink, written off after Config.LossTimeout without a delivery. So every
+// peer offers the same load and a peer the gateway serves slowly gets no
+// more than its window through: its share of the deliveries is the
+// gateway's fairness. The figures are the gateway's: what the sink
 // received in the window (packets of 1420 bytes as they crossed the TUN),
 // the daemon's own CPU time (user+system from /proc/PID/stat) per GB, and
-// the slowest peer's deliveries as a fraction of the fair share (total/N).
+// the slowest peer's deliveries as a fraction of the fair share (total/N);
+// beside them the peer side's CPU per GB and, per run, where packets were
+// dropped (the two sockets' drops, Wirelane's own drop counters).
 //
-// The peers' side costs the same for every gateway engine (the same
-// devices, the same process, the same two CPUs), which narrows the ratio
-// between the gateways compared with the gateways alone.
+// The peer side costs the same for every gateway engine (the same code,
+// the same process, the same two CPUs), which narrows the ratio between
+// the gateways compared with the gateways alone; it is kept as cheap as
+// real traffic allows (netpeers_side.go).
 //
 // Every repeat runs each gateway engine once per peer count, rotating
-// which goes first; the peer devices are created for each run and closed
-// after it (the gateways and their peer configuration stay).
+// which goes first; the peer side is made afresh for each run, with new
+// handshakes (the gateways and their peer configuration stay).
 
 import (
+	"bufio"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -41,16 +45,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
-	"github.com/wirelane/wirelane/conn"
-	"github.com/wirelane/wirelane/device"
 	"github.com/wirelane/wirelane/internal/control/uapi"
 )
 
@@ -66,8 +67,8 @@ const MetricSlowestShare = "slowest peer of fair share"
 const MetricGatewayCPUPerGB = "gateway CPU s/GB"
 
 // MetricPeersCPUPerGB is the harness process's CPU seconds per GB in the
-// netpeers section: the N peer devices (sealing and sending) and the
-// sink. The peers share the machine's CPUs with the gateway, so when the
+// netpeers section: the peer side (one sender sealing for all N peers,
+// the sink, the handshakes' socket). The peers share the machine's CPUs with the gateway, so when the
 // two CPU figures together fill the machine, the peers bound the
 // throughput of every gateway alike and the Gbit/s ratio is narrower than
 // the gateways' own.
@@ -118,10 +119,7 @@ func netpeersWindow(n int) int { return max(4, DefaultWindow/max(n, 1)) }
 
 // peerAddr returns peer i's tunnel address.
 func peerAddr(i int) netip.Addr {
-	b := netpeersPeerBase.As4()
-	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-	v += uint32(i)
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	return addrAdd(netpeersPeerBase, i)
 }
 
 // peerIndex returns the peer whose tunnel address is a, if it is one of n.
@@ -270,6 +268,10 @@ func setupGateway(engine string, idx int, tag string, bins netnsBins, dir string
 		{g.nsP, "ip", "addr", "add", netpeersPeerLink + "/24", "dev", vP},
 		{g.nsG, "ip", "link", "set", vG, "up"},
 		{g.nsP, "ip", "link", "set", vP, "up"},
+		// The peers' source addresses: all local in the peer namespace
+		// (AnyIP), reached from the gateway's through the veth pair.
+		{g.nsP, "ip", "route", "add", "local", netpeersEndpointNet, "dev", "lo"},
+		{g.nsG, "ip", "route", "add", netpeersEndpointNet, "via", netpeersPeerLink, "dev", vG},
 	}
 	for _, s := range steps {
 		if _, err := run(s[0], s[1:]...); err != nil {
@@ -323,13 +325,25 @@ func setupGateway(engine string, idx int, tag string, bins netnsBins, dir string
 type netpeersResult struct {
 	gbps, cpuPerGB, slowest float64
 	peersCPUPerGB           float64 // this process's CPU (peers and sink) per GB
+	senderCPUPerGB          float64 // of it, the sender thread's (sealing, sendmmsg and the kernel's delivery into the gateway's socket)
 	writeOffs               uint64
-	extra                   uint64 // delivered beyond what the peers generated: duplicates
+	extra                   uint64 // delivered beyond what the peers sent: duplicates
+	// Where packets were lost in the window: drops of the gateway's UDP
+	// socket and of the sink's (/proc/net/udp in the gateway namespace),
+	// and the gateway's own drop counters by reason (Wirelane's UAPI
+	// wirelane_counters; none for wireguard-go).
+	gwSockDrops, sinkDrops uint64
+	backlogDrops           uint64 // the kernel's per-CPU input backlog (/proc/net/softnet_stat, all namespaces)
+	gwDrops                map[string]uint64
+	// The slowest peer: its index, write-offs, and the median peer's.
+	slowPeer                   int
+	slowOffs, medianOffs       uint64
+	slowDelivered, meanPerPeer float64
 }
 
-// netpeersRun runs n peers against g: devices up in the peer namespace,
-// the sink in the gateway's, every peer delivering, Warmup, then the
-// measured window.
+// run runs n peers against g: the peer side up (sessions by real
+// handshakes), the sink in the gateway namespace, every peer delivering,
+// Warmup, then the measured window.
 func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	if n > len(g.peers) {
 		return res, fmt.Errorf("%d peers asked, %d configured", n, len(g.peers))
@@ -348,62 +362,21 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	if rc, err := sink.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20) })
 	}
-
-	window := netpeersWindow(n)
-	gens := make([]*genTUN, n)
-	recvs := make([]*genTUN, n)
-	for i := range n {
-		pkt, err := ipv4UDPPacket(netnsMTU, peerAddr(i), netpeersGW)
-		if err != nil {
-			return res, err
-		}
-		gens[i] = newGenTUN(fmt.Sprintf("peer%d", i), netnsMTU, pkt, nil)
-		recvs[i] = newGenTUN(fmt.Sprintf("sink%d", i), netnsMTU, nil, nil)
-		gens[i].closeLoop(recvs[i], window, cfg.LossTimeout)
+	side, err := newNetpeersSide(g.nsP, g.peers, n, g.pub, sink, netpeersWindow(n), cfg.LossTimeout)
+	if err != nil {
+		return res, fmt.Errorf("peer side: %w", err)
 	}
-	var devs []uapiDevice
-	defer func() {
-		// The TUNs first: a sender waiting in its closed loop for room
-		// that no longer comes (the sink is closed) holds its device's
-		// Close up until its TUN read returns.
-		for _, t := range gens {
-			t.stop()
-			t.Close()
-		}
-		for _, d := range devs {
-			d.Close()
-		}
-	}()
-	gwPub := fmt.Sprintf("%x", g.pub)
-	if err := inNetns(g.nsP, func() error {
-		for i := range n {
-			d, err := newPeerDevice(gens[i], g.peers[i].priv, window)
-			if err != nil {
-				return err
-			}
-			devs = append(devs, d)
-			if err := d.IpcSet(fmt.Sprintf("public_key=%s\nendpoint=%s:%d\nallowed_ip=%s/32\n", gwPub, netpeersGWLink, netpeersPort, netpeersGW)); err != nil {
-				return fmt.Errorf("peer %d: %w", i, err)
-			}
-		}
-		return nil
-	}); err != nil {
-		return res, fmt.Errorf("peer devices: %w", err)
+	defer side.stop()
+	if err := side.handshake(30*time.Second + time.Duration(n)*20*time.Millisecond); err != nil {
+		return res, err
 	}
-
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); sinkLoop(sink, recvs) }()
-	defer func() { sink.Close(); wg.Wait() }()
-
-	for _, t := range gens {
-		t.start()
-	}
+	time.Sleep(20 * time.Millisecond) // the last keepalives confirm their sessions
+	side.start()
 	deadline := time.Now().Add(20*time.Second + time.Duration(n)*20*time.Millisecond)
 	for {
 		silent := 0
-		for _, r := range recvs {
-			if r.rxPackets.Load() == 0 {
+		for i := range side.loops {
+			if side.loops[i].delivered.Load() == 0 {
 				silent++
 			}
 		}
@@ -423,9 +396,11 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	// warm-up outlasts that.
 	time.Sleep(cfg.Warmup + maxWriteOffWait)
 
-	before := make([]uint64, n)
-	after := make([]uint64, n)
-	var offs0, offs1 uint64
+	before, after := make([]uint64, n), make([]uint64, n)
+	offs0, offs1 := make([]uint64, n), make([]uint64, n)
+	gwSock0, sink0 := g.udpDrops()
+	backlog0 := backlogDrops()
+	gwDrops0 := g.drops()
 	cpu0, err := procCPU(g.daemon.cmd.Process.Pid)
 	if err != nil {
 		return res, err
@@ -434,17 +409,19 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	if err != nil {
 		return res, err
 	}
+	snd0 := side.cpuNs.Load()
 	t0 := time.Now()
-	for i, r := range recvs {
-		before[i] = r.rxPackets.Load()
-		offs0 += gens[i].writeOffs()
+	for i := range side.loops {
+		before[i] = side.loops[i].delivered.Load()
+		offs0[i] = side.loops[i].offs.Load()
 	}
-	time.Sleep(cfg.Duration)
-	for i, r := range recvs {
-		after[i] = r.rxPackets.Load()
-		offs1 += gens[i].writeOffs()
+	timeline := sampleTimeline(side, cfg.Duration)
+	for i := range side.loops {
+		after[i] = side.loops[i].delivered.Load()
+		offs1[i] = side.loops[i].offs.Load()
 	}
 	elapsed := time.Since(t0)
+	snd1 := side.cpuNs.Load()
 	cpu1, err := procCPU(g.daemon.cmd.Process.Pid)
 	if err != nil {
 		return res, err
@@ -453,86 +430,230 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	if err != nil {
 		return res, err
 	}
+	gwSock1, sink1 := g.udpDrops()
+	backlog1 := backlogDrops()
+	gwDrops1 := g.drops()
+	if err := side.err(); err != nil {
+		return res, err
+	}
 	var total uint64
 	for i := range after {
 		after[i] -= before[i]
+		offs1[i] -= offs0[i]
 		total += after[i]
+		res.writeOffs += offs1[i]
 	}
 	bytes := float64(total) * netnsMTU
 	res.gbps = bytes * 8 / elapsed.Seconds() / 1e9
 	if bytes > 0 {
 		res.cpuPerGB = (cpu1 - cpu0).Seconds() / (bytes / 1e9)
 		res.peersCPUPerGB = (self1.cpu - self0.cpu).Seconds() / (bytes / 1e9)
+		res.senderCPUPerGB = time.Duration(snd1-snd0).Seconds() / (bytes / 1e9)
 	}
 	res.slowest = slowestShare(after)
-	res.writeOffs = offs1 - offs0
-	for i, r := range recvs {
-		if d := r.rxPackets.Load(); d > gens[i].txPackets.Load() {
-			res.extra += d - gens[i].txPackets.Load()
+	for i := range after {
+		if after[i] < after[res.slowPeer] {
+			res.slowPeer = i
+		}
+	}
+	res.slowOffs, res.slowDelivered = offs1[res.slowPeer], float64(after[res.slowPeer])
+	res.meanPerPeer = float64(total) / float64(n)
+	sorted := slices.Clone(offs1)
+	slices.Sort(sorted)
+	res.medianOffs = sorted[n/2]
+	res.gwSockDrops, res.sinkDrops = gwSock1-gwSock0, sink1-sink0
+	res.backlogDrops = backlog1 - backlog0
+	for k, v := range gwDrops1 {
+		if d := v - gwDrops0[k]; d != 0 && gwDrops0 != nil {
+			if res.gwDrops == nil {
+				res.gwDrops = map[string]uint64{}
+			}
+			res.gwDrops[k] = d
+		}
+	}
+	for i := range side.loops {
+		if d, s := side.loops[i].delivered.Load(), side.loops[i].sent.Load(); d > s {
+			res.extra += d - s
+		}
+	}
+	if dir := os.Getenv(netpeersDumpEnv); dir != "" {
+		if err := dumpTimeline(dir, fmt.Sprintf("%s-%d-%s.csv", g.engine, n, time.Now().UTC().Format("150405")), timeline, offs1); err != nil {
+			return res, err
 		}
 	}
 	return res, nil
 }
 
-// smallBatchBind is conn.StdBind with a smaller batch. A device gives
-// each receive goroutine a batch of 64 KiB landing buffers, 8 MiB at the
-// ideal batch of 128: 1,000 peer devices took several GB. A peer receives
-// only handshake responses and keepalives, and sends no more than its
-// closed-loop window at once, so its window is batch enough.
-type smallBatchBind struct {
-	*conn.StdBind
-	batch int
+// netpeersDumpEnv names a directory into which every netpeers run writes
+// its peers' deliveries over time (ENGINE-N-HHMMSS.csv): one line per
+// peer, its number, its write-offs in the window, then its deliveries in
+// each timelineStep of the window. For finding out why a peer was slow;
+// unset, nothing is sampled.
+const netpeersDumpEnv = "WIRELANE_BENCH_NETPEERS_DUMP"
+
+// timelineStep is the sampling interval of the dumped timelines.
+const timelineStep = 100 * time.Millisecond
+
+// sampleTimeline waits d; with netpeersDumpEnv set it samples every
+// peer's deliveries every timelineStep meanwhile.
+func sampleTimeline(side *netpeersSide, d time.Duration) [][]uint64 {
+	if os.Getenv(netpeersDumpEnv) == "" {
+		time.Sleep(d)
+		return nil
+	}
+	snap := func() []uint64 {
+		v := make([]uint64, len(side.loops))
+		for i := range v {
+			v[i] = side.loops[i].delivered.Load()
+		}
+		return v
+	}
+	end := time.Now().Add(d)
+	out := [][]uint64{snap()}
+	for time.Now().Before(end) {
+		time.Sleep(min(timelineStep, time.Until(end)))
+		out = append(out, snap())
+	}
+	return out
 }
 
-// BatchSize returns the smaller batch.
-func (b smallBatchBind) BatchSize() int { return b.batch }
-
-// newPeerDevice returns a Wirelane device that is up on t with key, its
-// bind batched by batch packets (at most conn.IdealBatchSize).
-func newPeerDevice(t *genTUN, key []byte, batch int) (uapiDevice, error) {
-	batch = min(max(batch, 1), conn.IdealBatchSize)
-	d := wirelaneDevice{device.NewDevice(t, smallBatchBind{conn.NewStdBind(), batch}, device.Options{})}
-	if err := d.IpcSet("private_key=" + hex.EncodeToString(key) + "\nlisten_port=0\n"); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("peer device: set private key: %w", err)
+// dumpTimeline writes the timeline (cumulative samples) as per-step
+// deliveries, one line per peer.
+func dumpTimeline(dir, name string, samples [][]uint64, offs []uint64) error {
+	if len(samples) < 2 {
+		return nil
 	}
-	if err := d.Up(); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("peer device: up: %w", err)
+	var b strings.Builder
+	for i := range samples[0] {
+		fmt.Fprintf(&b, "%d,%d", i, offs[i])
+		for k := 1; k < len(samples); k++ {
+			fmt.Fprintf(&b, ",%d", samples[k][i]-samples[k-1][i])
+		}
+		b.WriteByte('\n')
 	}
-	return d, nil
+	return os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644)
 }
 
-// sinkLoop reads datagrams from the sink until it is closed and counts
-// each on its peer's receiving genTUN (which moves the peer's closed loop
-// on). Datagrams from unknown sources are ignored.
-func sinkLoop(sink *net.UDPConn, recvs []*genTUN) {
-	pc := ipv4.NewPacketConn(sink)
-	msgs := make([]ipv4.Message, 64)
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{make([]byte, 2048)}
-	}
-	one := make([][]byte, 1)
-	for {
-		k, err := pc.ReadBatch(msgs, 0)
+// udpDrops returns the drop counts of the gateway's UDP sockets (port
+// netpeersPort, IPv4 and IPv6) and of the sink's (port netpeersSinkPort)
+// from /proc/net/udp and udp6 in the gateway namespace; 0 when unreadable.
+func (g *gateway) udpDrops() (gw, sink uint64) {
+	for _, f := range []string{"/proc/net/udp", "/proc/net/udp6"} {
+		out, err := run(g.nsG, "cat", f)
 		if err != nil {
-			return
+			continue
 		}
-		for _, m := range msgs[:k] {
-			ua, ok := m.Addr.(*net.UDPAddr)
-			if !ok {
-				continue
-			}
-			a, ok := netip.AddrFromSlice(ua.IP)
-			if !ok {
-				continue
-			}
-			if i, ok := peerIndex(a, len(recvs)); ok {
-				one[0] = m.Buffers[0][:m.N]
-				recvs[i].Write(one, 0)
+		a, b := parseUDPDrops(out, netpeersPort, netpeersSinkPort)
+		gw += a
+		sink += b
+	}
+	return gw, sink
+}
+
+// backlogDrops returns the packets the kernel dropped because a CPU's
+// input backlog (netdev_max_backlog; a veth delivers through it) was
+// full: the second column of /proc/net/softnet_stat, summed over CPUs.
+func backlogDrops() uint64 {
+	b, err := os.ReadFile("/proc/net/softnet_stat")
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 {
+			if v, err := strconv.ParseUint(f[1], 16, 32); err == nil {
+				n += v
 			}
 		}
 	}
+	return n
+}
+
+// parseUDPDrops sums the drops column (the last) of the /proc/net/udp
+// lines whose local port is portA and portB.
+func parseUDPDrops(table string, portA, portB int) (a, b uint64) {
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 13 || !strings.Contains(f[1], ":") {
+			continue
+		}
+		port, err := strconv.ParseUint(f[1][strings.LastIndexByte(f[1], ':')+1:], 16, 16)
+		if err != nil {
+			continue
+		}
+		d, err := strconv.ParseUint(f[len(f)-1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch int(port) {
+		case portA:
+			a += d
+		case portB:
+			b += d
+		}
+	}
+	return a, b
+}
+
+// drops returns the gateway daemon's own counters (Wirelane answers a
+// get=1 with wirelane_counters=1; wireguard-go does not: nil).
+func (g *gateway) drops() map[string]uint64 {
+	if g.engine != EngineWirelane {
+		return nil
+	}
+	c, err := net.DialTimeout("unix", uapi.SocketPath(g.ifname), 2*time.Second)
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("get=1\n" + uapi.CountersRequest + "\n\n")); err != nil {
+		return nil
+	}
+	out := map[string]uint64{}
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "errno=") {
+			break
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || !strings.HasPrefix(k, uapi.CounterPrefix) {
+			continue
+		}
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			out[strings.TrimPrefix(k, uapi.CounterPrefix)] = n
+		}
+	}
+	return out
+}
+
+// gsoNote says when the peers sent with UDP GSO (netpeersGSOEnv).
+func gsoNote() string {
+	if os.Getenv(netpeersGSOEnv) == "1" {
+		return " (peers sending with UDP GSO)"
+	}
+	return ""
+}
+
+// formatDrops writes a gateway's own drop counters of a window, those
+// that moved, sorted by name.
+func formatDrops(d map[string]uint64, engine string) string {
+	if engine != EngineWirelane {
+		return "not counted (" + engine + ")"
+	}
+	var parts []string
+	for k, v := range d {
+		if strings.HasPrefix(k, "dropped_") || strings.HasPrefix(k, "handshakes_rejected_") || strings.HasSuffix(k, "_errors") || k == "cookie_replies_sent" {
+			parts = append(parts, fmt.Sprintf("%s %d", k, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
 }
 
 // procCPU returns the user+system CPU time of process pid so far.
@@ -655,8 +776,10 @@ func netpeersSection(r *Report, cfg Config, p *progress) error {
 				if res.extra > 0 {
 					r.Note("netpeers %s %s repeat %d: the sink received %d packets more than the peers generated (duplicates)", cas, g.engine, rep+1, res.extra)
 				}
-				if res.writeOffs > 0 {
-					r.Note("netpeers %s %s repeat %d: %d write-offs of in-flight packets (loss)", cas, g.engine, rep+1, res.writeOffs)
+				r.Note("netpeers %s %s repeat %d: peers' sender thread %.2f CPU s/GB of the peers' %.2f%s", cas, g.engine, rep+1, res.senderCPUPerGB, res.peersCPUPerGB, gsoNote())
+				if res.writeOffs > 0 || res.gwSockDrops > 0 || res.sinkDrops > 0 || res.backlogDrops > 0 || len(res.gwDrops) > 0 {
+					r.Note("netpeers %s %s repeat %d: %d write-offs of in-flight packets (loss); drops in the window: gateway UDP socket %d, sink socket %d, input backlog %d, gateway's own %s; slowest peer #%d: %.0f packets (mean %.0f), %d write-offs (median peer %d)",
+						cas, g.engine, rep+1, res.writeOffs, res.gwSockDrops, res.sinkDrops, res.backlogDrops, formatDrops(res.gwDrops, g.engine), res.slowPeer, res.slowDelivered, res.meanPerPeer, res.slowOffs, res.medianOffs)
 				}
 			}
 		}

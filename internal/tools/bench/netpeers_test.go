@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestPeerAddrAndIndex(t *testing.T) {
@@ -305,4 +308,108 @@ func TestCleanupsRunOnInterruptOnce(t *testing.T) {
 	cleanups.mu.Lock()
 	cleanups.done = false // later tests of this package set up namespaces again
 	cleanups.mu.Unlock()
+}
+
+func TestNetpeersEndpoint(t *testing.T) {
+	for i, want := range map[int]string{0: "10.91.0.1", 254: "10.91.0.255", 255: "10.91.1.0", 999: "10.91.3.232"} {
+		if got := netpeersEndpoint(i).String(); got != want {
+			t.Errorf("netpeersEndpoint(%d) = %s, want %s", i, got, want)
+		}
+	}
+	if !netip.MustParsePrefix(netpeersEndpointNet).Contains(netpeersEndpoint(maxNetPeers - 1)) {
+		t.Errorf("the last peer's endpoint %s is outside %s", netpeersEndpoint(maxNetPeers-1), netpeersEndpointNet)
+	}
+}
+
+// TestPeerLoopCredit: a peer may send its window, no more until
+// deliveries come back (and only once the room is a whole run); packets in
+// flight with nothing delivered for the loss timeout are written off (then
+// after twice the wait), and written-off packets that arrive after all are
+// given back.
+func TestPeerLoopCredit(t *testing.T) {
+	const window, timeout = 4, 50 * time.Millisecond
+	var l peerLoop
+	t0 := time.Unix(1000, 0)
+	if c := l.credit(t0, window, 1, timeout); c != window {
+		t.Fatalf("fresh loop: credit %d, want %d", c, window)
+	}
+	l.sent.Store(4)
+	l.progressAt = t0
+	if c := l.credit(t0.Add(10*time.Millisecond), window, 1, timeout); c != 0 {
+		t.Fatalf("full window: credit %d, want 0", c)
+	}
+	l.delivered.Store(3)
+	if c := l.credit(t0.Add(20*time.Millisecond), window, 1, timeout); c != 3 {
+		t.Fatalf("3 delivered: credit %d, want 3", c)
+	}
+	l.sent.Store(7)
+	l.progressAt = t0.Add(20 * time.Millisecond)
+	if c := l.credit(t0.Add(69*time.Millisecond), window, 1, timeout); c != 0 || l.offs.Load() != 0 {
+		t.Fatalf("before the timeout: credit %d, %d write-offs; want 0, 0", c, l.offs.Load())
+	}
+	if c := l.credit(t0.Add(70*time.Millisecond), window, 1, timeout); c != window || l.offs.Load() != 1 {
+		t.Fatalf("at the timeout: credit %d, %d write-offs; want %d, 1", c, l.offs.Load(), window)
+	}
+	// Sent again, lost again: the next write-off waits twice as long.
+	l.sent.Store(11)
+	l.progressAt = t0.Add(70 * time.Millisecond)
+	if c := l.credit(t0.Add(169*time.Millisecond), window, 1, timeout); c != 0 {
+		t.Fatalf("second wait, before 100ms: credit %d, want 0", c)
+	}
+	if c := l.credit(t0.Add(170*time.Millisecond), window, 1, timeout); c != window || l.offs.Load() != 2 {
+		t.Fatalf("second wait at 100ms: credit %d, %d write-offs; want %d, 2", c, l.offs.Load(), window)
+	}
+	// All 8 written-off packets arrive late: nothing is in flight but the
+	// 0 sent since, and the wait is back to the timeout.
+	l.delivered.Store(11)
+	if c := l.credit(t0.Add(171*time.Millisecond), window, 1, timeout); c != window || l.writtenOff != 0 || l.wait != 0 {
+		t.Fatalf("late arrivals: credit %d, written off %d, wait %v; want %d, 0, 0", c, l.writtenOff, l.wait, window)
+	}
+	// With a run of the whole window, a peer waits until all of it is
+	// delivered, and a lost packet is written off after the timeout.
+	var w peerLoop
+	w.sent.Store(4)
+	w.progressAt = t0
+	w.delivered.Store(3)
+	if c := w.credit(t0.Add(time.Millisecond), window, window, timeout); c != 0 {
+		t.Fatalf("run of 4, 3 delivered: credit %d, want 0", c)
+	}
+	if c := w.credit(t0.Add(51*time.Millisecond), window, window, timeout); c != window || w.offs.Load() != 1 {
+		t.Fatalf("run of 4, one lost: credit %d, %d write-offs; want %d, 1", c, w.offs.Load(), window)
+	}
+	// Duplicates (more delivered than sent) leave nothing in flight.
+	l.delivered.Store(20)
+	if c := l.credit(t0.Add(172*time.Millisecond), window, 1, timeout); c != window {
+		t.Fatalf("duplicates: credit %d, want %d", c, window)
+	}
+}
+
+func TestParseUDPDrops(t *testing.T) {
+	table := `   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops
+  126: 0100590A:0009 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 55501 2 0000000000000000 17
+  900: 00000000:CA6C 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 55502 2 0000000000000000 1234
+  901: 00000000:CA6D 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 55503 2 0000000000000000 99
+`
+	gw, sink := parseUDPDrops(table, netpeersPort, netpeersSinkPort)
+	if gw != 1234 || sink != 17 {
+		t.Errorf("parseUDPDrops = %d, %d; want 1234, 17", gw, sink)
+	}
+	if gw, sink := parseUDPDrops("garbage\n\n1: x y", netpeersPort, netpeersSinkPort); gw != 0 || sink != 0 {
+		t.Errorf("garbage: %d, %d", gw, sink)
+	}
+}
+
+// TestGSOCmsgsLayout: the UDP_SEGMENT control message follows IP_PKTINFO
+// where the kernel's CMSG_NXTHDR looks for it.
+func TestGSOCmsgsLayout(t *testing.T) {
+	var c gsoCmsgs
+	if off := int(unsafe.Offsetof(c.seg)); off != unix.CmsgSpace(unix.SizeofInet4Pktinfo) {
+		t.Errorf("UDP_SEGMENT at offset %d, want %d", off, unix.CmsgSpace(unix.SizeofInet4Pktinfo))
+	}
+	if got, want := int(unsafe.Sizeof(c)), unix.CmsgSpace(unix.SizeofInet4Pktinfo)+unix.CmsgSpace(2); got != want {
+		t.Errorf("control data %d bytes, want %d", got, want)
+	}
+	if netpeersDatagram != 1452 || gsoSegments*netpeersDatagram > 65535-28 {
+		t.Errorf("datagram %d bytes, %d per GSO message: want 1452, within 64 KiB", netpeersDatagram, gsoSegments)
+	}
 }

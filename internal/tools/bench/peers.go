@@ -132,20 +132,32 @@ type peerClients struct {
 // 0.0.0.0 (random port), large receive buffer, whose deliveries count into
 // count.
 func newPeerClients(n int, gateway noise.PublicKey, expect [][]byte, count *genTUN) (*peerClients, error) {
+	privs := make([]noise.PrivateKey, n)
+	addrs := make([]netip.Addr, n)
+	for i := range n {
+		var err error
+		if privs[i], err = noise.GeneratePrivateKey(); err != nil {
+			return nil, err
+		}
+		addrs[i], _ = peerAddrs(i)
+	}
+	return newPeerClientsWith(privs, addrs, gateway, expect, count)
+}
+
+// newPeerClientsWith makes a client of each key, client i sending from
+// addrs[i], on a socket bound to 0.0.0.0 (random port) in the calling
+// thread's network namespace.
+func newPeerClientsWith(privs []noise.PrivateKey, addrs []netip.Addr, gateway noise.PublicKey, expect [][]byte, count *genTUN) (*peerClients, error) {
+	n := len(privs)
 	c := &peerClients{
 		n: n, expect: expect, count: count,
 		hs: make([]*noise.Handshake, n), cookie: make([]*noise.CookieGenerator, n),
-		sess: make([]*noise.Session, n), addrs: make([]netip.Addr, n),
+		sess: make([]*noise.Session, n), addrs: addrs,
 		rxBytes: make([]atomic.Uint64, n), checked: make([]bool, n),
 	}
 	for i := range n {
-		priv, err := noise.GeneratePrivateKey()
-		if err != nil {
-			return nil, err
-		}
-		c.hs[i] = noise.NewHandshake(noise.NewLocal(priv), gateway, noise.PresharedKey{})
+		c.hs[i] = noise.NewHandshake(noise.NewLocal(privs[i]), gateway, noise.PresharedKey{})
 		c.cookie[i] = noise.NewCookieGenerator(gateway)
-		c.addrs[i], _ = peerAddrs(i)
 	}
 	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
 	if err != nil {
@@ -193,18 +205,22 @@ func (c *peerClients) send(i int, b []byte, gw *net.UDPAddr) error {
 }
 
 // handshake completes a handshake of every client with the gateway at
-// 127.0.0.1:port: at most 64 initiations outstanding, each resent after
+// 127.0.0.1:port (handshakeTo: at any address): at most 64 initiations outstanding, each resent after
 // 250 ms without an answer (then 500 ms, and so on), cookie replies taken and answered at once
 // with a new initiation (a gateway under load asks for them), and a
 // keepalive after each response to confirm the gateway's session.
 func (c *peerClients) handshake(port uint16, timeout time.Duration) error {
+	return c.handshakeTo(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)}, timeout)
+}
+
+// handshakeTo is handshake with the gateway at gw.
+func (c *peerClients) handshakeTo(gw *net.UDPAddr, timeout time.Duration) error {
 	// A resend replaces the initiation, so a response to the old one no
 	// longer counts: the wait doubles with every resend of a peer, or a
 	// gateway slower than the first wait (a busy machine, the race
 	// detector) would never complete one.
 	const outstanding, firstWait, maxWait = 64, 250 * time.Millisecond, 4 * time.Second
 	wait := make([]time.Duration, c.n)
-	gw := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)}
 	sentAt := make([]time.Time, c.n)
 	done, inFlight, next := 0, 0, 0
 	buf := make([]byte, 2048)
