@@ -171,7 +171,7 @@ func newNetpeersSide(nsP string, keys []keyPair, n int, gwPub []byte, sink *net.
 			return nil, err
 		}
 		s.plain[i] = pkt // a packet of the full MTU gets no padding: WireGuard pads only up to the MTU
-		s.ctr[i] = 2 // the handshake's keepalives used 0 and 1
+		s.ctr[i] = 2     // the handshake's keepalives used 0 and 1
 	}
 	if err := inNetns(nsP, func() error {
 		var err error
