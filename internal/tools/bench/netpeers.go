@@ -114,8 +114,14 @@ func netpeersEngines(cfg Config) []string {
 func netpeersCountsOf(cfg Config) []int { return cfg.NetPeers }
 
 // netpeersWindow is each peer's closed-loop window with n peers: about
-// DefaultWindow packets in flight over all of them, at least 4 each.
-func netpeersWindow(n int) int { return max(4, DefaultWindow/max(n, 1)) }
+// DefaultWindow packets in flight over all of them, at least 2 each.
+// Before 2026-12-02 17:45 the floor was 4, which at 1,000 peers put 4,000
+// packets in flight: more than either gateway worked off within the loss
+// timeout, so write-offs sent new windows behind packets still queued,
+// the gateways' sockets overflowed (about 10,000 drops a second) and the
+// peers whose runs were dropped again and again backed off
+// (docs/benchmarks-history.md).
+func netpeersWindow(n int) int { return max(2, DefaultWindow/max(n, 1)) }
 
 // peerAddr returns peer i's tunnel address.
 func peerAddr(i int) netip.Addr {
@@ -334,6 +340,7 @@ type netpeersResult struct {
 	// wirelane_counters; none for wireguard-go).
 	gwSockDrops, sinkDrops uint64
 	backlogDrops           uint64 // the kernel's per-CPU input backlog (/proc/net/softnet_stat, all namespaces)
+	stray                  uint64 // sink datagrams from no peer of the run (late ones of an earlier run)
 	gwDrops                map[string]uint64
 	// The slowest peer: its index, write-offs, and the median peer's.
 	slowPeer                   int
@@ -463,6 +470,7 @@ func (g *gateway) run(n int, cfg Config) (res netpeersResult, err error) {
 	res.medianOffs = sorted[n/2]
 	res.gwSockDrops, res.sinkDrops = gwSock1-gwSock0, sink1-sink0
 	res.backlogDrops = backlog1 - backlog0
+	res.stray = side.stray.Load()
 	for k, v := range gwDrops1 {
 		if d := v - gwDrops0[k]; d != 0 && gwDrops0 != nil {
 			if res.gwDrops == nil {
@@ -773,6 +781,9 @@ func netpeersSection(r *Report, cfg Config, p *progress) error {
 				r.Add(SectionNetpeers, cas, MetricGatewayCPUPerGB, g.engine, LowerIsBetter, res.cpuPerGB)
 				r.Add(SectionNetpeers, cas, MetricSlowestShare, g.engine, HigherIsBetter, res.slowest)
 				r.Add(SectionNetpeers, cas, MetricPeersCPUPerGB, g.engine, LowerIsBetter, res.peersCPUPerGB)
+				if res.stray > 0 {
+					r.Note("netpeers %s %s repeat %d: the sink received %d late packets of an earlier run's peers (not counted)", cas, g.engine, rep+1, res.stray)
+				}
 				if res.extra > 0 {
 					r.Note("netpeers %s %s repeat %d: the sink received %d packets more than the peers generated (duplicates)", cas, g.engine, rep+1, res.extra)
 				}

@@ -140,7 +140,7 @@ type netpeersSide struct {
 	done    chan struct{} // closed by stop
 	fails   atomic.Uint64 // sendmmsg errors other than EAGAIN/EINTR
 	bad     atomic.Uint64 // sink datagrams of the wrong length or content
-	stray   atomic.Uint64 // sink datagrams from no peer's address
+	stray   atomic.Uint64 // sink datagrams from no peer of this run: late ones of an earlier run with more peers (the gateway's socket still held them)
 	cpuNs   atomic.Int64  // the sender thread's CPU time
 	wg      sync.WaitGroup
 	stopped sync.Once
@@ -488,9 +488,6 @@ func (s *netpeersSide) err() error {
 	}
 	if b := s.bad.Load(); b != 0 {
 		errs = append(errs, fmt.Errorf("%d datagrams at the sink of the wrong length or content", b))
-	}
-	if st := s.stray.Load(); st != 0 {
-		errs = append(errs, fmt.Errorf("%d datagrams at the sink from no peer's address", st))
 	}
 	return errors.Join(errs...)
 }

@@ -52,7 +52,7 @@ func TestSlowestShare(t *testing.T) {
 }
 
 func TestNetpeersWindow(t *testing.T) {
-	for n, want := range map[int]int{0: DefaultWindow, 1: DefaultWindow, 100: DefaultWindow / 100, 1000: 4, 100000: 4} {
+	for n, want := range map[int]int{0: DefaultWindow, 1: DefaultWindow, 100: DefaultWindow / 100, 1000: 2, 100000: 2} {
 		if got := netpeersWindow(n); got != want {
 			t.Errorf("netpeersWindow(%d) = %d, want %d", n, got, want)
 		}
