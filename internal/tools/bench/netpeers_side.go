@@ -296,6 +296,7 @@ func (s *netpeersSide) runSender() {
 		tot0 := s.total.Load()
 		now := time.Now()
 		k := 0
+		served := -1 // the last peer this pass sent for
 		for visited := 0; visited < n && k < tunBatch; visited++ {
 			i := next
 			if next++; next == n {
@@ -325,6 +326,7 @@ func (s *netpeersSide) runSender() {
 				k++
 				l.sent.Store(l.sent.Load() + uint64(take))
 				l.progressAt = now
+				served = i
 				continue
 			}
 			take := int(min(c, uint64(tunBatch-k)))
@@ -342,6 +344,18 @@ func (s *netpeersSide) runSender() {
 			}
 			l.sent.Store(l.sent.Load() + uint64(take))
 			l.progressAt = now
+			served = i
+		}
+		// The next pass starts after the last peer served, not where
+		// this one started: a pass that went all the way round would
+		// otherwise always begin at the same peer, and the peers late in
+		// its order would always wait longest (at 100 peers with GSO the
+		// highest-numbered got 0.69 of their share).
+		if served >= 0 {
+			next = served + 1
+			if next == n {
+				next = 0
+			}
 		}
 		if k == 0 {
 			// No peer's window is empty: wait for a batch of
