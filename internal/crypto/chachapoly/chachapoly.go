@@ -210,7 +210,7 @@ func firstCall(st *[16]uint32, ks *[kernelBytes]byte, n int) (covered int) {
 func xorKeyStream(st *[16]uint32, ks *[kernelBytes]byte, covered int, dst, src []byte) {
 	n := len(src)
 	done := min(n, covered)
-	subtle.XORBytes(dst[:done], src[:done], ks[64:64+done])
+	xorInto(dst[:done], src[:done], ks[64:64+done])
 	var idle polyState
 	for done < n {
 		m := n - done
@@ -222,7 +222,7 @@ func xorKeyStream(st *[16]uint32, ks *[kernelBytes]byte, covered int, dst, src [
 			st[12] += 16
 			m = min(m, kernelBytes)
 		}
-		subtle.XORBytes(dst[done:done+m], src[done:done+m], ks[:m])
+		xorInto(dst[done:done+m], src[done:done+m], ks[:m])
 		done += m
 	}
 }
@@ -241,7 +241,7 @@ func (a *aead) sealFused(out []byte, nonce, plaintext, ad []byte) {
 	p.absorbPadded(ad)
 
 	done := min(n, firstBytes)
-	subtle.XORBytes(out[:done], plaintext[:done], ks[64:64+done])
+	xorInto(out[:done], plaintext[:done], ks[64:64+done])
 	absorbed := 0 // ciphertext bytes absorbed so far, a multiple of 16
 	for done < n {
 		st[12] += 16
@@ -253,7 +253,7 @@ func (a *aead) sealFused(out []byte, nonce, plaintext, ad []byte) {
 		keystreamPoly16(&st, &ks, &p, msg, blocks, per(blocks))
 		absorbed += 16 * blocks
 		m := min(n-done, kernelBytes)
-		subtle.XORBytes(out[done:done+m], plaintext[done:done+m], ks[:m])
+		xorInto(out[done:done+m], plaintext[done:done+m], ks[:m])
 		done += m
 	}
 	p.absorbLast(p.absorbBlocks(out[absorbed:n]), len(ad), n)
@@ -294,7 +294,7 @@ func (a *aead) openFused(out []byte, nonce, ct, tag, ad []byte) bool {
 		}
 		keystreamPoly16(&st, &ks[1-cur], &p, msg, blocks, per(blocks))
 		absorbed = target
-		subtle.XORBytes(out[start:start+size], ct[start:start+size], ks[cur][off:off+size])
+		xorInto(out[start:start+size], ct[start:start+size], ks[cur][off:off+size])
 		cur, off, start, size = 1-cur, 0, next, m
 		next += m
 	}
@@ -305,7 +305,7 @@ func (a *aead) openFused(out []byte, nonce, ct, tag, ad []byte) bool {
 		clear(out)
 		return false
 	}
-	subtle.XORBytes(out[start:start+size], ct[start:start+size], ks[cur][off:off+size])
+	xorInto(out[start:start+size], ct[start:start+size], ks[cur][off:off+size])
 	return true
 }
 

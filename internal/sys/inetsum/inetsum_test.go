@@ -85,3 +85,64 @@ func BenchmarkAdd1408(b *testing.B) {
 	}
 	_ = acc
 }
+
+// withScalar runs f with the scalar code only (no sumWords).
+func withScalar(f func()) {
+	old := haveSumWords
+	haveSumWords = false
+	defer func() { haveSumWords = old }()
+	f()
+}
+
+// The vector sum agrees with the scalar one on every length up to a few
+// thousand bytes at every start within a word, on buffers above
+// maxWordsBytes (two vector calls), and on all-0xff data, where each of
+// the vector code's 32-bit lanes comes closest to overflowing.
+func TestVectorAddMatchesScalar(t *testing.T) {
+	if !haveSumWords {
+		t.Skip("no AVX2 here: Add is the scalar code, tested above")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	buf := make([]byte, 4100)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	check := func(name string, b []byte, acc uint64) {
+		t.Helper()
+		got := Add(acc, b)
+		var want uint64
+		withScalar(func() { want = Add(acc, b) })
+		if got != want {
+			t.Fatalf("%s (%d bytes, acc %#x): vector %#x, scalar %#x", name, len(b), acc, got, want)
+		}
+	}
+	for n := 0; n <= 4096; n++ {
+		for _, at := range []int{0, 1, 2, 3} {
+			check("random", buf[at:at+n], uint64(r.Uint32()))
+		}
+	}
+	big := make([]byte, 2*maxWordsBytes+77)
+	for i := range big {
+		big[i] = byte(r.Uint32())
+	}
+	check("random, past maxWordsBytes", big, 0)
+	for i := range big {
+		big[i] = 0xff
+	}
+	check("all ones", big, 0)
+	check("all ones, one call", big[:maxWordsBytes], 0)
+	clear(big)
+	check("all zero", big, 0)
+}
+
+func BenchmarkAdd1408Scalar(b *testing.B) {
+	buf := make([]byte, 1408)
+	b.SetBytes(int64(len(buf)))
+	var acc uint64
+	withScalar(func() {
+		for b.Loop() {
+			acc += Add(0, buf)
+		}
+	})
+	_ = acc
+}
