@@ -19,6 +19,16 @@ package tun
 //	     header says where the checksum goes; a merged run also carries
 //	     GSO TCPV4/TCPV6 and its segment size
 //
+// UDP takes the same path when the device takes UDP segmentation offload
+// (trustedGRO.udp, TUN_F_USO4/USO6): a datagram of a flow (same
+// addresses and ports; same TOS, TTL and DF, or first word and hop
+// limit) is appended to its flow's open run when it is no longer than the
+// run's first (the segment size) and the run has room (64 KiB, at most
+// udpMaxSegments); a shorter one ends the run, as UDP GSO requires. IPv4
+// datagrams without a checksum are not ours (the fallback writes them
+// as they are). Every UDP datagram written here is CHECKSUM_PARTIAL too;
+// a merged run carries GSO UDP_L4.
+//
 // Why no checksum is verified: the packets written here were just opened
 // by the tunnel's AEAD, which proves they are what the peer sent. The
 // kernel's WireGuard marks such packets CHECKSUM_UNNECESSARY for the same
@@ -49,15 +59,21 @@ const (
 	tcpCsumOffset  = 16   // checksum field within the TCP header
 	tcpFlagACK     = 0x10 // acknowledgment
 	tcpFlagPSH     = 0x08 // push: ends a run
+	udpHeaderLen   = 8
+	// udpMaxSegments bounds a UDP run: the kernel refuses to segment
+	// more (UDP_MAX_SEGMENTS).
+	udpMaxSegments = 64
 	maxIPPacket    = 1<<16 - 1
 	// maxOpenRuns bounds the flows one Write merges at the same time; a
 	// flow beyond it is written unmerged.
 	maxOpenRuns = 16
 )
 
-// tcpSeg is what classify learns about one TCP packet.
+// tcpSeg is what classify (or classifyUDP) learns about one TCP (or UDP)
+// packet.
 type tcpSeg struct {
 	v6        bool
+	udp       bool // a UDP datagram (classifyUDP); tcphLen is then udpHeaderLen
 	iphLen    int
 	tcphLen   int
 	payload   int
@@ -118,9 +134,40 @@ func classify(pkt []byte) (s tcpSeg, ok bool) {
 	return s, true
 }
 
+// classifyUDP reports whether pkt is a UDP datagram this path writes
+// (when the device takes UDP segmentation offload), and its shape:
+// IPv4 without options and not a fragment, or IPv6 with UDP right after
+// the fixed header; lengths consistent; a checksum (IPv4 UDP without one
+// is left to the fallback, which writes it unchanged).
+func classifyUDP(pkt []byte) (s tcpSeg, ok bool) {
+	switch {
+	case len(pkt) >= 28 && pkt[0] == 0x45 && pkt[9] == 17:
+		if int(binary.BigEndian.Uint16(pkt[2:4])) != len(pkt) || binary.BigEndian.Uint16(pkt[6:8])&0x3fff != 0 {
+			return s, false
+		}
+		s.iphLen = 20
+	case len(pkt) >= 48 && pkt[0]>>4 == 6 && pkt[6] == 17:
+		if int(binary.BigEndian.Uint16(pkt[4:6]))+40 != len(pkt) {
+			return s, false
+		}
+		s.v6, s.iphLen = true, 40
+	default:
+		return s, false
+	}
+	uh := pkt[s.iphLen:]
+	if int(binary.BigEndian.Uint16(uh[4:6])) != len(uh) || binary.BigEndian.Uint16(uh[6:8]) == 0 {
+		return s, false
+	}
+	s.udp, s.tcphLen = true, udpHeaderLen
+	s.payload = len(uh) - udpHeaderLen
+	s.mergeable = s.payload > 0
+	return s, true
+}
+
 // groRun is one flow's run being merged into the packet bufs[head].
 type groRun struct {
 	head    int    // index of the run's first packet in bufs
+	segs    int    // segments in the run (UDP's bound)
 	gso     int    // payload of the first segment: the segment size
 	nextSeq uint32 // sequence number the next segment must carry
 	closed  bool   // after a PSH or a short segment
@@ -129,14 +176,17 @@ type groRun struct {
 // trustedGRO is the state of one Write. It is reused from Write to Write
 // by one writer at a time (linux.go holds the lock).
 type trustedGRO struct {
+	// udp says the device takes UDP segmentation offload: UDP is merged
+	// here too. Set once, before the first plan.
+	udp  bool
 	runs []groRun
 	segs []tcpSeg // per packet of bufs; valid where ours
 	ours []int    // indexes into bufs of the packets written here, in order
 	rest [][]byte // packets for the fallback writer, in order
 }
 
-// sameFlow reports whether a and b (TCP packets shaped as s) would be
-// merged by the kernel's GRO as far as their headers go.
+// sameFlow reports whether a and b (TCP or UDP packets shaped as s) would
+// be merged by the kernel's GRO as far as their headers go.
 func sameFlow(a, b []byte, s *tcpSeg) bool {
 	if s.v6 {
 		// Version, traffic class, flow label; next header, hop limit;
@@ -153,6 +203,9 @@ func sameFlow(a, b []byte, s *tcpSeg) bool {
 		}
 	}
 	ta, tb := a[s.iphLen:], b[s.iphLen:]
+	if s.udp {
+		return string(ta[0:4]) == string(tb[0:4]) // ports
+	}
 	// Ports; acknowledgment; data offset (flags are checked by the
 	// caller); window; then the options. Urgent pointer and checksum are
 	// not compared: merged segments carry ACK or ACK|PSH only, and the
@@ -176,6 +229,9 @@ func (g *trustedGRO) plan(bufs [][]byte, offset int) {
 	for i, b := range bufs {
 		pkt := b[offset:]
 		s, ok := classify(pkt)
+		if !ok && g.udp {
+			s, ok = classifyUDP(pkt)
+		}
 		if !ok {
 			g.rest = append(g.rest, b)
 			continue
@@ -205,18 +261,19 @@ func (g *trustedGRO) appendTo(bufs [][]byte, offset, i int, s *tcpSeg) bool {
 		}
 		head := bufs[r.head][offset:]
 		hs := &g.segs[r.head]
-		if hs.v6 != s.v6 || hs.iphLen != s.iphLen || hs.tcphLen != s.tcphLen || !sameFlow(head, pkt, s) {
+		if hs.udp != s.udp || hs.v6 != s.v6 || hs.iphLen != s.iphLen || hs.tcphLen != s.tcphLen || !sameFlow(head, pkt, s) {
 			continue
 		}
 		n := len(head)
-		if s.seq != r.nextSeq || s.payload > r.gso || n+s.payload > maxIPPacket ||
-			cap(bufs[r.head]) < offset+n+s.payload {
+		if (!s.udp && s.seq != r.nextSeq) || (s.udp && r.segs >= udpMaxSegments) || s.payload > r.gso ||
+			n+s.payload > maxIPPacket || cap(bufs[r.head]) < offset+n+s.payload {
 			r.closed = true
 			return false
 		}
 		copy(head[n:n+s.payload], pkt[s.iphLen+s.tcphLen:])
 		bufs[r.head] = bufs[r.head][:offset+n+s.payload]
 		hs.gso = r.gso
+		r.segs++
 		r.nextSeq += uint32(s.payload)
 		if s.psh {
 			head[s.iphLen+tcpFlagsOffset] |= tcpFlagPSH
@@ -233,7 +290,7 @@ func (g *trustedGRO) appendTo(bufs [][]byte, offset, i int, s *tcpSeg) bool {
 // open starts a run at packet i, replacing a closed run if the table is
 // full.
 func (g *trustedGRO) open(i int, s *tcpSeg) {
-	r := groRun{head: i, gso: s.payload, nextSeq: s.seq + uint32(s.payload)}
+	r := groRun{head: i, segs: 1, gso: s.payload, nextSeq: s.seq + uint32(s.payload)}
 	if len(g.runs) < maxOpenRuns {
 		g.runs = append(g.runs, r)
 		return
@@ -247,8 +304,9 @@ func (g *trustedGRO) open(i int, s *tcpSeg) {
 }
 
 // finish fixes up a packet this path writes: lengths (and the IPv4 header
-// checksum) after a merge, the pseudo-header sum in the TCP checksum
-// field, and the virtio-net header before offset (GSO when s.gso is set).
+// checksum) after a merge, the pseudo-header sum in the TCP (or UDP)
+// checksum field, and the virtio-net header before offset (GSO when s.gso
+// is set).
 func finish(b []byte, offset int, s *tcpSeg) {
 	pkt := b[offset:]
 	gso := s.gso
@@ -261,8 +319,13 @@ func finish(b []byte, offset int, s *tcpSeg) {
 			binary.BigEndian.PutUint16(pkt[10:12], inetsum.Checksum(pkt[:s.iphLen]))
 		}
 	}
-	ps := addrSum(pkt, s.v6) + 6 + uint64(len(pkt)-s.iphLen)
-	binary.BigEndian.PutUint16(pkt[s.iphLen+tcpCsumOffset:], inetsum.Fold(ps))
+	proto, csumOffset := uint64(6), tcpCsumOffset
+	if s.udp {
+		proto, csumOffset = 17, udpCsumOffset
+		binary.BigEndian.PutUint16(pkt[s.iphLen+4:], uint16(len(pkt)-s.iphLen)) // the run's length
+	}
+	ps := addrSum(pkt, s.v6) + proto + uint64(len(pkt)-s.iphLen)
+	binary.BigEndian.PutUint16(pkt[s.iphLen+csumOffset:], inetsum.Fold(ps))
 
 	h := b[offset-VirtioHeaderLen : offset]
 	h[0] = virtioNeedsCsum
@@ -270,8 +333,11 @@ func finish(b []byte, offset int, s *tcpSeg) {
 	binary.NativeEndian.PutUint16(h[2:4], uint16(s.iphLen+s.tcphLen)) // hdr_len
 	binary.NativeEndian.PutUint16(h[4:6], uint16(gso))                // gso_size
 	binary.NativeEndian.PutUint16(h[6:8], uint16(s.iphLen))           // csum_start
-	binary.NativeEndian.PutUint16(h[8:10], tcpCsumOffset)             // csum_offset
-	if gso > 0 {
+	binary.NativeEndian.PutUint16(h[8:10], uint16(csumOffset))        // csum_offset
+	switch {
+	case gso > 0 && s.udp:
+		h[1] = virtioGSOUDPL4
+	case gso > 0:
 		h[1] = virtioGSOTCPv4
 		if s.v6 {
 			h[1] = virtioGSOTCPv6

@@ -11,11 +11,12 @@ import (
 	wgtun "golang.zx2c4.com/wireguard/tun"
 )
 
-// groWriter writes TCP packets to a TUN device with virtio-net headers
-// itself (trusted_gro.go), each with one raw write(2) (rawio_linux.go),
-// and hands every other packet to the wireguard tun package's Write (which
-// merges UDP), except a lone one, or several it could not merge
-// (rest_flows.go), which it also writes raw.
+// groWriter writes TCP packets (and UDP, when the device takes UDP
+// segmentation offload) to a TUN device with virtio-net headers itself
+// (trusted_gro.go), each with one raw write(2) (rawio_linux.go), and hands
+// every other packet to the wireguard tun package's Write, except a lone
+// one, or several it could not merge (rest_flows.go), which it also
+// writes raw.
 type groWriter struct {
 	mu sync.Mutex // serializes Writes; guards the fields below
 	g  trustedGRO
@@ -30,7 +31,29 @@ func newGROWriter(d wgtun.Device) *groWriter {
 	if io == nil {
 		return nil
 	}
-	return &groWriter{io: io}
+	w := &groWriter{io: io}
+	w.g.udp = takesUSO(d.File())
+	return w
+}
+
+// takesUSO reports whether the TUN file f takes UDP segmentation offload
+// (Linux 6.2 and later), the way the wireguard tun package finds out:
+// setting the TCP and UDP offloads together succeeds. The kernel checks
+// every flag before it applies any, so a refusal changes nothing, and
+// where the tun package already set them this sets them again.
+func takesUSO(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var opErr error
+	if err := rc.Control(func(fd uintptr) {
+		opErr = unix.IoctlSetInt(int(fd), unix.TUNSETOFFLOAD,
+			unix.TUN_F_CSUM|unix.TUN_F_TSO4|unix.TUN_F_TSO6|unix.TUN_F_USO4|unix.TUN_F_USO6)
+	}); err != nil {
+		return false
+	}
+	return opErr == nil
 }
 
 // hasVnetHdr reports whether the TUN file f was set up with IFF_VNET_HDR.

@@ -1,9 +1,12 @@
 package tun
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"net"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 	wgtun "golang.zx2c4.com/wireguard/tun"
@@ -78,8 +81,9 @@ func TestLonePacketWrittenRaw(t *testing.T) {
 	answered(id + 2)
 
 	// Two UDP packets of one flow, to a port nobody listens on: with a
-	// checksum the fallback may merge them; without one (a zero field) it
-	// never does, and they are written here.
+	// checksum they are merged here when the device takes UDP
+	// segmentation offload (else the fallback may merge them); without
+	// one (a zero field) nobody merges them, and they are written here.
 	udp := func(sum uint16) []byte {
 		p := make([]byte, off+20+8+32)
 		ip := p[off:]
@@ -100,18 +104,76 @@ func TestLonePacketWrittenRaw(t *testing.T) {
 	if _, err := nd.gro.write(fallback, [][]byte{udp(0x1234), udp(0x1234)}, off); err != nil {
 		t.Fatalf("write of two UDP packets of one flow: %v", err)
 	}
-	if fallback.writes != 1 {
-		t.Errorf("two UDP packets of one flow: %d fallback writes, want 1", fallback.writes)
+	wantFallback := 1
+	if nd.gro.g.udp {
+		wantFallback = 0
+	}
+	if fallback.writes != wantFallback {
+		t.Errorf("two UDP packets of one flow (USO %v): %d fallback writes, want %d", nd.gro.g.udp, fallback.writes, wantFallback)
 	}
 	if _, err := nd.gro.write(fallback, [][]byte{udp(0), udp(0)}, off); err != nil {
 		t.Fatalf("write of two UDP packets of one flow without a checksum: %v", err)
 	}
-	if fallback.writes != 1 {
-		t.Errorf("two UDP packets without a checksum went to the fallback (%d writes, want still 1)", fallback.writes)
+	if fallback.writes != wantFallback {
+		t.Errorf("two UDP packets without a checksum went to the fallback (%d writes, want still %d)", fallback.writes, wantFallback)
 	}
 	c := request(id + 3)
 	if _, err := nd.gro.write(fallback, [][]byte{c}, off); err != nil {
 		t.Fatalf("write after the UDP packets: %v", err)
 	}
 	answered(id + 3)
+}
+
+// On a real TUN device that takes UDP segmentation offload: datagrams of
+// one flow written in one batch are merged into one GSO write, and a
+// socket on the device's address receives every one of them, in order,
+// byte for byte, none through the fallback writer.
+func TestUDPRunWrittenMergedOnARealTUN(t *testing.T) {
+	d, name := newTestTUN(t, "wlu", 1420)
+	nd, ok := d.(*nsDevice)
+	if !ok || nd.gro == nil {
+		t.Fatalf("CreateTUN gave %T without the raw writer; offloads are expected on Linux", d)
+	}
+	if !nd.gro.g.udp {
+		t.Skip("this kernel's TUN takes no UDP segmentation offload (Linux 6.2 and later do)")
+	}
+	local, peer := bringUp(t, name)
+	sock, err := net.ListenUDP("udp4", &net.UDPAddr{IP: local.AsSlice()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	port := uint16(sock.LocalAddr().(*net.UDPAddr).Port)
+	fallback := &countingTUN{Device: nd.Device}
+
+	ps := payloads(11, 1200)
+	ps[10] = ps[10][:500]
+	bufs := make([][]byte, len(ps))
+	for i, p := range ps {
+		room := 0
+		if i == 0 {
+			room = 1 << 16
+		}
+		bufs[i] = udpDatagram(peer, local, 40001, port, p, room)
+	}
+	if _, err := nd.gro.write(fallback, bufs, testOffset); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if fallback.writes != 0 {
+		t.Errorf("%d fallback writes, want 0", fallback.writes)
+	}
+	if h := bufs[0][testOffset-VirtioHeaderLen+1]; h != virtioGSOUDPL4 {
+		t.Errorf("the run's head was written with GSO type %d, want UDP_L4", h)
+	}
+	sock.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 2048)
+	for i, want := range ps {
+		n, from, err := sock.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatalf("datagram %d of %d: %v", i+1, len(ps), err)
+		}
+		if from.Addr() != peer || from.Port() != 40001 || !bytes.Equal(buf[:n], want) {
+			t.Fatalf("datagram %d: %d bytes from %v, want %d bytes from %v:40001 as written", i+1, n, from, len(want), peer)
+		}
+	}
 }
