@@ -9,12 +9,10 @@ package device
 // BenchmarkHandshakeUnderFlood, against Wirelane and wireguard-go alike.
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -262,24 +260,6 @@ func newFloodRef(tb testing.TB, tally *seqTally) *refPeer {
 		}
 	}()
 	tb.Cleanup(func() { r.dev.Close(); close(done) })
-	if err := r.dev.IpcSet("private_key=" + hex.EncodeToString(r.key[:]) + "\nlisten_port=0\n"); err != nil {
-		tb.Fatal(err)
-	}
-	if err := r.dev.Up(); err != nil {
-		tb.Fatal(err)
-	}
-	get, err := r.dev.IpcGet()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for sc := bufio.NewScanner(strings.NewReader(get)); sc.Scan(); {
-		if v, ok := strings.CutPrefix(sc.Text(), "listen_port="); ok {
-			n, _ := strconv.Atoi(v)
-			r.port = uint16(n)
-		}
-	}
-	if r.port == 0 {
-		tb.Fatal("wireguard-go reported no listen port")
-	}
+	r.up(tb)
 	return r
 }

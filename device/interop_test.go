@@ -46,27 +46,33 @@ func newRefPeer(t *testing.T) *refPeer {
 		}
 	}()
 	t.Cleanup(r.dev.Close)
+	r.up(t)
+	return r
+}
+
+// up gives r's device its key and a random listen port, brings it up and
+// records the port it got.
+func (r *refPeer) up(tb testing.TB) {
+	tb.Helper()
 	if err := r.dev.IpcSet("private_key=" + hex.EncodeToString(r.key[:]) + "\nlisten_port=0\n"); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := r.dev.Up(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	get, err := r.dev.IpcGet()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	sc := bufio.NewScanner(strings.NewReader(get))
-	for sc.Scan() {
+	for sc := bufio.NewScanner(strings.NewReader(get)); sc.Scan(); {
 		if v, ok := strings.CutPrefix(sc.Text(), "listen_port="); ok {
 			n, _ := strconv.Atoi(v)
 			r.port = uint16(n)
 		}
 	}
 	if r.port == 0 {
-		t.Fatal("wireguard-go reported no listen port")
+		tb.Fatal("wireguard-go reported no listen port")
 	}
-	return r
 }
 
 // expect waits for pkt on wireguard-go's TUN.
