@@ -181,6 +181,9 @@ func TestAgentsMeshAndDropAnExpiredSite(t *testing.T) {
 		return ra.dev.peers()[pub(gb)] == "10.2.0.0/16" && ra.dev.peers()[pub(gc)] == "10.3.0.0/16" &&
 			rb.dev.peers()[pub(ga)] == "10.1.0.0/16" && rc.dev.peers()[pub(gb)] == "10.2.0.0/16"
 	})
+	// The status follows the device: an apply sets the peers first and
+	// records what it did after.
+	eventually(t, "a's status in sync", func() bool { st := ra.a.Status(); return st.Known == 3 && st.InSync == 3 })
 	st := ra.a.Status()
 	if st.Known != 3 || st.InSync != 3 || st.Conflicts != 0 || !st.StoreReachable || !st.Published {
 		t.Fatalf("status %+v", st)
