@@ -96,13 +96,45 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 func (t *Tray) ready(ctx context.Context) {
-	systray.SetTitle("Wirelane")
-	systray.SetIcon(IconPNG(IconIdle))
-	systray.SetTooltip(Tooltip(t.st))
 	r := newRenderer(t.click, t.log)
-	t.renderOnce(r, nil, nil)
+	shown := newShown(time.Now())
+	t.renderOnce(r, shown)
 	go t.follow(ctx)
-	go t.renderLoop(ctx, r)
+	go t.renderLoop(ctx, r, shown)
+}
+
+// settle is how long after start the tray sets its icon and tooltip on
+// every render, changed or not. fyne.io/systray calls ready before it has
+// exported its D-Bus properties: a value set while it exports is stored
+// but never published (the export took the older snapshot), so a tray
+// that set each value only on change could show "connecting" for ever.
+// The export takes milliseconds; ten seconds of renders cover it even on
+// a loaded machine.
+const settle = 10 * time.Second
+
+// title is the tray item's title (its name in the host's list of items).
+const title = "Wirelane"
+
+// shown remembers what the tray last handed to systray, so that after
+// the settle period it sets the icon and tooltip only when they change.
+// It is used by one goroutine at a time (ready, then the render loop).
+type shown struct {
+	until time.Time
+	icon  Icon
+	tip   string
+}
+
+func newShown(start time.Time) *shown {
+	return &shown{until: start.Add(settle), icon: -1}
+}
+
+// update says which of title, icon and tooltip to set now, and records
+// them. The title never changes, so it is set only while settling.
+func (s *shown) update(now time.Time, ic Icon, tp string) (setTitle, setIcon, setTip bool) {
+	settling := now.Before(s.until)
+	setIcon, setTip = settling || s.icon != ic, settling || s.tip != tp
+	s.icon, s.tip = ic, tp
+	return settling, setIcon, setTip
 }
 
 // changed asks the render loop for a new menu.
@@ -115,11 +147,9 @@ func (t *Tray) changed() {
 
 // renderLoop renders on every change, at most five times a second, and
 // once a second for the labels that tick ("12 seconds ago").
-func (t *Tray) renderLoop(ctx context.Context, r *renderer) {
+func (t *Tray) renderLoop(ctx context.Context, r *renderer, s *shown) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var icon Icon = -1
-	tip := ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -127,7 +157,7 @@ func (t *Tray) renderLoop(ctx context.Context, r *renderer) {
 		case <-t.kick:
 		case <-tick.C:
 		}
-		t.renderOnce(r, &icon, &tip)
+		t.renderOnce(r, s)
 		select {
 		case <-ctx.Done():
 			return
@@ -136,7 +166,7 @@ func (t *Tray) renderLoop(ctx context.Context, r *renderer) {
 	}
 }
 
-func (t *Tray) renderOnce(r *renderer, icon *Icon, tip *string) {
+func (t *Tray) renderOnce(r *renderer, s *shown) {
 	t.mu.Lock()
 	items := Build(t.st, time.Now(), t.opts)
 	ic, tp := IconFor(t.st), Tooltip(t.st)
@@ -153,13 +183,15 @@ func (t *Tray) renderOnce(r *renderer, icon *Icon, tip *string) {
 	index(items)
 	t.mu.Unlock()
 	r.render(items)
-	if icon != nil && *icon != ic {
-		systray.SetIcon(IconPNG(ic))
-		*icon = ic
+	setTitle, setIcon, setTip := s.update(time.Now(), ic, tp)
+	if setTitle {
+		systray.SetTitle(title)
 	}
-	if tip != nil && *tip != tp {
+	if setIcon {
+		systray.SetIcon(IconPNG(ic))
+	}
+	if setTip {
 		systray.SetTooltip(tp)
-		*tip = tp
 	}
 }
 
