@@ -10,7 +10,9 @@ package bench
 //	  session key and counter) and sends a batch with            socket 10.89.0.1:9, one
 //	  one sendmmsg, each datagram from its peer's                recvmmsg per batch into
 //	  address (IP_PKTINFO)                                       64-byte buffers: source
-//	                                                             address and first bytes
+//	                                                             address and first bytes;
+//	                                                             with UDP GRO, a merged run
+//	                                                             counts as its datagrams
 //
 // Every peer makes a real handshake with the gateway (device/noise through
 // peerClients: initiation with MACs, cookie replies answered, keepalives
@@ -139,7 +141,8 @@ type netpeersSide struct {
 	wake    chan struct{} // capacity 1
 	done    chan struct{} // closed by stop
 	fails   atomic.Uint64 // sendmmsg errors other than EAGAIN/EINTR
-	bad     atomic.Uint64 // sink datagrams of the wrong length or content
+	bad     atomic.Uint64 // sink messages of the wrong length or content
+	merged  atomic.Uint64 // sink messages that held a merged run (UDP GRO)
 	stray   atomic.Uint64 // sink datagrams from no peer of this run: late ones of an earlier run with more peers (the gateway's socket still held them)
 	cpuNs   atomic.Int64  // the sender thread's CPU time
 	wg      sync.WaitGroup
@@ -421,15 +424,68 @@ type gsoCmsgs struct {
 // rest is cut off by the kernel (MSG_TRUNC reports the real length).
 const sinkPrefix = 64
 
+// netpeersSinkGROEnv, set to 0, turns the sink's UDP GRO off (the A/B
+// switch; on by default). With it on, a run of one peer's datagrams that
+// the gateway wrote to its TUN as one merged UDP packet reaches the sink
+// as one message, as it would reach any receiver that asks for GRO,
+// instead of being cut into datagrams again by the kernel: the sink's
+// CPU, which the gateway shares, is then per run, not per datagram.
+const netpeersSinkGROEnv = "WIRELANE_BENCH_NETPEERS_SINK_GRO"
+
+// sinkGRO is whether the sink asks for UDP GRO (netpeersSinkGROEnv).
+func sinkGRO() bool { return os.Getenv(netpeersSinkGROEnv) != "0" }
+
+// sinkPayload is the UDP payload of every packet the peers send.
+const sinkPayload = netnsMTU - 28
+
+// sinkSegments returns how many of the peers' datagrams one sink message
+// holds: n bytes (the real length, MSG_TRUNC), and gso the segment size
+// of a merged message (UDP_GRO control data), 0 for a single datagram.
+// ok is false for a message that is not made of whole datagrams of the
+// expected size.
+func sinkSegments(n, gso int) (segs int, ok bool) {
+	if gso == 0 {
+		return 1, n == sinkPayload
+	}
+	if gso != sinkPayload || n == 0 || n%sinkPayload != 0 {
+		return 1, false
+	}
+	return n / sinkPayload, true
+}
+
+// sinkControl is a message's control data: room for one UDP_GRO message.
+type sinkControl [24]byte
+
+// groSize returns the segment size of a UDP_GRO control message in c
+// (its first), or 0. The kernel writes it as an int.
+func groSize(c *sinkControl, n int) int {
+	if n < unix.CmsgLen(4) {
+		return 0
+	}
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
+	if h.Level != unix.SOL_UDP || h.Type != unix.UDP_GRO || uint64(h.Len) < uint64(unix.CmsgLen(4)) {
+		return 0
+	}
+	return int(binary.NativeEndian.Uint32(c[unix.CmsgLen(0):]))
+}
+
 // runSink counts what the gateway's TUN delivered, per source address:
-// one recvmmsg per batch, each datagram read only as far as its first
-// sinkPrefix bytes (checked against the generated payload) and its length.
+// one recvmmsg per batch, each message read only as far as its first
+// sinkPrefix bytes (checked against the generated payload) and its
+// length, a merged run counted by its datagrams.
 func (s *netpeersSide) runSink() {
 	defer s.wg.Done()
 	const batch = 128
+	gro := false
+	if sinkGRO() {
+		_ = s.sinkRaw.Control(func(fd uintptr) {
+			gro = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) == nil
+		})
+	}
 	bufs := make([][]byte, batch)
 	iovs := make([]unix.Iovec, batch)
 	names := make([]unix.RawSockaddrInet4, batch)
+	ctls := make([]sinkControl, batch)
 	hdrs := make([]mmsghdr, batch)
 	for i := range hdrs {
 		bufs[i] = make([]byte, sinkPrefix)
@@ -438,19 +494,24 @@ func (s *netpeersSide) runSink() {
 		hdrs[i].hdr.Iov = &iovs[i]
 		hdrs[i].hdr.SetIovlen(1)
 		hdrs[i].hdr.Name = (*byte)(unsafe.Pointer(&names[i]))
+		if gro {
+			hdrs[i].hdr.Control = &ctls[i][0]
+		}
 	}
 	// The payload ipv4UDPPacket generates: byte(k) at packet offset k.
 	var want [sinkPrefix]byte
 	for k := range want {
 		want[k] = byte(28 + k)
 	}
-	const payload = netnsMTU - 28
 	n := len(s.loops)
 	var got int
 	var errno syscall.Errno
 	recv := func(fd uintptr) bool {
 		for i := range hdrs {
 			hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet4
+			if gro {
+				hdrs[i].hdr.SetControllen(len(sinkControl{}))
+			}
 		}
 		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hdrs[0])), batch, unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0)
 		if e == unix.EAGAIN {
@@ -476,13 +537,22 @@ func (s *netpeersSide) runSink() {
 				s.stray.Add(1)
 				continue
 			}
-			if hdrs[j].len != payload || [sinkPrefix]byte(bufs[j]) != want {
+			gso := 0
+			if gro {
+				gso = groSize(&ctls[j], int(hdrs[j].hdr.Controllen))
+			}
+			segs, ok := sinkSegments(int(hdrs[j].len), gso)
+			if !ok || [sinkPrefix]byte(bufs[j]) != want {
 				s.bad.Add(1)
 			}
-			s.loops[i].delivered.Add(1)
-			counted++
+			if gso != 0 {
+				s.merged.Add(1)
+			}
+			s.loops[i].delivered.Add(uint64(segs))
+			counted += uint64(segs)
 		}
 		runtime.KeepAlive(iovs)
+		runtime.KeepAlive(ctls)
 		if counted > 0 {
 			if s.total.Add(counted) >= s.wakeAt.Load() {
 				select {
