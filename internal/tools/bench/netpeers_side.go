@@ -233,53 +233,18 @@ func (s *netpeersSide) runSender() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	const hdr = noise.MessageTransportHeaderSize
-	bufs := make([][]byte, tunBatch)
-	iovs := make([]unix.Iovec, tunBatch)
-	cmsgs := make([]gsoCmsgs, tunBatch)
-	hdrs := make([]mmsghdr, tunBatch)
 	// With GSO every message is one peer's run of datagrams (UDP_SEGMENT),
 	// at most gsoSegments of them; without, one datagram.
 	bufSize := 2048
 	if s.gso {
 		bufSize = gsoSegments * netpeersDatagram
 	}
-	for i := range bufs {
-		bufs[i] = make([]byte, bufSize)
-		cmsgs[i].hdr.Level = unix.IPPROTO_IP
-		cmsgs[i].hdr.Type = unix.IP_PKTINFO
-		cmsgs[i].hdr.SetLen(unix.CmsgLen(unix.SizeofInet4Pktinfo))
-		cmsgs[i].seg.hdr.Level = unix.IPPROTO_UDP
-		cmsgs[i].seg.hdr.Type = unix.UDP_SEGMENT
-		cmsgs[i].seg.hdr.SetLen(unix.CmsgLen(2))
-		cmsgs[i].seg.size = netpeersDatagram
-		hdrs[i].hdr.Name = (*byte)(unsafe.Pointer(&s.gw))
-		hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet4
-		hdrs[i].hdr.Iov = &iovs[i]
-		hdrs[i].hdr.SetIovlen(1)
-		hdrs[i].hdr.Control = (*byte)(unsafe.Pointer(&cmsgs[i]))
-		if s.gso {
-			hdrs[i].hdr.SetControllen(unix.CmsgSpace(unix.SizeofInet4Pktinfo) + unix.CmsgSpace(2))
-		} else {
-			hdrs[i].hdr.SetControllen(unix.CmsgSpace(unix.SizeofInet4Pktinfo))
-		}
-	}
+	ps := newPktinfoSender(&s.gw, tunBatch, bufSize, s.gso, netpeersDatagram)
+	bufs := ps.bufs
 	n := len(s.loops)
 	srcs := make([][4]byte, n)
 	for i := range srcs {
 		srcs[i] = s.c.addrs[i].As4()
-	}
-	var off, total int
-	var errno syscall.Errno
-	send := func(fd uintptr) bool {
-		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hdrs[off])), uintptr(total-off), unix.MSG_DONTWAIT, 0, 0)
-		if e == unix.EAGAIN {
-			return false
-		}
-		if e == 0 {
-			off += int(r)
-		}
-		errno = e
-		return true
 	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -323,9 +288,7 @@ func (s *netpeersSide) runSender() {
 					out := sess.Send.Seal(b[at+hdr:at+hdr], nonce[:], s.plain[i], nil)
 					at += hdr + len(out)
 				}
-				iovs[k].Base = &b[0]
-				iovs[k].SetLen(at)
-				cmsgs[k].info.Spec_dst = srcs[i]
+				ps.set(k, at, srcs[i])
 				k++
 				l.sent.Store(l.sent.Load() + uint64(take))
 				l.progressAt = now
@@ -340,9 +303,7 @@ func (s *netpeersSide) runSender() {
 				noise.PutTransportHeader(b, sess.RemoteIndex, ctr)
 				binary.LittleEndian.PutUint64(nonce[4:], ctr)
 				out := sess.Send.Seal(b[hdr:hdr], nonce[:], s.plain[i], nil)
-				iovs[k].Base = &b[0]
-				iovs[k].SetLen(hdr + len(out))
-				cmsgs[k].info.Spec_dst = srcs[i]
+				ps.set(k, hdr+len(out), srcs[i])
 				k++
 			}
 			l.sent.Store(l.sent.Load() + uint64(take))
@@ -377,18 +338,13 @@ func (s *netpeersSide) runSender() {
 			s.wakeAt.Store(noWake)
 			continue
 		}
-		off, total = 0, k
-		for off < total {
-			if err := s.c.raw.Write(send); err != nil {
-				return // closed
-			}
-			if errno != 0 && errno != unix.EINTR {
-				s.fails.Add(1)
-				break // the closed loops write the rest off
-			}
+		failed, err := ps.sendBatch(s.c.raw, k)
+		if err != nil {
+			return // closed
 		}
-		runtime.KeepAlive(iovs)
-		runtime.KeepAlive(cmsgs)
+		if failed {
+			s.fails.Add(1) // the closed loops write the rest off
+		}
 		s.cpuNs.Store(threadCPU() - t0)
 	}
 }

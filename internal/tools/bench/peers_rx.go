@@ -26,7 +26,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -97,12 +96,6 @@ type peerSenders struct {
 	wg    sync.WaitGroup
 }
 
-// inPktinfo is a control message carrying struct in_pktinfo.
-type inPktinfo struct {
-	hdr  unix.Cmsghdr
-	info unix.Inet4Pktinfo
-}
-
 // threadCPU returns the calling thread's CPU time in nanoseconds.
 func threadCPU() int64 {
 	var ts unix.Timespec
@@ -115,42 +108,15 @@ func threadCPU() int64 {
 // start runs the sender until src closes.
 func (s *peerSenders) start() {
 	const hdr = noise.MessageTransportHeaderSize
-	bufs := make([][]byte, tunBatch)
+	ps := newPktinfoSender(&s.gw, tunBatch, 2048, false, 0)
+	bufs := ps.bufs
 	sizes := make([]int, tunBatch)
-	iovs := make([]unix.Iovec, tunBatch)
-	cmsgs := make([]inPktinfo, tunBatch)
-	hdrs := make([]mmsghdr, tunBatch)
-	for i := range bufs {
-		bufs[i] = make([]byte, 2048)
-		cmsgs[i].hdr.Level = unix.IPPROTO_IP
-		cmsgs[i].hdr.Type = unix.IP_PKTINFO
-		cmsgs[i].hdr.SetLen(unix.CmsgLen(unix.SizeofInet4Pktinfo))
-		hdrs[i].hdr.Name = (*byte)(unsafe.Pointer(&s.gw))
-		hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet4
-		hdrs[i].hdr.Iov = &iovs[i]
-		hdrs[i].hdr.SetIovlen(1)
-		hdrs[i].hdr.Control = (*byte)(unsafe.Pointer(&cmsgs[i]))
-		hdrs[i].hdr.SetControllen(unix.CmsgSpace(unix.SizeofInet4Pktinfo))
-	}
 	srcs := make([][4]byte, s.c.n)
 	for i := range srcs {
 		srcs[i] = s.c.addrs[i].As4()
 	}
 	next := 0 // the peer of src's next packet: src.multi is one per peer, in order
 	var nonce [12]byte
-	var off, total int
-	var errno syscall.Errno
-	send := func(fd uintptr) bool {
-		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hdrs[off])), uintptr(total-off), unix.MSG_DONTWAIT, 0, 0)
-		if e == unix.EAGAIN {
-			return false
-		}
-		if e == 0 {
-			off += int(r)
-		}
-		errno = e
-		return true
-	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -176,22 +142,15 @@ func (s *peerSenders) start() {
 				noise.PutTransportHeader(b, sess.RemoteIndex, ctr)
 				binary.LittleEndian.PutUint64(nonce[4:], ctr)
 				out := sess.Send.Seal(b[hdr:hdr], nonce[:], b[hdr:hdr+plen], nil)
-				iovs[j].Base = &b[0]
-				iovs[j].SetLen(hdr + len(out))
-				cmsgs[j].info.Spec_dst = srcs[i]
+				ps.set(j, hdr+len(out), srcs[i])
 			}
-			off, total = 0, n
-			for off < total {
-				if err := s.c.raw.Write(send); err != nil {
-					return // closed
-				}
-				if errno != 0 && errno != unix.EINTR {
-					s.fails.Add(1)
-					break // the closed loop writes the rest off
-				}
+			failed, err := ps.sendBatch(s.c.raw, n)
+			if err != nil {
+				return // closed
 			}
-			runtime.KeepAlive(iovs)
-			runtime.KeepAlive(cmsgs)
+			if failed {
+				s.fails.Add(1) // the closed loop writes the rest off
+			}
 			s.cpuNs.Store(threadCPU() - t0)
 		}
 	}()
