@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirelane/wirelane/internal/sys/mmsg"
 )
 
 // pktinfoSender is the peers' side of the harness's sending: a batch of
@@ -17,7 +19,7 @@ type pktinfoSender struct {
 	bufs  [][]byte // the messages' buffers; the caller fills bufs[k]
 	iovs  []unix.Iovec
 	cmsgs []gsoCmsgs
-	hdrs  []mmsghdr
+	hdrs  []mmsg.Hdr
 
 	off, total int // the batch being sent
 	errno      syscall.Errno
@@ -30,7 +32,7 @@ type pktinfoSender struct {
 func newPktinfoSender(gw *unix.RawSockaddrInet4, batch, bufSize int, gso bool, segment uint16) *pktinfoSender {
 	s := &pktinfoSender{
 		bufs: make([][]byte, batch), iovs: make([]unix.Iovec, batch),
-		cmsgs: make([]gsoCmsgs, batch), hdrs: make([]mmsghdr, batch),
+		cmsgs: make([]gsoCmsgs, batch), hdrs: make([]mmsg.Hdr, batch),
 	}
 	ctl := unix.CmsgSpace(unix.SizeofInet4Pktinfo)
 	if gso {
@@ -44,7 +46,7 @@ func newPktinfoSender(gw *unix.RawSockaddrInet4, batch, bufSize int, gso bool, s
 		c.seg.hdr.Level, c.seg.hdr.Type = unix.IPPROTO_UDP, unix.UDP_SEGMENT
 		c.seg.hdr.SetLen(unix.CmsgLen(2))
 		c.seg.size = segment
-		h := &s.hdrs[i].hdr
+		h := &s.hdrs[i].Hdr
 		h.Name = (*byte)(unsafe.Pointer(gw))
 		h.Namelen = unix.SizeofSockaddrInet4
 		h.Iov = &s.iovs[i]
@@ -53,12 +55,12 @@ func newPktinfoSender(gw *unix.RawSockaddrInet4, batch, bufSize int, gso bool, s
 		h.SetControllen(ctl)
 	}
 	s.send = func(fd uintptr) bool {
-		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&s.hdrs[s.off])), uintptr(s.total-s.off), unix.MSG_DONTWAIT, 0, 0)
+		r, e := mmsg.Send(int(fd), s.hdrs[s.off:s.total])
 		if e == unix.EAGAIN {
 			return false
 		}
 		if e == 0 {
-			s.off += int(r)
+			s.off += r
 		}
 		s.errno = e
 		return true
