@@ -35,7 +35,8 @@ type identity struct {
 // device and any number of peers.
 type Device struct {
 	log   *slog.Logger
-	clock clock // the source of time of every timer; immutable
+	clock clock     // the source of time of every timer; immutable
+	epoch time.Time // the clock's time at creation, which stamps count from; immutable
 	// refMode: this device sends on the locked ref path (refmode.go), as
 	// internal/sys/refmode said when it was created; immutable.
 	refMode bool
@@ -93,7 +94,7 @@ type Device struct {
 	quit       chan struct{}   // closed by Close after peers and readers stopped
 	workersWG  sync.WaitGroup
 
-	underLoadUntil atomic.Int64 // unix nanoseconds (device clock)
+	underLoadUntil atomic.Int64 // a stamp (Device.stamp)
 	forceUnderLoad atomic.Bool  // test hook
 	stamps         stampState   // receive timestamps while under load (stale.go)
 	limiter        *rateLimiter
@@ -150,6 +151,7 @@ func newDevice(t tun.Device, b conn.Bind, opts Options, clk clock, refMode bool)
 	if d.clock == nil {
 		d.clock = realClock{}
 	}
+	d.epoch = d.clock.Now()
 	if rb, ok := b.(interface{ RCU() *conn.RCU }); ok && rb.RCU() != nil {
 		d.rcu = rb.RCU()
 	} else {
@@ -366,7 +368,7 @@ type hsRate struct {
 // receive path answers cookies itself and the queue no longer fills, so
 // the queue alone would let a flood go in and out of "under load".)
 func (d *Device) underLoadAt(now time.Time, r *hsRate) bool {
-	ns := now.UnixNano()
+	ns := d.stamp(now)
 	if r != nil {
 		if now.Sub(r.start) > UnderLoadWindow {
 			r.start, r.count = now, 0
@@ -397,3 +399,11 @@ func (d *Device) lookupPeer(pk noise.PublicKey) *peer {
 	defer d.mu.RUnlock()
 	return d.peers[pk]
 }
+
+// stamp returns now as an integer for the atomics that remember when
+// something happened: nanoseconds since the device was created, above 0.
+// It counts on the monotonic clock (time.Now's times carry its reading),
+// so a step of the wall clock (NTP, a resumed virtual machine) moves no
+// interval; a stamp of the wall clock stepped back an hour would hold off
+// handshake initiations for that hour.
+func (d *Device) stamp(now time.Time) int64 { return int64(now.Sub(d.epoch)) + 1 }

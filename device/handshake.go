@@ -91,7 +91,7 @@ func (p *peer) sendInitiationAfter(retry bool, cookieFor uint32) {
 	}
 	now := d.clock.Now()
 	p.hsMu.Lock()
-	if last := p.lastInitSent.Load(); last != 0 && now.UnixNano()-last < int64(d.tm.rekeyTimeout) {
+	if last := p.lastInitSent.Load(); last != 0 && d.stamp(now)-last < int64(d.tm.rekeyTimeout) {
 		if cookieFor == 0 || cookieFor != p.hsIndex || p.cookieResends >= maxCookieResends {
 			p.hsMu.Unlock()
 			return
@@ -100,7 +100,7 @@ func (p *peer) sendInitiationAfter(retry bool, cookieFor uint32) {
 	} else {
 		p.cookieResends = 0
 	}
-	p.lastInitSent.Store(now.UnixNano())
+	p.lastInitSent.Store(d.stamp(now))
 	d.indices.release(p.hsIndex, p)
 	idx := d.indices.newIndex(indexEntry{peer: p})
 	p.hsIndex = idx

@@ -24,7 +24,7 @@ type peer struct {
 	hsMu         sync.Mutex
 	psk          noise.PresharedKey // guarded by hsMu
 	hsIndex      uint32             // index of the initiation in flight; guarded by hsMu
-	lastInitSent atomic.Int64       // unix nanoseconds; written under hsMu
+	lastInitSent atomic.Int64       // a stamp (Device.stamp), 0 = never; written under hsMu
 	// cookieResends counts initiations resent at once after a cookie
 	// reply since the last one sent on schedule; guarded by hsMu.
 	cookieResends int

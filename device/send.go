@@ -342,7 +342,7 @@ func (p *peer) keepKeyFreshSending(kp *keypair, now time.Time) {
 // sent less than RekeyTimeout ago or is about to be.
 func (p *peer) startHandshake() {
 	last := p.lastInitSent.Load()
-	if last != 0 && p.d.clock.Now().UnixNano()-last < int64(p.d.tm.rekeyTimeout) {
+	if last != 0 && p.d.stamp(p.d.clock.Now())-last < int64(p.d.tm.rekeyTimeout) {
 		return
 	}
 	if p.initPending.Swap(true) {

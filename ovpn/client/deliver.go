@@ -14,8 +14,7 @@ package client
 // buffer absorbs the burst instead of a queue dropping it.
 
 import (
-	"time"
-
+	"github.com/wirelane/wirelane/internal/sys/mono"
 	"github.com/wirelane/wirelane/tun"
 )
 
@@ -79,7 +78,7 @@ func (rb *rxBatch) add(p []byte) bool {
 func (rb *rxBatch) flush() {
 	if rb.recv {
 		rb.recv = false
-		rb.s.lastRecv.Store(time.Now().UnixNano())
+		rb.s.lastRecv.Store(mono.Now())
 	}
 	if rb.w == nil {
 		return

@@ -1,11 +1,10 @@
 package client
 
 import (
-	"time"
-
 	"bytes"
 	"testing"
 
+	"github.com/wirelane/wirelane/internal/sys/mono"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/internal/pktqueue"
 )
@@ -174,7 +173,7 @@ func TestReceiveTimePerBatch(t *testing.T) {
 		t.Fatalf("lastRecv = %d after a forged packet, want 0", got)
 	}
 
-	before := time.Now().UnixNano()
+	before := mono.Now()
 	for range 3 {
 		rb.handle(seal(t, srv, []byte("data")))
 	}

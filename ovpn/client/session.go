@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/sys/mono"
 	"github.com/wirelane/wirelane/ovpn/config"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
@@ -144,8 +145,8 @@ type Session struct {
 	// key_method_2 (its cipher, for a server that pushes none).
 	serverOptions string
 
-	lastRecv atomic.Int64  // unix nanoseconds of the last authenticated packet
-	lastSend atomic.Int64  // unix nanoseconds of the last data packet sent
+	lastRecv atomic.Int64  // mono stamp of the last authenticated packet
+	lastSend atomic.Int64  // mono stamp of the last data packet sent
 	rxBytes  atomic.Uint64 // IP packet bytes delivered from the tunnel
 	txBytes  atomic.Uint64 // IP packet bytes sent into the tunnel
 	since    time.Time     // when Dial completed; immutable after
@@ -238,7 +239,7 @@ func dialRemote(ctx context.Context, cfg *config.Config, opts Options, tlsCfg *t
 	}
 	s.kx = control.Exchange{Channel: s.ctrl, TLS: tlsCfg, Client: true, Timeout: opts.HandshakeTimeout,
 		RenegSec: cfg.RenegSec, RenegEvery: s.opts.Timers.Reneg(), Done: s.closed, Keys: &s.keys, Side: side{s}, Auth: digest}
-	now := time.Now().UnixNano()
+	now := mono.Now()
 	s.lastRecv.Store(now)
 	s.lastSend.Store(now)
 	tr.serve(&s.wg, s.newRxBatch, s.fail)
@@ -381,7 +382,7 @@ func (s *Session) handlePacket(pkt []byte, rb *rxBatch) {
 			s.droppedControl.Add(1)
 			return
 		}
-		s.lastRecv.Store(time.Now().UnixNano())
+		s.lastRecv.Store(mono.Now())
 		return
 	}
 	ch := s.data.Load()
@@ -447,7 +448,7 @@ func (s *Session) sendData(p []byte) error {
 	frame, err := ch.EncryptInto(bp, sendHeadroom, p)
 	if err == nil {
 		err = s.tr.send(frame, sendHeadroom, len(frame)-sendHeadroom)
-		s.lastSend.Store(time.Now().UnixNano())
+		s.lastSend.Store(mono.Now())
 		s.txBytes.Add(uint64(len(p)))
 	}
 	s.txPool.Put(bp)
@@ -503,7 +504,7 @@ func (s *Session) WritePackets(pkts [][]byte) error {
 		if n > 0 {
 			err := s.tr.sendBatch(b.out[:n])
 			clear(b.out[:n])
-			s.lastSend.Store(time.Now().UnixNano())
+			s.lastSend.Store(mono.Now())
 			s.txBytes.Add(uint64(total))
 			if err != nil {
 				return err

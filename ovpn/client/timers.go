@@ -12,6 +12,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/sys/mono"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 )
@@ -44,12 +45,12 @@ func (s *Session) tick(now time.Time) {
 	}
 	s.mu.Unlock()
 	reneg := s.keys.RenegDue(now)
-	if ping > 0 && now.Sub(time.Unix(0, s.lastSend.Load())) >= time.Duration(ping)*time.Second {
+	if ping > 0 && mono.Since(s.lastSend.Load(), now) >= time.Duration(ping)*time.Second {
 		if err := s.sendData(data.PingPayload); err != nil {
 			s.log.Warn("keepalive", "err", err)
 		}
 	}
-	if restart > 0 && now.Sub(time.Unix(0, s.lastRecv.Load())) >= time.Duration(restart)*time.Second {
+	if restart > 0 && mono.Since(s.lastRecv.Load(), now) >= time.Duration(restart)*time.Second {
 		s.fail(ErrPingRestart)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wirelane/wirelane/internal/sys/mono"
 	"github.com/wirelane/wirelane/ovpn/wire"
 )
 
@@ -77,7 +78,7 @@ type Key struct {
 	sendCBC, recvCBC *cbcDir
 
 	sendPID atomic.Uint32 // last packet-id used
-	retired atomic.Int64  // unix nanoseconds when it stopped being the send key; 0 while it never was replaced
+	retired atomic.Int64  // mono stamp of when it stopped being the send key; 0 while it never was replaced
 
 	mu     sync.Mutex   // guards replay and heard
 	replay replayWindow // guarded by mu
@@ -172,7 +173,7 @@ func (c *Channel) Install(k *Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.primary.Load(); old != nil && old != k {
-		old.retired.Store(time.Now().UnixNano())
+		old.retired.Store(mono.Now())
 		c.secondary.Store(old)
 	}
 	c.primary.Store(k)
@@ -191,7 +192,7 @@ func (c *Channel) DropSecondary(now time.Time, window time.Duration) {
 	if s == nil {
 		return
 	}
-	if r := s.retired.Load(); r != 0 && now.Sub(time.Unix(0, r)) >= window {
+	if r := s.retired.Load(); r != 0 && mono.Since(r, now) >= window {
 		c.secondary.Store(nil)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/wirelane/wirelane/conn"
+	"github.com/wirelane/wirelane/internal/sys/mono"
 	"github.com/wirelane/wirelane/ovpn/control"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/ovpn/wire"
@@ -72,8 +73,8 @@ type peer struct {
 	authFail string    // why the client is refused after the key exchange ("" = accepted)
 	busy     int       // key exchanges in progress
 
-	lastRecv atomic.Int64  // unix ns of the last authenticated packet
-	lastSend atomic.Int64  // unix ns of the last data packet sent
+	lastRecv atomic.Int64  // mono stamp of the last authenticated packet
+	lastSend atomic.Int64  // mono stamp of the last data packet sent
 	rxBytes  atomic.Uint64 // IP bytes received from the client
 	txBytes  atomic.Uint64 // IP bytes sent to the client
 	// compressWarned is set once the client's first refused or
@@ -156,7 +157,7 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 	if replaced != nil {
 		replaced.close("replaced by a newer session from the same address")
 	}
-	now := time.Now().UnixNano()
+	now := mono.Now()
 	p.lastRecv.Store(now)
 	p.lastSend.Store(now)
 	s.log.Info("new session", "remote", from, "peer-id", p.id)
@@ -169,7 +170,7 @@ func (s *Server) newPeer(from netip.AddrPort, local, remote wire.SessionID, w wr
 // remote returns the client's current transport address.
 func (p *peer) remote() netip.AddrPort { return *p.addr.Load() }
 
-func (p *peer) touch() { p.lastRecv.Store(time.Now().UnixNano()) }
+func (p *peer) touch() { p.lastRecv.Store(mono.Now()) }
 
 func (p *peer) vaddrLoad() netip.Addr {
 	if a := p.vaddr.Load(); a != nil {
@@ -223,7 +224,7 @@ func (p *peer) sendData(payload []byte) error {
 	frame, err := ch.EncryptInto(bp, sendHeadroom, payload)
 	if err == nil {
 		err = p.tx.send(frame, sendHeadroom, len(frame)-sendHeadroom)
-		p.lastSend.Store(time.Now().UnixNano())
+		p.lastSend.Store(mono.Now())
 	}
 	p.s.txPool.Put(bp)
 	return err

@@ -19,9 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"time"
 
 	"github.com/wirelane/wirelane/conn"
+	"github.com/wirelane/wirelane/internal/sys/mono"
 	"github.com/wirelane/wirelane/ovpn/data"
 	"github.com/wirelane/wirelane/tun"
 )
@@ -192,7 +192,7 @@ func (s *Server) WritePackets(pkts [][]byte) error {
 			first = err
 		}
 	}
-	now := time.Now().UnixNano()
+	now := mono.Now()
 	n := 0 // packets in the batch
 	flush := func() {
 		if n == 0 {

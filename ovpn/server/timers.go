@@ -9,6 +9,7 @@ package server
 import (
 	"time"
 
+	"github.com/wirelane/wirelane/internal/sys/mono"
 	"github.com/wirelane/wirelane/ovpn/data"
 )
 
@@ -40,10 +41,10 @@ func (p *peer) tick(now time.Time) {
 		}
 		return
 	}
-	if cfg.Ping > 0 && now.Sub(time.Unix(0, p.lastSend.Load())) >= time.Duration(cfg.Ping)*time.Second {
+	if cfg.Ping > 0 && mono.Since(p.lastSend.Load(), now) >= time.Duration(cfg.Ping)*time.Second {
 		_ = p.sendData(data.PingPayload)
 	}
-	if cfg.PingRestart > 0 && now.Sub(time.Unix(0, p.lastRecv.Load())) >= 2*time.Duration(cfg.PingRestart)*time.Second {
+	if cfg.PingRestart > 0 && mono.Since(p.lastRecv.Load(), now) >= 2*time.Duration(cfg.PingRestart)*time.Second {
 		p.close("inactivity timeout (ping-restart)")
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/wirelane/wirelane/internal/sys/mono"
 )
 
 // Throughput measurement: one TCP stream from a client in one namespace to
@@ -80,7 +82,7 @@ func Throughput(pctx context.Context, client, server *Namespace, serverAddr neti
 				n, err := c.Read(buf)
 				if n > 0 {
 					if received.Load() == 0 {
-						firstNS.CompareAndSwap(0, time.Now().UnixNano())
+						firstNS.CompareAndSwap(0, mono.Now())
 					}
 					received.Add(uint64(n))
 					lastByte = time.Now()
@@ -137,7 +139,7 @@ func Throughput(pctx context.Context, client, server *Namespace, serverAddr neti
 			var res ThroughputResult
 			res.Bytes = received.Load()
 			if f := firstNS.Load(); f != 0 {
-				res.Duration = lastByte.Sub(time.Unix(0, f))
+				res.Duration = mono.Since(f, lastByte)
 			}
 			if err := pctx.Err(); err != nil {
 				return res, err
@@ -158,7 +160,7 @@ func Throughput(pctx context.Context, client, server *Namespace, serverAddr neti
 			if progress != nil {
 				var el time.Duration
 				if f := firstNS.Load(); f != 0 {
-					el = time.Since(time.Unix(0, f))
+					el = mono.Since(f, time.Now())
 				}
 				progress(received.Load(), el)
 			}

@@ -52,7 +52,8 @@ type ovpnRelay struct {
 	mu          sync.Mutex
 	client      net.Addr // last client address seen; guarded by mu
 	imp         ovpnImpairment
-	down        bool
+	down        bool // both ways; guarded by mu
+	downToCli   bool // only from the server to the client; guarded by mu
 	rng         *mathrand.Rand
 	dropped     atomic.Int64 // datagrams lost, the link down or too large
 }
@@ -91,13 +92,13 @@ func newOVPNRelay(t *testing.T, ns *netns.NS, front, server string) *ovpnRelay {
 	}
 	r := &ovpnRelay{front: listenIn(t, ns, front), side: listenIn(t, ns, sa.IP.String()+":0"), server: sa,
 		rng: mathrand.New(mathrand.NewPCG(5, 6))}
-	go r.pump(r.front, r.side, func(from net.Addr) net.Addr {
+	go r.pump(r.front, r.side, false, func(from net.Addr) net.Addr {
 		r.mu.Lock()
 		r.client = from
 		r.mu.Unlock()
 		return r.server
 	})
-	go r.pump(r.side, r.front, func(net.Addr) net.Addr {
+	go r.pump(r.side, r.front, true, func(net.Addr) net.Addr {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.client
@@ -107,8 +108,10 @@ func newOVPNRelay(t *testing.T, ns *netns.NS, front, server string) *ovpnRelay {
 
 func (r *ovpnRelay) set(imp ovpnImpairment) { r.mu.Lock(); r.imp = imp; r.mu.Unlock() }
 func (r *ovpnRelay) setDown(d bool)         { r.mu.Lock(); r.down = d; r.mu.Unlock() }
+func (r *ovpnRelay) setDownToClient(d bool) { r.mu.Lock(); r.downToCli = d; r.mu.Unlock() }
 
-func (r *ovpnRelay) pump(in, out net.PacketConn, dst func(from net.Addr) net.Addr) {
+// pump forwards from in to out; toClient says which way that is.
+func (r *ovpnRelay) pump(in, out net.PacketConn, toClient bool, dst func(from net.Addr) net.Addr) {
 	buf := make([]byte, 1<<16)
 	var held [][]byte
 	next := time.Now()
@@ -123,7 +126,7 @@ func (r *ovpnRelay) pump(in, out net.PacketConn, dst func(from net.Addr) net.Add
 		}
 		pkt := append([]byte(nil), buf[:n]...)
 		r.mu.Lock()
-		imp, down := r.imp, r.down
+		imp, down := r.imp, r.down || (toClient && r.downToCli)
 		roll := func(p float64) bool { return p > 0 && r.rng.Float64() < p }
 		lose, dup, corrupt, hold := roll(imp.loss), roll(imp.dup), roll(imp.corrupt), roll(imp.reorder)
 		at := r.rng.IntN(n)
@@ -200,10 +203,14 @@ func TestE2EOpenVPNFaultsOnTheUnderlay(t *testing.T) {
 	// back off to minutes): a transfer resumes within a second of the
 	// tunnel's recovery, so the time of a case is the tunnel's, not the
 	// backoff's. With retries that frequent, 40 of them (about 38 s)
-	// before TCP gives up outlast the ping-restart outage.
+	// before TCP gives up outlast the ping-restart outage. The same for
+	// a socket whose process has closed it (ncat's sender exits once the
+	// kernel holds the file's end): tcp_orphan_retries, 8 by default,
+	// about 7 s at these retry intervals, shorter than the outage.
 	for _, ns := range []*netns.NS{tb.cliNS, tb.srvNS} {
 		netns.Try(ns, nil, "sysctl", "-q", "-w", "net.ipv4.tcp_rto_max_ms=1000")
 		netns.Run(t, ns, "sysctl", "-q", "-w", "net.ipv4.tcp_retries2=40")
+		netns.Run(t, ns, "sysctl", "-q", "-w", "net.ipv4.tcp_orphan_retries=40")
 	}
 
 	parent := t
@@ -223,6 +230,19 @@ func TestE2EOpenVPNFaultsOnTheUnderlay(t *testing.T) {
 			relay.setDown(true)
 			time.Sleep(5 * time.Second)
 			relay.setDown(false)
+		}},
+		// Nothing from the server for longer than the pushed
+		// ping-restart (10 s; the server's own is twice that): the
+		// client restarts its session mid-transfer while the server
+		// still holds the old one, which the new session replaces.
+		{name: "server silent to the client past ping-restart", imp: ovpnImpairment{rate: 2500000}, during: func(t *testing.T) {
+			restarts := strings.Count(cli.out.String(), "within ping-restart")
+			relay.setDownToClient(true)
+			time.Sleep(11 * time.Second)
+			relay.setDownToClient(false)
+			if strings.Count(cli.out.String(), "within ping-restart") <= restarts {
+				t.Fatalf("the client did not restart its session after 11 s of silence:\n%s", cli.out.String())
+			}
 		}},
 		// The server's process dies with no goodbye; the client notices
 		// by ping-restart (the pushed keepalive 1 10) and reconnects to
