@@ -6,8 +6,9 @@ package ovpntunnel
 // that impairs the datagrams (the test kernels have no netem qdisc): loss,
 // reordering, duplication, corruption, a path-MTU black hole (datagrams
 // over 1280 bytes dropped without an ICMP error; the client's
-// `mssfix 1280 mtu` clamps TCP under it), the link down for 5 s, and the
-// server's daemon killed with SIGKILL and started again (the client finds
+// `mssfix 1280 mtu` clamps TCP under it), the link down for 5 s, the
+// server silent to the client past ping-restart, and the server's daemon
+// killed with SIGKILL and started again (the client finds
 // out by ping-restart and reconnects by itself). A file sent with TCP
 // through the tunnel must arrive with the right SHA-256, and the tunnel
 // must carry traffic again by itself afterwards.
