@@ -133,6 +133,7 @@ type netpeersSide struct {
 
 	sink    *net.UDPConn
 	sinkRaw syscall.RawConn
+	send    *pollConn // the peers' socket once the handshakes are done, out of the netpoller (pollconn.go); nil before
 
 	gso bool // send each peer's run as one UDP_SEGMENT message (netpeersGSOEnv)
 
@@ -196,7 +197,14 @@ func newNetpeersSide(nsP string, keys []keyPair, n int, gwPub []byte, sink *net.
 
 // handshake makes every peer's handshake with the gateway.
 func (s *netpeersSide) handshake(timeout time.Duration) error {
-	return s.c.handshakeTo(&net.UDPAddr{IP: net.ParseIP(netpeersGWLink), Port: netpeersPort}, timeout)
+	if err := s.c.handshakeTo(&net.UDPAddr{IP: net.ParseIP(netpeersGWLink), Port: netpeersPort}, timeout); err != nil {
+		return err
+	}
+	// Nothing reads the peers' socket from now on: it leaves the
+	// netpoller (pollconn.go says why) and only sends.
+	var err error
+	s.send, err = detachConn(s.c.conn)
+	return err
 }
 
 // start runs the sink and the sender until stop.
@@ -212,7 +220,14 @@ func (s *netpeersSide) stop() {
 	s.stopped.Do(func() {
 		close(s.done)
 		s.sink.Close()
+		if s.send != nil {
+			s.send.shut()
+		}
 		s.c.conn.Close()
+		s.wg.Wait()
+		if s.send != nil {
+			s.send.release()
+		}
 	})
 	s.wg.Wait()
 }
@@ -338,7 +353,7 @@ func (s *netpeersSide) runSender() {
 			s.wakeAt.Store(noWake)
 			continue
 		}
-		failed, err := ps.sendBatch(s.c.raw, k)
+		failed, err := ps.sendBatch(s.send, k)
 		if err != nil {
 			return // closed
 		}
