@@ -60,6 +60,7 @@ func (d *Device) runReceive(fn conn.StampedReceiveFunc) {
 	arrived := make([]int64, bs) // receive timestamps, while under load (stale.go)
 	kps := make([]*keypair, bs)
 	var seen []*keypair
+	var out tunOut // what this read delivered directly, written at its end (tunout.go)
 	failures := 0
 	var rate hsRate // this goroutine's handshake arrival rate
 	// Cookie replies made under load, sent once per batch (one sendmmsg
@@ -289,12 +290,16 @@ func (d *Device) runReceive(fn conn.StampedReceiveFunc) {
 				d.pool.putBatch(b)
 				continue
 			}
-			if p.deliverDirect(r, b, now) {
+			if p.deliverDirect(r, b, now, &out) {
 				continue
+			}
+			if out.holds(p) {
+				out.flush(d) // p's packets of this read go first
 			}
 			b.materialize()
 			d.dispatch(b, r.inbound, &r.pendingIn, r.stopped)
 		}
+		out.flush(d)
 		for _, pk := range pkts[:n] {
 			if pk != nil {
 				pk.src = nil // the landing buffers are about to be reused
@@ -458,7 +463,7 @@ func (p *peer) runReceiver(r *peerRun) {
 			return
 		}
 		p.recvMu.Lock()
-		p.deliver(b, &p.heads, d.clock.Now())
+		p.deliver(b, &p.heads, d.clock.Now(), nil)
 		p.recvMu.Unlock()
 		d.pool.putBatch(b)
 		r.pendingIn.Add(-1)
@@ -470,10 +475,11 @@ func (p *peer) runReceiver(r *peerRun) {
 // earlier batch is still queued for the peer's receiver, saving the
 // hand-off to (and the wake-up of) that goroutine. It reports whether it
 // took b. A receive goroutine's own batches stay in order: it queues one
-// only after counting it in pendingIn, and delivers directly only once
-// every queued batch has been delivered. now is the time of the read that
-// brought b.
-func (p *peer) deliverDirect(r *peerRun, b *batch, now time.Time) bool {
+// only after counting it in pendingIn (and writing out what out holds of
+// the peer), and delivers directly only once every queued batch has been
+// delivered. now is the time of the read that brought b; out takes the
+// packets for the read's one TUN write.
+func (p *peer) deliverDirect(r *peerRun, b *batch, now time.Time, out *tunOut) bool {
 	d := p.d
 	if r.pendingIn.Load() != 0 || len(b.pkts) > int(d.inlineCrypto.Load()) {
 		return false
@@ -493,21 +499,26 @@ func (p *peer) deliverDirect(r *peerRun, b *batch, now time.Time) bool {
 	for _, pk := range b.pkts {
 		d.open(b.kp, pk, b.nonce[:])
 	}
-	p.deliver(b, &p.heads, now)
+	kept := p.deliver(b, &p.heads, now, out)
 	p.recvMu.Unlock()
-	d.pool.putBatch(b)
+	if !kept {
+		d.pool.putBatch(b)
+	}
 	return true
 }
 
 // deliver checks and writes one opened batch; heads is the receiver's
 // room for the TUN device's merging (tun.HeadRoom); now is the device
 // clock read at most one receive batch earlier (the session age checks).
-func (p *peer) deliver(b *batch, heads *tun.HeadRoom, now time.Time) {
+// With out, the checked packets go there to be written with the read's
+// others (then deliver keeps b, and reports it: out returns it to the
+// pool) instead of being written here.
+func (p *peer) deliver(b *batch, heads *tun.HeadRoom, now time.Time, out *tunOut) (kept bool) {
 	d := p.d
 	kp := b.kp
 	if now.Sub(kp.created) >= d.tm.rejectAfterTime {
 		d.drop(DropExpired, len(b.pkts))
-		return
+		return false
 	}
 	var last conn.Endpoint
 	valid, data := false, false
@@ -568,7 +579,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom, now time.Time) {
 		d.drop(DropNotAllowed, notAllowed)
 	}
 	if !valid {
-		return
+		return false
 	}
 	p.rxBytes.Add(rx)
 	if p.rotateOnConfirm(kp) {
@@ -583,6 +594,10 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom, now time.Time) {
 	}
 	p.setEndpoint(last) // roaming: one publish at most, none when unchanged
 	if len(bufs) > 0 {
+		if out != nil {
+			out.add(d, b, bufs)
+			return true
+		}
 		if d.tunMerges {
 			heads.Prepare(bufs, tun.Offset)
 		}
@@ -591,6 +606,7 @@ func (p *peer) deliver(b *batch, heads *tun.HeadRoom, now time.Time) {
 			d.log.Debug("TUN write failed", "err", err)
 		}
 	}
+	return false
 }
 
 // keepKeyFreshReceiving makes an initiator start a new handshake when

@@ -50,10 +50,16 @@ type run struct {
 // HeadRoom is one receiver goroutine's set of 64 KiB first-packet
 // buffers. It is used by that goroutine alone; the zero value is ready.
 type HeadRoom struct {
-	bufs   [][]byte // up to maxHeads buffers of headBufferSize(offset)
+	bufs   [][]byte // buffers of headBufferSize(offset): maxHeads, or MaxAddedHeads for Add
 	offset int      // the offset bufs were sized for
 	runs   []run
+	used   int // heads handed out by Add since the last Reset
 }
+
+// MaxAddedHeads bounds the heads handed out by Add between two Resets:
+// one write gathered from many small batches (a gateway's read of short
+// runs from many peers) merges at most this many runs.
+const MaxAddedHeads = 64
 
 // headBufferSize is the capacity of a run's first packet: the TUN device's
 // capacity check counts the offset twice, so this lets a run grow to
@@ -121,8 +127,32 @@ func flowOf(pkt []byte) (k flowKey, hdrLen int, last, ok bool) {
 // predicted first packet of a run sits in a buffer with room to merge
 // into. It replaces only elements of bufs, never the bytes of the
 // caller's buffers, and allocates only when it needs more head buffers
-// than any batch before.
+// than any batch before. Each call starts over: the heads of the call
+// before may be reused.
 func (h *HeadRoom) Prepare(bufs [][]byte, offset int) {
+	h.used = 0
+	h.prepare(bufs, offset, maxHeads)
+	h.used = 0
+}
+
+// Add is Prepare for one of several batches written together later: it
+// hands out only heads not handed out since the last Reset (at most
+// MaxAddedHeads in all), so the batches added before keep theirs. Call
+// Reset once their write is done.
+func (h *HeadRoom) Add(bufs [][]byte, offset int) {
+	if offset != h.offset && h.used > 0 {
+		return // heads of another offset still in use: no merging here
+	}
+	h.prepare(bufs, offset, MaxAddedHeads)
+}
+
+// Reset makes every head available again; the packets Add placed in them
+// must have been written.
+func (h *HeadRoom) Reset() { h.used = 0 }
+
+// prepare places bufs' predicted first packets in heads h.used onwards,
+// up to limit heads in all.
+func (h *HeadRoom) prepare(bufs [][]byte, offset, limit int) {
 	if len(bufs) < 2 {
 		return
 	}
@@ -130,7 +160,6 @@ func (h *HeadRoom) Prepare(bufs [][]byte, offset int) {
 		h.bufs, h.offset = nil, offset // sized for another offset
 	}
 	h.runs = h.runs[:0]
-	heads := 0
 	for i, b := range bufs {
 		pkt := b[offset:]
 		k, hdrLen, last, ok := flowOf(pkt)
@@ -159,14 +188,14 @@ func (h *HeadRoom) Prepare(bufs [][]byte, offset int) {
 		}
 		// Nothing merges into the last packet of a batch, nor into a run
 		// already closed.
-		if i == len(bufs)-1 || r.closed || heads == maxHeads {
+		if i == len(bufs)-1 || r.closed || h.used == limit {
 			continue
 		}
-		if heads == len(h.bufs) {
+		if h.used == len(h.bufs) {
 			h.bufs = append(h.bufs, make([]byte, headBufferSize(offset)))
 		}
-		hb := h.bufs[heads]
-		heads++
+		hb := h.bufs[h.used]
+		h.used++
 		n := copy(hb[offset:], pkt)
 		bufs[i] = hb[:offset+n]
 	}

@@ -138,10 +138,15 @@ func (n *nsDevice) Write(bufs [][]byte, offset int) (int, error) {
 // Events returns the merged event channel; it is closed after Close.
 func (n *nsDevice) Events() <-chan Event { return n.events }
 
-// Close stops the followers and closes the underlying device.
+// Close stops the followers and closes the underlying device, then the
+// writer's ring.
 func (n *nsDevice) Close() error {
 	n.once.Do(func() { close(n.stop) })
-	return n.Device.Close()
+	err := n.Device.Close()
+	if n.gro != nil {
+		n.gro.close()
+	}
+	return err
 }
 
 // emit delivers ev unless the device is closing.

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/wirelane/wirelane/internal/sys/uring"
 	"golang.org/x/sys/unix"
 	wgtun "golang.zx2c4.com/wireguard/tun"
 )
@@ -34,6 +35,13 @@ type rawIO struct {
 	buf   []byte // what the call reads into or writes
 	n     int    // its result: bytes moved
 	errno syscall.Errno
+
+	// For writeBatch: the ring, what one call writes and its results.
+	ring    *uring.Ring
+	bufs    [][]byte
+	res     []int32
+	ringErr error
+	batchFn func(fd uintptr) bool // r.batchOnce, made once
 }
 
 // newRawIO returns a rawIO making system call nr on d's descriptor, or
@@ -53,6 +61,7 @@ func newRawIO(d wgtun.Device, nr uintptr) *rawIO {
 		r.name, r.done = "read", rc.Read
 	}
 	r.fn = r.once
+	r.batchFn = r.batchOnce
 	return r
 }
 
@@ -70,6 +79,27 @@ func (r *rawIO) once(fd uintptr) bool {
 		r.n, r.errno = int(n), e
 		return true
 	}
+}
+
+// batchOnce writes r.bufs through r.ring on fd; it never asks the poller
+// to wait (writes that found fd not ready say so in r.res).
+func (r *rawIO) batchOnce(fd uintptr) bool {
+	r.ringErr = r.ring.Write(int(fd), r.bufs, r.res)
+	return true
+}
+
+// writeBatch writes bufs with one io_uring_enter through ring, inside the
+// descriptor's RawConn.Write so that a concurrent Close waits for it. res
+// (len(res) >= len(bufs)) gets each write's bytes or negated errno. An
+// error is the poller's (the file is closed: os.ErrClosed) or the ring's.
+func (r *rawIO) writeBatch(ring *uring.Ring, bufs [][]byte, res []int32) error {
+	r.ring, r.bufs, r.res, r.ringErr = ring, bufs, res, nil
+	err := r.done(r.batchFn)
+	r.ring, r.bufs, r.res = nil, nil, nil // keep no caller buffer alive
+	if err != nil {
+		return os.ErrClosed
+	}
+	return r.ringErr
 }
 
 // do reads into or writes buf (not empty) and returns the bytes moved.

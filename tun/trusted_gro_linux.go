@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/wirelane/wirelane/internal/sys/uring"
 	"golang.org/x/sys/unix"
 	wgtun "golang.zx2c4.com/wireguard/tun"
 )
@@ -22,6 +23,13 @@ type groWriter struct {
 	g  trustedGRO
 	ft flowTable // restFlowsDistinct's scratch
 	io *rawIO
+
+	// ring writes a call's raw writes with one system call when there is
+	// more than one (ring_writes.go); nil where io_uring is unavailable
+	// or turned off, and after close.
+	ring  *uring.Ring
+	batch [][]byte // scratch: one call's raw writes, in order
+	res   []int32  // scratch: their results
 }
 
 // newGROWriter returns a writer for d, or nil when d's file does not carry
@@ -31,9 +39,20 @@ func newGROWriter(d wgtun.Device) *groWriter {
 	if io == nil {
 		return nil
 	}
-	w := &groWriter{io: io}
+	w := &groWriter{io: io, ring: newWriteRing()}
 	w.g.udp = takesUSO(d.File())
 	return w
+}
+
+// close releases the ring. The device must be closed first, so that no
+// write still waits for it to be writable while holding mu.
+func (w *groWriter) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ring != nil {
+		w.ring.Close()
+		w.ring = nil
+	}
 }
 
 // takesUSO reports whether the TUN file f takes UDP segmentation offload
@@ -91,38 +110,24 @@ func (w *groWriter) write(fallback wgtun.Device, bufs [][]byte, offset int) (int
 	defer w.mu.Unlock()
 	g := &w.g
 	g.plan(bufs, offset)
+	// Everything written raw goes into w.batch, in order: the merged and
+	// marked packets, then the rest when it is a single packet or several
+	// the fallback could not merge (no two share a flow, or IPv4 UDP
+	// without a checksum), each with the zero virtio-net header the
+	// fallback would give it. The fallback's write(2) goes through the
+	// runtime's system call bookkeeping, which wakes the runtime's
+	// monitor thread (sysmon) from its idle sleep and, for a write that
+	// runs the receiving stack longer than a sysmon tick, hands the P to
+	// another thread: with request/response traffic (one packet per
+	// batch) that was a wake-up and two task switches per packet, and on
+	// a gateway receiving unmergeable UDP from many peers the same per
+	// packet (rest_flows.go).
+	batch := w.batch[:0]
+	for _, i := range g.ours {
+		batch = append(batch, bufs[i][offset-VirtioHeaderLen:])
+	}
 	var errs error
 	total := 0
-	// raw writes one packet, header included; false once the device is
-	// closed.
-	raw := func(b []byte) bool {
-		n, err := w.io.do(b)
-		switch {
-		case errors.Is(err, os.ErrClosed):
-			return false
-		case err != nil:
-			errs = errors.Join(errs, err)
-		default:
-			total += n
-		}
-		return true
-	}
-	for _, i := range g.ours {
-		if !raw(bufs[i][offset-VirtioHeaderLen:]) {
-			return total, os.ErrClosed
-		}
-	}
-	// One packet, or several the fallback could not merge (no two share
-	// a flow, or IPv4 UDP without a checksum): written here, raw, each
-	// with the zero virtio-net header the fallback would give it. The
-	// fallback's
-	// write(2) goes through the runtime's system call bookkeeping, which
-	// wakes the runtime's monitor thread (sysmon) from its idle sleep
-	// and, for a write that runs the receiving stack longer than a
-	// sysmon tick, hands the P to another thread: with request/response
-	// traffic (one packet per batch) that was a wake-up and two task
-	// switches per packet, and on a gateway receiving unmergeable UDP from
-	// many peers the same per packet (rest_flows.go).
 	switch {
 	case len(g.rest) == 0:
 	case len(g.rest) == 1 || w.ft.restFlowsDistinct(g.rest, offset):
@@ -130,18 +135,33 @@ func (w *groWriter) write(fallback wgtun.Device, bufs [][]byte, offset int) (int
 			b := p[offset-VirtioHeaderLen:]
 			g.rest[i] = nil // drop the reference to the caller's buffer
 			clear(b[:VirtioHeaderLen])
-			if !raw(b) {
-				clear(g.rest)
-				return total, os.ErrClosed
-			}
+			batch = append(batch, b)
 		}
 	default:
-		n, err := fallback.Write(g.rest, offset)
+		// Several packets the fallback merges: after this call's own,
+		// which may belong to the same flows.
+		n, err := w.writeRaw(batch)
+		total += n
+		clear(batch)
+		batch = batch[:0]
+		if err == os.ErrClosed {
+			clear(g.rest)
+			return total, err
+		}
+		errs = errors.Join(errs, err)
+		n, err = fallback.Write(g.rest, offset)
 		total += n
 		if err != nil {
 			errs = errors.Join(errs, err)
 		}
 		clear(g.rest) // drop the references to the caller's buffers
 	}
-	return total, errs
+	n, err := w.writeRaw(batch)
+	total += n
+	clear(batch) // drop the references to the caller's buffers
+	w.batch = batch[:0]
+	if err == os.ErrClosed {
+		return total, err
+	}
+	return total, errors.Join(errs, err)
 }
